@@ -1,0 +1,1 @@
+"""The engine: fixed-point iteration, Newton, catalogues, continuation. Knows no physics."""

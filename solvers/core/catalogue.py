@@ -1,0 +1,193 @@
+"""Branch catalogue: every solution reachable from the named starts, classified and ranked.
+
+Solve from every start (and every root of the theory's exhaustive search, when it has one),
+merge duplicates, decide stability, and pick the equilibrium as the stable branch with the
+largest free entropy. All branches are reported, so a first-order transition is never hidden
+by a lucky start.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solvers.core.newton import fd_jacobian
+from solvers.core.options import SolverOptions
+from solvers.core.problem import Problem
+from solvers.core.results import SolveResult
+from solvers.core.solve import solve_at
+
+DUPLICATE_TOL = 1e-6
+MARGINAL = 1e-9
+
+
+@dataclass
+class Branch:
+    """One solution at one parameter value."""
+
+    name: str
+    x: np.ndarray
+    converged: bool
+    stable: bool | None
+    stability_margin: float | None
+    free_entropy: float | None
+    result: SolveResult
+    starts: list[str] = field(default_factory=list)
+
+    def diagnostics(self) -> dict[str, Any]:
+        d = self.result.diagnostics()
+        d["starts"] = list(self.starts)
+        d["stability_margin"] = self.stability_margin
+        return d
+
+
+@dataclass
+class Catalogue:
+    branches: list[Branch]
+    equilibrium: str | None
+    seconds: float
+
+    @property
+    def converged(self) -> bool:
+        eq = self.get(self.equilibrium)
+        return eq is not None and eq.converged
+
+    def get(self, name: str | None) -> Branch | None:
+        return next((b for b in self.branches if b.name == name), None)
+
+    def diagnostics(self) -> dict[str, Any]:
+        eq = self.get(self.equilibrium)
+        ref = eq if eq is not None else (min(self.branches, key=lambda b: b.result.residual) if self.branches else None)
+        return {
+            "residual": ref.result.residual if ref else None,
+            "iterations": int(sum(b.result.iterations for b in self.branches)),
+            "method": ref.result.method if ref else None,
+            "seconds": self.seconds,
+            "status": ref.result.status if ref else "no_solution",
+            "message": ref.result.message if ref else "No start produced a solution.",
+        }
+
+
+def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
+    """> 0 stable, < 0 unstable; None when the theory gives no way to tell."""
+    if problem.stability is not None:
+        return float(problem.stability(x, p))
+    if problem.kind == "gradient":
+        J = problem.jacobian(x, p) if problem.jacobian is not None else fd_jacobian(lambda y: problem.F(y, p), x)
+        H = 0.5 * (np.asarray(J) + np.asarray(J).T)
+        return float(np.linalg.eigvalsh(H)[0])
+    if problem.kind == "fixed_point" and problem.fixed_point is not None:
+        Jg = fd_jacobian(lambda y: np.asarray(problem.fixed_point(y, p), dtype=float), x)  # type: ignore[misc]
+        return float(1.0 - np.max(np.abs(np.linalg.eigvals(Jg))))
+    return None
+
+
+def same_solution(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float = DUPLICATE_TOL) -> bool:
+    """Equal up to ``tol`` (relative to the theory's scale) after mapping both to their symmetry class."""
+    if problem.canonical is not None:
+        a, b = np.asarray(problem.canonical(a)), np.asarray(problem.canonical(b))
+    scale = problem.scale if problem.scale is not None else np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    return bool(np.all(np.abs(a - b) <= tol * scale))
+
+
+def same_degenerate_root(problem: Problem, p: float, b: Branch, res: SolveResult) -> bool:
+    """Two nearby points of one degenerate (flat) root, which Newton reaches only to ~tol^(1/k).
+
+    They are the same solution when the residual stays at the solve tolerance all the way
+    between them; two genuinely distinct roots have a residual barrier in between.
+    """
+    if not same_solution(problem, b.x, res.x, tol=1e-2):
+        return False
+    level = 10 * max(b.result.residual, res.residual) + 1e-14
+    for w in (0.25, 0.5, 0.75):
+        mid = (1 - w) * b.x + w * res.x
+        if float(np.max(np.abs(problem.F(mid, p)))) > level:
+            return False
+    return True
+
+
+def classify(problem: Problem, p: float, name: str, result: SolveResult, start: str) -> Branch:
+    x = np.asarray(problem.canonical(result.x), dtype=float) if problem.canonical is not None else result.x
+    result.x = x
+    margin = stability_margin(problem, x, p) if result.converged else None
+    fe = float(problem.free_entropy(x, p)) if (problem.free_entropy is not None and result.converged) else None
+    return Branch(
+        name=name,
+        x=x,
+        converged=result.converged,
+        # A marginal solution (margin ~ 0, e.g. exactly at a critical point) counts as stable.
+        stable=None if margin is None else margin > -MARGINAL,
+        stability_margin=margin,
+        free_entropy=fe,
+        result=result,
+        starts=[start],
+    )
+
+
+def pick_equilibrium(branches: list[Branch]) -> str | None:
+    ok = [b for b in branches if b.converged and b.stable is not False]
+    if not ok:
+        return None
+    with_fe = [b for b in ok if b.free_entropy is not None and np.isfinite(b.free_entropy)]
+    if with_fe:
+        return max(with_fe, key=lambda b: b.free_entropy).name  # type: ignore[arg-type, return-value]
+    return ok[0].name
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    k = 2
+    while f"{name}_{k}" in taken:
+        k += 1
+    return f"{name}_{k}"
+
+
+def build_catalogue(problem: Problem, p: float, candidates: list[tuple[str, SolveResult]], seconds: float) -> Catalogue:
+    """Merge duplicate solutions and rank them; non-converged attempts are kept only if nothing converged."""
+    branches: list[Branch] = []
+    for start, res in candidates:
+        if not res.converged:
+            continue
+        dup = next(
+            (b for b in branches if same_solution(problem, b.x, res.x) or same_degenerate_root(problem, p, b, res)),
+            None,
+        )
+        if dup is not None:
+            dup.starts.append(start)
+            continue
+        name = problem.name_of(res.x, p, start)
+        branch = classify(problem, p, name, res, start)
+        taken = {b.name for b in branches}
+        if name in taken and branch.stable is False:
+            name = f"{name}:unstable"
+        branch.name = unique_name(name, taken)
+        branches.append(branch)
+    if not branches and candidates:
+        # Honest failure: report the best attempt with its residual.
+        start, res = min(candidates, key=lambda c: c[1].residual)
+        branches.append(classify(problem, p, start, res, start))
+    return Catalogue(branches=branches, equilibrium=pick_equilibrium(branches), seconds=seconds)
+
+
+def solve_catalogue(
+    problem: Problem, p: float, options: SolverOptions, extra_starts: dict[str, np.ndarray] | None = None
+) -> Catalogue:
+    """Solve from every named start (plus the theory's exhaustive search) at parameter ``p``.
+
+    ``extra_starts`` (e.g. the previous point of a sweep) go first, so a branch keeps its name
+    along a sweep when it is reached from several starts.
+    """
+    t0 = time.perf_counter()
+    candidates: list[tuple[str, SolveResult]] = []
+    for name, x0 in (extra_starts or {}).items():
+        candidates.append((name, solve_at(problem, p, np.asarray(x0, dtype=float), options)))
+    if problem.enumerate is not None:
+        for name, x in problem.enumerate(p):
+            candidates.append((name, solve_at(problem, p, np.asarray(x, dtype=float), options)))
+    for name, x0 in problem.starts(p).items():
+        candidates.append((name, solve_at(problem, p, np.asarray(x0, dtype=float), options)))
+    return build_catalogue(problem, p, candidates, time.perf_counter() - t0)

@@ -1,0 +1,280 @@
+"""Pseudo-arclength continuation of one solution curve of F(x; p) = 0.
+
+The curve is followed in z = (x, t), with t = (p - p_lo) / (p_hi - p_lo) the parameter rescaled
+to the sweep range, so that step sizes mean the same thing for every theory. Each step predicts
+along the unit tangent τ and corrects with Newton on the bordered system
+
+    F(x, t) = 0,      τ · (z - z_pred) = 0,
+
+whose Jacobian [[F_x, F_t], [τ_xᵀ, τ_t]] stays regular at folds, where F_x alone is singular.
+Step size adapts to the corrector's iteration count and to the angle between successive tangents.
+A fold is a sign change of the tangent's t-component; it is refined by root-finding that
+component along the arclength from the last point before it (each evaluation is a corrector
+solve), which places the fold parameter to round-off because p is quadratic in s there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from solvers.core.catalogue import MARGINAL, stability_margin
+from solvers.core.newton import fd_jacobian
+from solvers.core.options import SolverOptions
+from solvers.core.problem import Problem
+
+OnStep = Callable[["CurvePoint"], None]
+
+
+@dataclass
+class CurvePoint:
+    p: float
+    x: np.ndarray
+    tangent: np.ndarray  # unit vector in (x, t)
+    margin: float | None = None
+    free_entropy: float | None = None
+
+    @property
+    def stable(self) -> bool | None:
+        return None if self.margin is None else self.margin > -MARGINAL
+
+
+@dataclass
+class Fold:
+    p: float
+    x: np.ndarray
+    index: int  # the fold lies between points[index] and points[index + 1]
+    refined: bool = True
+
+
+@dataclass
+class Curve:
+    """One traced solution curve, ordered by arclength, with its folds."""
+
+    name: str
+    points: list[CurvePoint] = field(default_factory=list)
+    folds: list[Fold] = field(default_factory=list)
+    message: str = ""
+
+
+class Frame:
+    """The rescaled coordinates (x, t) and the bordered corrector at one problem."""
+
+    def __init__(self, problem: Problem, p_lo: float, p_hi: float, options: SolverOptions):
+        self.problem = problem
+        self.p_lo = p_lo
+        self.width = (p_hi - p_lo) or 1.0
+        self.options = options
+
+    def p(self, t: float) -> float:
+        return self.p_lo + self.width * t
+
+    def t(self, p: float) -> float:
+        return (p - self.p_lo) / self.width
+
+    def F(self, x: np.ndarray, t: float) -> np.ndarray:
+        return self.problem.F(x, self.p(t))
+
+    def jac_x(self, x: np.ndarray, t: float) -> np.ndarray:
+        if self.problem.jacobian is not None:
+            return np.asarray(self.problem.jacobian(x, self.p(t)), dtype=float)
+        return fd_jacobian(lambda y: self.F(y, t), x)
+
+    def jac_t(self, x: np.ndarray, t: float) -> np.ndarray:
+        h = 1e-6 * max(1.0, abs(t))
+        return (self.F(x, t + h) - self.F(x, t - h)) / (2 * h)
+
+    def bordered(self, x: np.ndarray, t: float, tau: np.ndarray) -> np.ndarray:
+        n = x.size
+        A = np.empty((n + 1, n + 1))
+        A[:n, :n] = self.jac_x(x, t)
+        A[:n, n] = self.jac_t(x, t)
+        A[n, :] = tau
+        return A
+
+    def tangent(self, x: np.ndarray, t: float, tau_prev: np.ndarray) -> np.ndarray:
+        """Unit tangent oriented like ``tau_prev``: solve [[F_x, F_t], [τ_prevᵀ]] τ = [0, 1]."""
+        n = x.size
+        rhs = np.zeros(n + 1)
+        rhs[n] = 1.0
+        A = self.bordered(x, t, tau_prev)
+        try:
+            tau = np.linalg.solve(A, rhs)
+        except np.linalg.LinAlgError:
+            tau = np.linalg.lstsq(A, rhs, rcond=None)[0]
+        norm = np.linalg.norm(tau)
+        if not np.isfinite(norm) or norm == 0:
+            return tau_prev
+        return tau / norm
+
+    def correct(self, z_pred: np.ndarray, tau: np.ndarray, max_iter: int) -> tuple[np.ndarray | None, int]:
+        """Newton on the bordered system from the predicted point; None when it fails."""
+        n = z_pred.size - 1
+        z = z_pred.copy()
+        for it in range(1, max_iter + 1):
+            x, t = z[:n], float(z[n])
+            f = self.F(x, t)
+            if not np.all(np.isfinite(f)):
+                return None, it
+            g = float(tau @ (z - z_pred))
+            if np.max(np.abs(f)) <= self.options.tolerance(float(np.max(np.abs(x))) if n else 0.0) and abs(g) < 1e-12:
+                return z, it - 1
+            A = self.bordered(x, t, tau)
+            rhs = -np.concatenate([f, [g]])
+            try:
+                dz = np.linalg.solve(A, rhs)
+            except np.linalg.LinAlgError:
+                dz = np.linalg.lstsq(A, rhs, rcond=None)[0]
+            z = z + dz
+            if self.problem.project is not None:
+                z[:n] = self.problem.project(z[:n])
+            if not np.all(np.isfinite(z)):
+                return None, it
+        x, t = z[:n], float(z[n])
+        f = self.F(x, t)
+        ok = np.all(np.isfinite(f)) and np.max(np.abs(f)) <= self.options.tolerance(float(np.max(np.abs(x))))
+        return (z if ok else None), max_iter
+
+
+def _point(frame: Frame, z: np.ndarray, tau: np.ndarray) -> CurvePoint:
+    n = z.size - 1
+    x, p = z[:n].copy(), frame.p(float(z[n]))
+    problem = frame.problem
+    fe = float(problem.free_entropy(x, p)) if problem.free_entropy is not None else None
+    try:
+        margin = stability_margin(problem, x, p)
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        margin = None
+    return CurvePoint(p=p, x=x, tangent=tau.copy(), margin=margin, free_entropy=fe)
+
+
+def refine_along(
+    frame: Frame, a: CurvePoint, b: CurvePoint, g: Callable[[np.ndarray, np.ndarray], float], g_a: float
+) -> tuple[float, np.ndarray] | None:
+    """Root of ``g(z, tangent)`` along the arclength between curve points ``a`` and ``b``.
+
+    Each evaluation is a corrector solve on the hyperplane at arclength s from ``a``, so the
+    root lies on the curve itself, not on its chord.
+    """
+    n = a.x.size
+    za = np.concatenate([a.x, [frame.t(a.p)]])
+    zb = np.concatenate([b.x, [frame.t(b.p)]])
+    span = float(np.linalg.norm(zb - za))
+    if span == 0:
+        return None
+    cache: dict[float, np.ndarray] = {}
+
+    def value(s: float) -> float:
+        z, _ = frame.correct(za + s * a.tangent, a.tangent, frame.options.continuation.newton_max * 2)
+        if z is None:
+            raise ValueError("corrector failed during refinement")
+        tau = frame.tangent(z[:n], float(z[n]), a.tangent)
+        cache[s] = z
+        return float(g(z, tau))
+
+    try:
+        hi = span
+        f_hi = value(hi)
+        if np.sign(f_hi) == np.sign(g_a):
+            hi = span * 1.05
+            f_hi = value(hi)
+            if np.sign(f_hi) == np.sign(g_a):
+                return None
+        s = brentq(value, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
+        if s not in cache:
+            value(s)
+        z = cache[s]
+        return frame.p(float(z[n])), z[:n].copy()
+    except (ValueError, RuntimeError, np.linalg.LinAlgError):
+        return None
+
+
+def _refine_fold(frame: Frame, a: CurvePoint, b: CurvePoint) -> Fold | None:
+    n = a.x.size
+    found = refine_along(frame, a, b, lambda z, tau: float(tau[n]), float(a.tangent[n]))
+    return None if found is None else Fold(p=found[0], x=found[1], index=-1)
+
+
+def trace_curve(
+    problem: Problem,
+    p0: float,
+    x0: np.ndarray,
+    p_lo: float,
+    p_hi: float,
+    options: SolverOptions,
+    *,
+    name: str = "branch",
+    on_step: OnStep | None = None,
+) -> Curve:
+    """Follow the solution through (p0, x0) in both directions until it leaves [p_lo, p_hi]."""
+    frame = Frame(problem, p_lo, p_hi, options)
+    copt = options.continuation
+    n = x0.size
+    z0 = np.concatenate([np.asarray(x0, dtype=float), [frame.t(p0)]])
+    seed_dir = np.zeros(n + 1)
+    seed_dir[n] = 1.0
+    tau0 = frame.tangent(z0[:n], float(z0[n]), seed_dir)
+    if abs(tau0[n]) < 1e-12 and np.allclose(tau0, seed_dir):
+        tau0 = seed_dir
+    first = _point(frame, z0, tau0)
+    halves: list[tuple[list[CurvePoint], list[Fold], str]] = []
+    for direction in (+1.0, -1.0):
+        pts: list[CurvePoint] = [CurvePoint(first.p, first.x, direction * first.tangent, first.margin, first.free_entropy)]
+        folds: list[Fold] = []
+        ds = copt.ds
+        message = "left the parameter range"
+        margin_t = 1e-3
+        steps = 0
+        while True:
+            steps += 1
+            if steps > copt.max_steps:
+                message = "step cap reached"
+                break
+            cur = pts[-1]
+            zc = np.concatenate([cur.x, [frame.t(cur.p)]])
+            z, nit = frame.correct(zc + ds * cur.tangent, cur.tangent, copt.newton_max)
+            if z is not None:
+                tau = frame.tangent(z[:n], float(z[n]), cur.tangent)
+                angle = float(np.arccos(np.clip(tau @ cur.tangent, -1.0, 1.0)))
+                if angle > copt.max_angle and ds > copt.ds_min * 1.01:
+                    z = None
+            if z is None:
+                if ds <= copt.ds_min * 1.01:
+                    message = "step below ds_min"
+                    break
+                ds = max(copt.ds_min, ds / 2)
+                continue
+            new = _point(frame, z, tau)
+            if np.sign(new.tangent[n]) != np.sign(cur.tangent[n]) and cur.tangent[n] != 0:
+                fold = _refine_fold(frame, cur, new)
+                if fold is None:  # refinement failed: keep the midpoint estimate, flagged unrefined
+                    fold = Fold(p=0.5 * (cur.p + new.p), x=0.5 * (cur.x + new.x), index=-1, refined=False)
+                fold.index = len(pts) - 1
+                folds.append(fold)
+            pts.append(new)
+            if on_step is not None:
+                on_step(new)
+            # Newton-count step control, clamped to [ds_min, ds_max].
+            if nit <= copt.newton_target - 1:
+                ds = min(copt.ds_max, ds * 1.5)
+            elif nit > copt.newton_target:
+                ds = max(copt.ds_min, ds * 0.6)
+            t_new = float(z[n])
+            if t_new < -margin_t or t_new > 1 + margin_t:
+                break
+            if len(pts) > 8 and np.linalg.norm(z - z0) < 0.5 * ds:
+                message = "closed loop"
+                break
+        halves.append((pts, folds, message))
+    (fwd, ffold, fmsg), (bwd, bfold, bmsg) = halves
+    # Join: backward half reversed (its tangents flipped to the forward orientation), then forward.
+    back = [CurvePoint(q.p, q.x, -q.tangent, q.margin, q.free_entropy) for q in reversed(bwd[1:])]
+    offset = len(back)
+    folds = [Fold(f.p, f.x, offset - 1 - f.index, f.refined) for f in bfold] + [
+        Fold(f.p, f.x, f.index + offset, f.refined) for f in ffold
+    ]
+    folds.sort(key=lambda f: f.index)
+    return Curve(name=name, points=back + fwd, folds=folds, message=f"backward: {bmsg}; forward: {fmsg}")

@@ -1,0 +1,56 @@
+"""Solver options: one validated block, part of every cache key."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ContinuationOptions(BaseModel):
+    """Pseudo-arclength step control (BifurcationKit-style ``ContinuationPar``)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    ds: float = Field(0.02, gt=0, description="Initial arclength step, in units of the parameter range.")
+    ds_min: float = Field(1e-6, gt=0, description="Smallest step before a branch is abandoned.")
+    ds_max: float = Field(0.05, gt=0, description="Largest step, in units of the parameter range.")
+    max_steps: int = Field(4000, ge=1, le=100_000, description="Step cap per branch and direction.")
+    newton_target: int = Field(4, ge=1, le=50, description="Corrector iterations aimed at; steps grow when fewer are needed.")
+    newton_max: int = Field(12, ge=2, le=100, description="Corrector iterations before the step is halved.")
+    max_angle: float = Field(0.35, gt=0, le=1.5, description="Largest angle (radians) between successive tangents.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ContinuationOptions:
+        if not self.ds_min <= self.ds <= self.ds_max:
+            raise ValueError("need ds_min <= ds <= ds_max")
+        return self
+
+
+class SolverOptions(BaseModel):
+    """How to solve. Every field changes the cache key."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    method: Literal["auto", "picard", "anderson", "newton"] = Field(
+        "auto",
+        description="Fixed-point method. auto: Newton where the theory has a residual, falling back to "
+        "damped Anderson; picard: damped iteration; anderson: Anderson-accelerated damped iteration.",
+    )
+    mixing: float = Field(0.5, gt=0, le=1, description="Weight on the new iterate in damped iteration.")
+    anderson_memory: int = Field(5, ge=1, le=50, description="Anderson history length.")
+    anderson_regularization: float = Field(1e-10, ge=0, le=1, description="Tikhonov weight of Anderson's least squares.")
+    tol_abs: float = Field(1e-10, gt=0, le=1, description="Absolute residual tolerance (max norm).")
+    tol_rel: float = Field(1e-10, ge=0, le=1, description="Residual tolerance relative to max(1, |x|).")
+    max_iterations: int = Field(2000, ge=1, le=1_000_000, description="Iteration cap of one solve.")
+    quadrature_order: int | None = Field(
+        None, ge=8, le=200_000, description="Order of the fixed quadratures (theory default when null)."
+    )
+    time_limit: float | None = Field(
+        None, gt=0, le=86_400, description="Seconds; a solve that exceeds it returns converged: false."
+    )
+    continuation: ContinuationOptions = Field(default_factory=ContinuationOptions)
+
+    def tolerance(self, x_norm: float) -> float:
+        """Residual threshold: absolute plus relative to the iterate's size."""
+        return self.tol_abs + self.tol_rel * max(1.0, x_norm)

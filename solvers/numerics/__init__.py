@@ -1,0 +1,1 @@
+"""Shared numerical pieces: Gaussian/Hermite quadrature, kernels, free convolution."""
