@@ -222,7 +222,7 @@ def trace_curve(
     first = _point(frame, z0, tau0)
     halves: list[tuple[list[CurvePoint], list[Fold], str]] = []
     for direction in (+1.0, -1.0):
-        pts: list[CurvePoint] = [CurvePoint(first.p, first.x, direction * first.tangent, first.margin, first.free_entropy)]
+        pts = [CurvePoint(first.p, first.x, direction * first.tangent, first.margin, first.free_entropy)]
         folds: list[Fold] = []
         ds = copt.ds
         message = "left the parameter range"

@@ -54,7 +54,7 @@ def iterate(
     status = "max_iterations"
     res = np.inf
     it = 0
-    for it in range(1, options.max_iterations + 1):
+    for it in range(1, options.max_iterations + 1):  # noqa: B007 (reported after the loop)
         gx = np.asarray(G(x), dtype=float)
         nfev += 1
         if not np.all(np.isfinite(gx)):

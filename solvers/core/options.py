@@ -16,7 +16,9 @@ class ContinuationOptions(BaseModel):
     ds_min: float = Field(1e-6, gt=0, description="Smallest step before a branch is abandoned.")
     ds_max: float = Field(0.05, gt=0, description="Largest step, in units of the parameter range.")
     max_steps: int = Field(4000, ge=1, le=100_000, description="Step cap per branch and direction.")
-    newton_target: int = Field(4, ge=1, le=50, description="Corrector iterations aimed at; steps grow when fewer are needed.")
+    newton_target: int = Field(
+        4, ge=1, le=50, description="Corrector iterations aimed at; steps grow when fewer are needed."
+    )
     newton_max: int = Field(12, ge=2, le=100, description="Corrector iterations before the step is halved.")
     max_angle: float = Field(0.35, gt=0, le=1.5, description="Largest angle (radians) between successive tangents.")
 
@@ -39,7 +41,9 @@ class SolverOptions(BaseModel):
     )
     mixing: float = Field(0.5, gt=0, le=1, description="Weight on the new iterate in damped iteration.")
     anderson_memory: int = Field(5, ge=1, le=50, description="Anderson history length.")
-    anderson_regularization: float = Field(1e-10, ge=0, le=1, description="Tikhonov weight of Anderson's least squares.")
+    anderson_regularization: float = Field(
+        1e-10, ge=0, le=1, description="Tikhonov weight of Anderson's least squares (on normalised columns)."
+    )
     tol_abs: float = Field(1e-10, gt=0, le=1, description="Absolute residual tolerance (max norm).")
     tol_rel: float = Field(1e-10, ge=0, le=1, description="Residual tolerance relative to max(1, |x|).")
     max_iterations: int = Field(2000, ge=1, le=1_000_000, description="Iteration cap of one solve.")

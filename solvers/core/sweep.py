@@ -15,6 +15,7 @@ reports the same kinds of special point, bracketed by the grid where it cannot r
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ class Segment:
     def guess(self, p: float) -> np.ndarray | None:
         """Linear interpolation of the state at ``p`` along the segment (None outside it)."""
         pts = self.points
-        for a, b in zip(pts[:-1], pts[1:], strict=False):
+        for a, b in itertools.pairwise(pts):
             lo, hi = sorted((a.p, b.p))
             if lo <= p <= hi:
                 w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
@@ -107,7 +108,7 @@ def _on_some_curve(problem: Problem, curves: list[Curve], p: float, x: np.ndarra
     for curve in curves:
         seg = Segment(curve.name, curve.points)
         pts = curve.points
-        for a, b in zip(pts[:-1], pts[1:], strict=False):
+        for a, b in itertools.pairwise(pts):
             lo, hi = sorted((a.p, b.p))
             if not lo <= p <= hi:
                 continue
@@ -249,7 +250,7 @@ def continuation_sweep(
         return grid_sweep(problem, values, options, on_point=on_point)
     ordered = sorted(set(vals))
     k = min(MAX_SEEDS, len(ordered))
-    seed_values = [ordered[int(round(i))] for i in np.linspace(0, len(ordered) - 1, k)]
+    seed_values = [ordered[round(i)] for i in np.linspace(0, len(ordered) - 1, k)]
     # Ends first: most branches are seen at one end or the other.
     seed_values = sorted(set(seed_values), key=lambda v: (v not in (p_lo, p_hi), v))
     curves: list[Curve] = []
@@ -323,7 +324,7 @@ def continuation_sweep(
         cands: list[tuple[str, SolveResult]] = []
         for seg in all_segs:
             pts = seg.points
-            for a, b in zip(pts[:-1], pts[1:], strict=False):
+            for a, b in itertools.pairwise(pts):
                 lo, hi = sorted((a.p, b.p))
                 if lo <= v <= hi:
                     w = 0.0 if hi == lo else (v - a.p) / (b.p - a.p)
@@ -371,7 +372,7 @@ def grid_transitions(
     """Special points between adjacent grid values; first-order points refined, others bracketed."""
     out: list[Transition] = []
     order = np.argsort(vals)
-    for i0, i1 in zip(order[:-1], order[1:], strict=False):
+    for i0, i1 in itertools.pairwise(order):
         p0, p1 = vals[i0], vals[i1]
         c0, c1 = cats[i0], cats[i1]
         names0 = {b.name for b in c0.branches if b.converged}
@@ -412,7 +413,7 @@ def grid_transitions(
                 xa0, xa1 = c0.get(A).x, c1.get(A).x  # type: ignore[union-attr]
                 xb0, xb1 = c0.get(B).x, c1.get(B).x  # type: ignore[union-attr]
 
-                def delta(p: float, xa0=xa0, xa1=xa1, xb0=xb0, xb1=xb1) -> float:
+                def delta(p: float, xa0=xa0, xa1=xa1, xb0=xb0, xb1=xb1, p0=p0, p1=p1) -> float:
                     w = (p - p0) / (p1 - p0)
                     ra = polish(problem, p, (1 - w) * xa0 + w * xa1, options)
                     rb = polish(problem, p, (1 - w) * xb0 + w * xb1, options)
