@@ -221,6 +221,29 @@ def _fe_table(seg: Segment) -> tuple[np.ndarray, np.ndarray]:
     return ps, fs
 
 
+def _merge_branch_points(transitions: list[Transition], rel: float = 1e-4) -> list[Transition]:
+    """A fold that sits where another branch loses stability is one branch point (e.g. a pitchfork).
+
+    The stability change is located precisely (the margin is smooth there); the fold of the
+    branch that splits off is not (the bordered system is singular at a branch point). Report it
+    once, as the stability change, naming both branches.
+    """
+    losses = [t for t in transitions if t.kind == "spinodal" and t.detail.startswith("local stability")]
+    out = []
+    for t in transitions:
+        if t.kind == "spinodal" and t.detail.startswith("fold"):
+            near = [u for u in losses if abs(u.parameter - t.parameter) <= rel * max(1.0, abs(u.parameter))]
+            if near:
+                u = near[0]
+                extra = [b for b in t.branches if b not in u.branches]
+                if extra:
+                    u.branches = [*u.branches, *extra]
+                    u.detail += f"; branch point where {', '.join(repr(b) for b in extra)} branches off"
+                continue
+        out.append(t)
+    return out
+
+
 def _dedupe(transitions: list[Transition]) -> list[Transition]:
     out: list[Transition] = []
     for t in sorted(transitions, key=lambda t: t.parameter):
@@ -316,6 +339,7 @@ def continuation_sweep(
                         uncertainty=0.0 if found else abs(b.p - a.p) / 2,
                     )
                 )
+    transitions = _merge_branch_points(transitions)
     transitions.extend(_first_order(problem, all_segs, options, width))
 
     catalogues: list[Catalogue] = []

@@ -24,7 +24,9 @@ def registry() -> dict[str, Theory]:
     for name, module in THEORY_MODULES.items():
         if importlib.util.find_spec(module) is None:
             continue
-        theory = importlib.import_module(module).THEORY
+        theory = getattr(importlib.import_module(module), "THEORY", None)
+        if theory is None:  # a package without THEORY offers no theory (yet)
+            continue
         assert theory.name == name, (theory.name, name)
         out[name] = theory
     return out

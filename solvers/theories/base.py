@@ -50,6 +50,10 @@ class Theory(ABC):
         """Named observables of the solution ``x`` at control value ``p``."""
 
     # ---- helpers --------------------------------------------------------------------------
+    def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """Fields of this particular spec that a sweep may vary (per mode where a theory has modes)."""
+        return self.sweepable
+
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         return float(getattr(spec, parameter)) if parameter else 0.0
 

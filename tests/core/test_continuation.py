@@ -54,8 +54,10 @@ def test_grid_method_agrees_on_the_maxwell_point() -> None:
 def test_pitchfork_is_a_stability_loss_with_no_first_order_point() -> None:
     res = run_sweep(curie_weiss(), np.linspace(0.5, 2.0, 31), SolverOptions())
     assert _kinds(res, "first_order") == []
-    loss = [t for t in _kinds(res, "spinodal") if t.branches == ["paramagnet"]]
+    # One special point: the paramagnet loses stability where the ferromagnet branches off.
+    loss = _kinds(res, "spinodal")
     assert len(loss) == 1 and loss[0].parameter == pytest.approx(1.0, abs=1e-8)
+    assert loss[0].branches == ["paramagnet", "ferromagnet"]
     for v, cat in zip(res.values, res.catalogues, strict=True):
         eq = cat.get(cat.equilibrium)
         assert eq is not None

@@ -1,0 +1,1 @@
+"""SaddleLab HTTP service (FastAPI), its cache and its job queue."""

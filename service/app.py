@@ -1,0 +1,59 @@
+"""The SaddleLab ASGI app: ``service.app:app``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from service.middleware import ApiKeys, BodyLimit
+from service.routers import health, jobs, solve, theories
+from service.settings import Settings, get_settings
+from service.state import AppState
+from solvers import SOLVER_VERSION
+from solvers.core.jsonsafe import json_safe
+
+DESCRIPTION = """
+SaddleLab solves the order-parameter equations of statistical-mechanics theories of feature
+learning in Bayesian neural networks: every branch, the equilibrium by free entropy, spinodals
+and first-order transitions along sweeps, with honest diagnostics. Solves are cached by the
+canonical hash of their spec; sweeps and phase diagrams run as jobs.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        jobs = app.state.saddlelab.jobs
+        if hasattr(jobs, "shutdown"):
+            jobs.shutdown()
+
+    app = FastAPI(title="SaddleLab", version=SOLVER_VERSION, description=DESCRIPTION, lifespan=lifespan)
+    app.state.saddlelab = AppState.build(settings)
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # The offending input is echoed back, but JSON cannot carry NaN/Infinity: those become null.
+        errors = json_safe(jsonable_encoder(exc.errors(), custom_encoder={float: lambda v: v}))
+        if isinstance(errors, list):
+            for e in errors:
+                if isinstance(e, dict):
+                    e.pop("url", None)
+        return JSONResponse(status_code=422, content={"detail": errors})
+
+    for router in (health.router, theories.router, solve.router, jobs.router):
+        app.include_router(router)
+    app.add_middleware(ApiKeys, keys=settings.api_keys)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app
+
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+app = create_app()

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from service.deps import get_state
+from service.schemas import Health
+from service.state import AppState
+from solvers import SOLVER_VERSION
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health, summary="Liveness, cache backend and Redis status")
+def healthz(state: AppState = Depends(get_state)) -> Health:
+    return Health(
+        status="ok",
+        cache="redis" if state.link else "memory",
+        redis=state.link.status() if state.link else None,
+        version=SOLVER_VERSION,
+        auth="api_key" if state.settings.api_keys else "open",
+    )

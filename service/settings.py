@@ -1,0 +1,60 @@
+"""Settings of a SaddleLab instance, read from the environment (12-factor style)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+def _keys() -> tuple[str, ...]:
+    raw = os.environ.get("SADDLELAB_API_KEYS", "")
+    return tuple(k.strip() for k in raw.split(",") if k.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every limit and switch of the service; each has an environment variable of the same name."""
+
+    #: Redis URL; unset = embedded in-process cache and executor.
+    redis_url: str | None = field(default_factory=lambda: os.environ.get("REDIS_URL") or None)
+    #: Seconds a cached solve lives in Redis.
+    cache_ttl: int = field(default_factory=lambda: _int("SADDLELAB_CACHE_TTL", 7 * 24 * 3600))
+    #: Entries of the in-process LRU cache.
+    memory_cache_size: int = field(default_factory=lambda: _int("SADDLELAB_MEMORY_CACHE_SIZE", 2048))
+    #: Seconds job results (points, transitions) are kept.
+    result_ttl: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_TTL", 30 * 24 * 3600))
+    #: Wall-clock limit of one job (RQ job timeout).
+    job_timeout: int = field(default_factory=lambda: _int("SADDLELAB_JOB_TIMEOUT", 6 * 3600))
+    #: Per-solve time limit in seconds (a solve past it returns converged: false).
+    solve_time_limit: float = field(default_factory=lambda: _float("SADDLELAB_SOLVE_TIME_LIMIT", 120.0))
+    #: Largest number of values in one sweep (per axis).
+    max_sweep_points: int = field(default_factory=lambda: _int("SADDLELAB_MAX_SWEEP_POINTS", 2000))
+    #: Largest number of grid cells in a two-parameter phase diagram.
+    max_grid_points: int = field(default_factory=lambda: _int("SADDLELAB_MAX_GRID_POINTS", 40_000))
+    #: Largest request body in bytes (413 beyond).
+    max_body_bytes: int = field(default_factory=lambda: _int("SADDLELAB_MAX_BODY_BYTES", 8 * 1024 * 1024))
+    #: Threads of the in-process executor used when there is no Redis.
+    local_workers: int = field(default_factory=lambda: _int("SADDLELAB_LOCAL_WORKERS", 2))
+    #: API keys (comma-separated); empty = open instance.
+    api_keys: tuple[str, ...] = field(default_factory=_keys)
+    #: Requests per minute per key (0 = unlimited).
+    rate_limit_per_minute: int = field(default_factory=lambda: _int("SADDLELAB_RATE_LIMIT_PER_MINUTE", 600))
+    #: Concurrent unfinished jobs per key (0 = unlimited).
+    max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
+    #: Seconds between attempts to reach Redis again after an outage.
+    redis_retry_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_RETRY_SECONDS", 2.0))
+    #: Host and port of ``python -m service``.
+    host: str = field(default_factory=lambda: os.environ.get("SADDLELAB_HOST", "127.0.0.1"))
+    port: int = field(default_factory=lambda: _int("SADDLELAB_PORT", 8000))
+
+
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,36 @@
+"""The objects one running instance shares between requests, built from its settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.cache import Cache, MemoryCache, RedisCache
+from service.jobs_local import LocalJobs
+from service.redis_link import RedisLink
+from service.settings import Settings
+from service.singleflight import SingleFlight
+from service.solving import SolveService
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    link: RedisLink | None
+    cache: Cache
+    solver: SolveService
+    jobs: Any
+
+    @classmethod
+    def build(cls, settings: Settings) -> AppState:
+        link = RedisLink(settings.redis_url, settings.redis_retry_seconds) if settings.redis_url else None
+        cache: Cache = RedisCache(link, settings.cache_ttl) if link else MemoryCache(settings.memory_cache_size)
+        solver = SolveService(cache, SingleFlight(link), settings)
+        jobs: Any
+        if link is not None:
+            from service.jobs_rq import RQJobs  # imported lazily: the embedded default needs no RQ
+
+            jobs = RQJobs(link, settings)
+        else:
+            jobs = LocalJobs(settings.local_workers)
+        return cls(settings, link, cache, solver, jobs)

@@ -1,0 +1,68 @@
+"""Validate a sweep request and turn it into a plain, hashable job payload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from service.errors import field_error, relocate
+from service.keys import spec_hash
+from service.schemas import Range, SweepRequest
+from service.settings import Settings
+from solvers.core.options import SolverOptions
+from solvers.theories import get as get_theory
+
+
+def expand(values: list[float] | Range) -> list[float]:
+    if isinstance(values, Range):
+        return [float(v) for v in np.linspace(values.start, values.stop, values.num)]
+    return [float(v) for v in values]
+
+
+def _check_values(model: BaseModel, parameter: str, values: list[float], loc: list[str | int]) -> None:
+    """Every value must give a valid spec; the first bad one is named."""
+    cls = type(model)
+    base = model.model_dump()
+    for i, v in enumerate(values):
+        try:
+            cls.model_validate({**base, parameter: v})
+        except ValidationError as exc:
+            raise relocate(exc, [*loc, i]) from None
+
+
+def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
+    """Validated payload: theory, spec, parameter(s), values, method, solver options, key."""
+    model = req.model
+    theory = get_theory(model.theory)
+    allowed = theory.sweepable_for(model)
+    params = req.parameter if isinstance(req.parameter, list) else [req.parameter]
+    value_specs = req.values if isinstance(req.parameter, list) else [req.values]
+    axes: list[list[float]] = []
+    for k, (name, vs) in enumerate(zip(params, value_specs, strict=True)):
+        loc: list[str | int] = ["parameter", k] if len(params) > 1 else ["parameter"]
+        if name not in allowed:
+            raise field_error(loc, f"'{name}' cannot be swept for this spec; sweepable: {sorted(allowed)}", value=name)
+        vals = expand(vs)  # type: ignore[arg-type]
+        vloc: list[str | int] = ["values", k] if len(params) > 1 else ["values"]
+        if not vals:
+            raise field_error(vloc, "at least one value is needed")
+        if len(vals) > settings.max_sweep_points:
+            raise field_error(vloc, f"{len(vals)} values exceed the limit max_sweep_points={settings.max_sweep_points}")
+        _check_values(model, name, vals, vloc)
+        axes.append(vals)
+    if len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
+        raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
+                                      f"max_grid_points={settings.max_grid_points}")
+    options = req.solver or SolverOptions()
+    key = spec_hash(model, options, parameter=params, values=axes, method=req.method)
+    return {
+        "key": key,
+        "theory": theory.name,
+        "model": model.model_dump(mode="json"),
+        "parameters": params,
+        "axes": axes,
+        "method": req.method,
+        "solver": options.model_dump(mode="json"),
+    }

@@ -1,0 +1,75 @@
+"""Start and stop a real redis-server on a free loopback port, for the tests that need one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+import pytest
+import redis
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RedisServer:
+    port: int
+    process: subprocess.Popen
+    workdir: str
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        fresh = start_redis(self.port, self.workdir)
+        self.process = fresh.process
+
+
+def start_redis(port: int | None = None, workdir: str | None = None) -> RedisServer:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        message = "redis-server is not installed (the test command installs it from Debian's packages)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    port = port or free_port()
+    workdir = workdir or tempfile.mkdtemp(prefix="saddlelab-redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", workdir, "--protected-mode", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if client.ping():
+                return RedisServer(port, proc, workdir)
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.05)
+    proc.kill()
+    pytest.fail("redis-server did not start")

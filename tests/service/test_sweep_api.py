@@ -1,0 +1,47 @@
+"""Sweeps as jobs on the embedded executor: the seed's first-order point and both spinodals."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.service.conftest import POTENTIAL
+
+
+def wait(client: TestClient, url: str, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(url).json()
+        if body["status"] in ("finished", "failed", "cancelled"):
+            return body
+        time.sleep(0.05)
+    raise AssertionError("job did not finish")
+
+
+def test_u_sweep_of_the_potential_reports_the_seed_transition(client: TestClient) -> None:
+    r = client.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": "u",
+                                        "values": {"start": 20, "stop": 40, "num": 41}})
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["status_url"])
+    assert job["status"] == "finished", job
+    assert job["progress"] == {"done": 41, "total": 41}
+    result = job["result"]
+    assert len(result["points"]) == 41
+    first = [t for t in result["transitions"] if t["kind"] == "first_order"]
+    spin = [t for t in result["transitions"] if t["kind"] == "spinodal"]
+    assert len(first) == 1
+    assert first[0]["parameter"] == pytest.approx(29.45, abs=1e-2)
+    # The seed quotes 29.45; the exact equal-depth point is 75 pi / 8.
+    assert first[0]["parameter"] == pytest.approx(75 * 3.141592653589793 / 8, abs=1e-5)
+    assert len(spin) == 2
+    births = sorted(t["parameter"] for t in spin)
+    assert births[0] < first[0]["parameter"] < births[1]
+
+
+def test_identical_sweeps_are_deduplicated(client: TestClient) -> None:
+    req = {"model": POTENTIAL, "parameter": "u", "values": [25.0, 30.0], "method": "grid"}
+    a = client.post("/v1/sweeps", json=req).json()
+    b = client.post("/v1/sweeps", json=req).json()
+    assert a["job_id"] == b["job_id"] and b["deduplicated"] is True
