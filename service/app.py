@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from service.middleware import ApiKeys, BodyLimit
+from service.ratelimit import RateCounter, RateLimit
 from service.routers import health, jobs, solve, theories
 from service.settings import Settings, get_settings
 from service.state import AppState
@@ -50,6 +51,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for router in (health.router, theories.router, solve.router, jobs.router):
         app.include_router(router)
+    # Starlette runs the last-added middleware first: body limit, then keys, then the rate limit.
+    app.add_middleware(RateLimit, counter=RateCounter(settings.rate_limit_per_minute, app.state.saddlelab.link))
     app.add_middleware(ApiKeys, keys=settings.api_keys)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app

@@ -10,10 +10,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 OPEN_PATHS = ("/healthz", "/docs", "/redoc", "/openapi.json")
 
 
-async def _reply(send: Send, status: int, detail: str) -> None:
+async def reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    base = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": base + (headers or [])})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -35,27 +35,27 @@ class BodyLimit:
                 except ValueError:
                     too_big = False
                 if too_big:
-                    await _reply(send, 413, f"request body exceeds the limit max_body_bytes={self.limit}")
+                    await reply(send, 413, f"request body exceeds the limit max_body_bytes={self.limit}")
                     return
         seen = 0
+        replied = False
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, replied
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
+                if seen > self.limit and not replied:
+                    replied = True
+                    await reply(send, 413, f"request body exceeds the limit max_body_bytes={self.limit}")
+                    return {"type": "http.disconnect"}
             return message
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _reply(send, 413, f"request body exceeds the limit max_body_bytes={self.limit}")
+        async def guarded_send(message: Message) -> None:
+            if not replied:  # once the 413 is out, whatever the app answers is dropped
+                await send(message)
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, limited, guarded_send)
 
 
 class ApiKeys:
@@ -76,7 +76,7 @@ class ApiKeys:
             if hmac.compare_digest(given, key):
                 match = key
         if match is None:
-            await _reply(send, 401, "missing or invalid X-API-Key")
+            await reply(send, 401, "missing or invalid X-API-Key")
             return
         scope.setdefault("state", {})["api_key"] = match.decode()
         await self.app(scope, receive, send)

@@ -41,8 +41,9 @@ def deepest_side_well(u: float, **kw: float) -> float:
     vals = [blog_potential(r, u, **kw) for r in grid]
     i = int(np.argmin(vals))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    res = minimize_scalar(lambda r: blog_potential(r, u, **kw), bounds=(lo, hi), method="bounded",
-                          options={"xatol": 1e-12})
+    res = minimize_scalar(
+        lambda r: blog_potential(r, u, **kw), bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}
+    )
     return float(res.fun)
 
 
@@ -84,7 +85,7 @@ def test_center_curvature_formula_against_finite_differences() -> None:
     for sw, b, c, u in [(0.5, 0.3, -0.3, 29.45), (1.3, 0.7, 0.2, 5.0), (0.2, -0.4, 0.9, 60.0)]:
         formula = 1 / sw - (4 * u / math.pi) * b**2 / (1 + 2 * sw)  # note §4.2 / §10
         h = 1e-4
-        fd = (blog_potential(h, u, sw, b, c) - 2 * blog_potential(0.0, u, sw, b, c) + blog_potential(-h, u, sw, b, c))
+        fd = blog_potential(h, u, sw, b, c) - 2 * blog_potential(0.0, u, sw, b, c) + blog_potential(-h, u, sw, b, c)
         assert OverlapPotential(sw, b, c, u).center_curvature() == pytest.approx(formula, rel=1e-12)
         assert fd / h**2 == pytest.approx(formula, rel=1e-6, abs=1e-6)
 
@@ -178,13 +179,21 @@ def test_solve_reports_every_branch_with_stability_and_phase() -> None:
     assert low["order_parameters"]["rho_star"] == 0.0
     assert high["equilibrium"] == "aligned" and high["observables"]["phase"] == "GMFL-II"
     assert high["order_parameters"]["rho_star"] == pytest.approx(
-        minimize_scalar(lambda r: blog_potential(r, 33.0), bounds=(0.3, 2), method="bounded",
-                        options={"xatol": 1e-12}).x, abs=1e-7)
+        minimize_scalar(
+            lambda r: blog_potential(r, 33.0), bounds=(0.3, 2), method="bounded", options={"xatol": 1e-12}
+        ).x,
+        abs=1e-7,
+    )
 
 
 def test_bad_input_names_the_field() -> None:
-    for bad, field in [({"sigma_w2": 0.0}, "sigma_w2"), ({"u": -1.0}, "u"), ({"D": 0.5}, "D"),
-                       ({"b": float("nan")}, "b"), ({"bogus": 1}, "bogus")]:
+    for bad, field in [
+        ({"sigma_w2": 0.0}, "sigma_w2"),
+        ({"u": -1.0}, "u"),
+        ({"D": 0.5}, "D"),
+        ({"b": float("nan")}, "b"),
+        ({"bogus": 1}, "bogus"),
+    ]:
         with pytest.raises(ValidationError) as err:
             spec(**bad)
         assert field in str(err.value)
