@@ -65,10 +65,11 @@ def test_rate_limit_is_shared_through_redis(fresh_redis) -> None:
 
 
 def test_time_limit_returns_a_diagnosed_non_convergence() -> None:
-    # A map contracting by 1e-7 per step: iteration would need ~1e8 steps; the time limit stops it honestly.
+    # Contracting by 1e-7 per step, iteration would need ~1e8 steps: the time limit stops it honestly.
     prob = Problem(residual=None, dim=50, starts=lambda p: {}, fixed_point=lambda x, p: x + 1e-7 * (1.0 - x))
     t0 = time.perf_counter()
-    res = solve_at(prob, 0.0, np.zeros(50), SolverOptions(method="picard", mixing=1.0, time_limit=0.2, max_iterations=10**6))
+    opts = SolverOptions(method="picard", mixing=1.0, time_limit=0.2, max_iterations=10**6)
+    res = solve_at(prob, 0.0, np.zeros(50), opts)
     assert time.perf_counter() - t0 < 5
     assert not res.converged and res.status == "time_limit"
     assert res.residual > 0
