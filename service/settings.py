@@ -14,6 +14,11 @@ def _float(name: str, default: float) -> float:
     return float(os.environ.get(name, default))
 
 
+def _limits() -> dict[str, float]:
+    prefix = "SADDLELAB_LIMIT_"
+    return {k[len(prefix):].lower(): float(v) for k, v in os.environ.items() if k.startswith(prefix)}
+
+
 def _keys() -> tuple[str, ...]:
     raw = os.environ.get("SADDLELAB_API_KEYS", "")
     return tuple(k.strip() for k in raw.split(",") if k.strip())
@@ -51,9 +56,15 @@ class Settings:
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Seconds between attempts to reach Redis again after an outage.
     redis_retry_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_RETRY_SECONDS", 2.0))
+    #: Problem-size limits overriding the theories' defaults, by limit name
+    #: (``SADDLELAB_LIMIT_<NAME>=value``, e.g. ``SADDLELAB_LIMIT_KERNEL_P=3000``).
+    limits: dict[str, float] = field(default_factory=_limits)
     #: Host and port of ``python -m service``.
     host: str = field(default_factory=lambda: os.environ.get("SADDLELAB_HOST", "127.0.0.1"))
     port: int = field(default_factory=lambda: _int("SADDLELAB_PORT", 8000))
+
+    def limit(self, name: str, default: float) -> float:
+        return float(self.limits.get(name, default))
 
 
 def get_settings() -> Settings:

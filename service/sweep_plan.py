@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from service.errors import field_error, relocate
 from service.keys import spec_hash
+from service.limits import check_sizes
 from service.schemas import Range, SweepRequest
 from service.settings import Settings
 from solvers.core.options import SolverOptions
@@ -21,20 +22,24 @@ def expand(values: list[float] | Range) -> list[float]:
     return [float(v) for v in values]
 
 
-def _check_values(model: BaseModel, parameter: str, values: list[float], loc: list[str | int]) -> None:
-    """Every value must give a valid spec; the first bad one is named."""
+def _check_values(
+    model: BaseModel, parameter: str, values: list[float], loc: list[str | int], settings: Settings
+) -> None:
+    """Every value must give a valid spec within the instance's size limits; the first bad one is named."""
     cls = type(model)
     base = model.model_dump()
     for i, v in enumerate(values):
         try:
-            cls.model_validate({**base, parameter: v})
+            at = cls.model_validate({**base, parameter: v})
         except ValidationError as exc:
             raise relocate(exc, [*loc, i]) from None
+        check_sizes(at, settings, prefix=(*loc, i))
 
 
 def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
     """Validated payload: theory, spec, parameter(s), values, method, solver options, key."""
     model = req.model
+    check_sizes(model, settings)
     theory = get_theory(model.theory)
     allowed = theory.sweepable_for(model)
     params = req.parameter if isinstance(req.parameter, list) else [req.parameter]
@@ -50,7 +55,7 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
             raise field_error(vloc, "at least one value is needed")
         if len(vals) > settings.max_sweep_points:
             raise field_error(vloc, f"{len(vals)} values exceed the limit max_sweep_points={settings.max_sweep_points}")
-        _check_values(model, name, vals, vloc)
+        _check_values(model, name, vals, vloc, settings)
         axes.append(vals)
     if len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "

@@ -5,6 +5,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from service.deps import get_state
+from service.limits import check_sizes
 from service.schemas import SolveRequest, SolveResponse
 from service.state import AppState
 
@@ -18,4 +19,5 @@ router = APIRouter(prefix="/v1", tags=["solve"])
     responses={422: {"description": "Invalid spec; the error names the field."}},
 )
 def solve(req: SolveRequest, state: AppState = Depends(get_state)) -> Any:
+    check_sizes(req.model, state.settings)
     return state.solver.solve(req.model, req.solver)

@@ -35,6 +35,9 @@ class Theory(ABC):
     spec_model: ClassVar[Any]
     #: Spec fields a sweep may vary continuously.
     sweepable: ClassVar[tuple[str, ...]] = ()
+    #: Default maximum problem sizes, by limit name; an instance may override each
+    #: (environment ``SADDLELAB_LIMIT_<NAME>``). See :meth:`sizes`.
+    size_limits: ClassVar[dict[str, float]] = {}
 
     # ---- what every theory provides -------------------------------------------------------
     @abstractmethod
@@ -53,6 +56,14 @@ class Theory(ABC):
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         """Fields of this particular spec that a sweep may vary (per mode where a theory has modes)."""
         return self.sweepable
+
+    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+        """The size-like quantities of a spec: limit name -> (location of the field in the spec, value).
+
+        The service refuses a spec (422 naming the field and the limit) when a value exceeds the
+        instance's limit of that name.
+        """
+        return {}
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         return float(getattr(spec, parameter)) if parameter else 0.0
