@@ -2,28 +2,63 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from solvers.core.options import SolverOptions
 from solvers.theories import registry
 
 
+def _members(spec_model: Any) -> list[type[BaseModel]]:
+    """The concrete spec classes of a theory (a theory with modes gives a union of them)."""
+    if isinstance(spec_model, type) and issubclass(spec_model, BaseModel):
+        return [spec_model]
+    out: list[type[BaseModel]] = []
+    for arg in get_args(spec_model):
+        out.extend(_members(arg))
+    return out
+
+
+def _tag(cls: type[BaseModel]) -> str:
+    theory = get_args(cls.model_fields["theory"].annotation)[0]
+    mode = cls.model_fields.get("mode")
+    return f"{theory}:{get_args(mode.annotation)[0]}" if mode is not None else theory
+
+
 def _model_union() -> Any:
-    specs = [t.spec_model for t in registry().values()]
-    if not specs:
+    """One flat tagged union over every spec class, keyed by ``theory`` (and ``mode`` where a theory has modes).
+
+    A flat union with a callable discriminator keeps the OpenAPI document valid (nested
+    discriminators are not expressible there) and gives one clear error for an unknown theory/mode.
+    """
+    members = [m for t in registry().values() for m in _members(t.spec_model)]
+    if not members:
         raise RuntimeError("no theory is installed")
-    if len(specs) == 1:
-        return specs[0]
-    return Annotated[Union[tuple(specs)], Field(discriminator="theory")]  # noqa: UP007
+    tags = {_tag(m): m for m in members}
+    theories = sorted({t.split(":")[0] for t in tags})
+    modes = {th: sorted(t.split(":")[1] for t in tags if t.startswith(th + ":")) for th in theories}
+
+    def pick(v: Any) -> str | None:
+        get = v.get if isinstance(v, dict) else (lambda k: getattr(v, k, None))
+        theory, mode = get("theory"), get("mode")
+        if isinstance(theory, str) and isinstance(mode, str) and f"{theory}:{mode}" in tags:
+            return f"{theory}:{mode}"
+        return theory if isinstance(theory, str) and theory in tags else None
+
+    with_modes = {th: m for th, m in modes.items() if m}
+    message = f"'theory' must be one of {theories}" + (
+        f"; these theories also need 'mode': {with_modes}" if with_modes else ""
+    )
+    union = Union[tuple(Annotated[m, Tag(t)] for t, m in tags.items())]  # noqa: UP007
+    return Annotated[union, Discriminator(pick, custom_error_type="unknown_theory", custom_error_message=message)]
 
 
 ModelSpec = _model_union()
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class SolveRequest(_Strict):

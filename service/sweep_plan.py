@@ -30,7 +30,7 @@ def _check_values(
     base = model.model_dump()
     for i, v in enumerate(values):
         try:
-            at = cls.model_validate({**base, parameter: v})
+            at = cls.model_validate({**base, parameter: v}, strict=False)
         except ValidationError as exc:
             raise relocate(exc, [*loc, i]) from None
         check_sizes(at, settings, prefix=(*loc, i))

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class ContinuationOptions(BaseModel):
     """Pseudo-arclength step control (BifurcationKit-style ``ContinuationPar``)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
     ds: float = Field(0.02, gt=0, description="Initial arclength step, in units of the parameter range.")
     ds_min: float = Field(1e-6, gt=0, description="Smallest step before a branch is abandoned.")
@@ -32,7 +32,7 @@ class ContinuationOptions(BaseModel):
 class SolverOptions(BaseModel):
     """How to solve. Every field changes the cache key."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
     method: Literal["auto", "picard", "anderson", "newton"] = Field(
         "auto",
