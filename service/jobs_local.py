@@ -1,19 +1,44 @@
 """In-process job executor, used when no Redis is configured.
 
-Same API as the RQ backend: submit (deduplicated by the sweep's key), status with progress,
-cancel. Points are appended as they are computed, so the status shows them before the end.
+Same API as the RQ backend (:mod:`service.jobs_rq`): submit (deduplicated by the sweep's key,
+bounded per owner), status with progress, cancel. Points are kept as they are computed, so the
+status shows progress (and, on request, the points so far) before the end. Nothing survives a
+restart of the process: that is what the Redis backend is for.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from service.sweep_runner import Cancelled, assemble_diagram, run_line
+from service.sweep_runner import Cancelled, assemble_diagram, assemble_line, fixed_for_row, run_line
 
 log = logging.getLogger("saddlelab.jobs")
+
+ACTIVE = ("queued", "running")
+
+
+class JobLimitExceeded(Exception):
+    """The owner already has as many unfinished jobs as the instance allows (HTTP 429)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        super().__init__(
+            f"this API key already has {limit} unfinished job(s), the limit of this instance "
+            f"(max_jobs_per_key={limit}); wait for one to finish or cancel one with DELETE /v1/jobs/{{id}}"
+        )
+
+
+class QueueUnavailable(Exception):
+    """The job queue cannot be reached (HTTP 503)."""
+
+
+def line_total(payload: dict[str, Any]) -> int:
+    rows = len(payload["axes"][0]) if len(payload["axes"]) == 2 else 1
+    return rows * len(payload["axes"][-1])
 
 
 class LocalJobs:
@@ -24,17 +49,26 @@ class LocalJobs:
         self._jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def submit(self, payload: dict[str, Any], owner: str | None = None) -> tuple[str, bool]:
+    def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
+        """Start a job (or return the unfinished/finished one with the same key: ``deduplicated``)."""
         job_id = payload["key"]
         with self._lock:
             job = self._jobs.get(job_id)
             if job is not None and job["status"] not in ("failed", "cancelled"):
                 return job_id, True
-            total = len(payload["axes"][-1]) * (len(payload["axes"][0]) if len(payload["axes"]) == 2 else 1)
+            if limit and self._active(owner) >= limit:
+                raise JobLimitExceeded(limit)
+            rows = len(payload["axes"][0]) if len(payload["parameters"]) == 2 else 1
             self._jobs[job_id] = {
                 "job_id": job_id,
                 "status": "queued",
-                "progress": {"done": 0, "total": total},
+                "progress": {"done": 0, "total": line_total(payload)},
+                "chunks": {"done": 0, "total": rows},
+                "kind": "phase_diagram" if len(payload["parameters"]) == 2 else "sweep",
+                "parameters": list(payload["parameters"]),
+                "method": payload["method"],
+                "backend": self.kind,
+                "created": time.time(),
                 "points": [],
                 "result": None,
                 "error": None,
@@ -49,21 +83,22 @@ class LocalJobs:
         if job["cancel"].is_set():
             return
         job["status"] = "running"
+        two = len(payload["parameters"]) == 2
+        rows = range(len(payload["axes"][0])) if two else [None]
 
-        def on_point(pt: dict[str, Any]) -> None:
+        def on_point(_: int, pt: dict[str, Any]) -> None:
             with self._lock:
                 job["points"].append(pt)
                 job["progress"]["done"] += 1
 
         try:
-            if len(payload["parameters"]) == 1:
-                result = run_line(payload, on_point=on_point, should_stop=job["cancel"].is_set)
-            else:
-                rows = []
-                for v1 in payload["axes"][0]:
-                    rows.append(run_line(payload, fixed={payload["parameters"][0]: v1}, on_point=on_point,
-                                         should_stop=job["cancel"].is_set))
-                result = assemble_diagram(payload, rows)
+            lines = []
+            for row in rows:
+                lines.append(run_line(payload, fixed=fixed_for_row(payload, row), on_point=on_point,
+                                      should_stop=job["cancel"].is_set))
+                with self._lock:
+                    job["chunks"]["done"] += 1
+            result = assemble_diagram(payload, lines) if two else assemble_line(payload, lines[0])
             with self._lock:
                 if job["cancel"].is_set():
                     job["status"] = "cancelled"
@@ -73,19 +108,21 @@ class LocalJobs:
                 job["progress"]["done"] = job["progress"]["total"]
         except Cancelled:
             job["status"] = "cancelled"
-        except Exception as exc:
+        except Exception as exc:  # a failed job is reported, not raised
             log.exception("job %s failed", job_id)
             job["status"] = "failed"
             job["error"] = f"{type(exc).__name__}: {exc}"
 
-    def status(self, job_id: str) -> dict[str, Any] | None:
+    def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:
+        """The job's state; ``detail`` adds the points computed so far (``partial``) while it runs."""
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None:
                 return None
             out = {k: v for k, v in job.items() if k not in ("cancel", "points", "owner")}
             out["progress"] = dict(job["progress"])
-            if job["result"] is None and job["points"]:
+            out["chunks"] = dict(job["chunks"])
+            if detail and job["result"] is None and job["points"]:
                 out["partial"] = {"points": list(job["points"])}
             return out
 
@@ -95,13 +132,16 @@ class LocalJobs:
             if job is None:
                 return False
             job["cancel"].set()
-            if job["status"] in ("queued", "running"):
+            if job["status"] in ACTIVE:
                 job["status"] = "cancelled"
             return True
 
+    def _active(self, owner: str | None) -> int:
+        return sum(1 for j in self._jobs.values() if j["owner"] == owner and j["status"] in ACTIVE)
+
     def active_for(self, owner: str | None) -> int:
         with self._lock:
-            return sum(1 for j in self._jobs.values() if j["owner"] == owner and j["status"] in ("queued", "running"))
+            return self._active(owner)
 
     def shutdown(self) -> None:
         for job in self._jobs.values():

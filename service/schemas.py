@@ -136,15 +136,22 @@ class SolveResponse(BaseModel):
 
 
 class JobAccepted(BaseModel):
-    job_id: str
+    job_id: str = Field(description="The job's id: the hash of the sweep (spec, parameters, values, method, solver).")
     status_url: str
     status: str = "queued"
-    deduplicated: bool = False
+    deduplicated: bool = Field(
+        False, description="True when an identical sweep was already queued, running or finished: this is that job."
+    )
 
 
 class Progress(BaseModel):
-    done: int
-    total: int
+    done: int = Field(description="Points stored so far.")
+    total: int = Field(description="Points the job will produce.")
+
+
+class Chunks(BaseModel):
+    done: int = Field(description="Lines (a sweep, or one row of a phase diagram) completed.")
+    total: int = Field(description="Lines of the job; each runs as one queue job.")
 
 
 class TransitionOut(BaseModel):
@@ -177,6 +184,14 @@ class JobStatus(BaseModel):
     progress: Progress
     result: SweepResult | None = None
     error: str | None = None
+    chunks: Chunks | None = None
+    kind: Literal["sweep", "phase_diagram"] | None = None
+    backend: Literal["rq", "local"] | None = None
+    partial: dict[str, Any] | None = Field(None, description="With ?detail=true: the points computed so far.")
+    executions: list[dict[str, Any]] | None = Field(
+        None, description="With ?detail=true (Redis backend): one record per execution of a line (worker, points "
+        "reused from an interrupted execution, points computed, outcome)."
+    )
 
 
 class Health(BaseModel):

@@ -37,7 +37,7 @@ def _check_values(
 
 
 def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
-    """Validated payload: theory, spec, parameter(s), values, method, solver options, key."""
+    """Validated payload: theory, spec, parameter(s), values, method, solver options, key, time limit."""
     model = req.model
     check_sizes(model, settings)
     theory = get_theory(model.theory)
@@ -70,4 +70,6 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         "axes": axes,
         "method": req.method,
         "solver": options.model_dump(mode="json"),
+        # The instance's per-solve cap travels with the job to the workers; it is not part of the key.
+        "solve_time_limit": settings.solve_time_limit,
     }

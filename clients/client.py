@@ -1,0 +1,213 @@
+"""The SaddleLab client: plain HTTP (httpx), explicit timeouts, typed errors.
+
+    from clients import Client
+    lab = Client("http://lab-server:8000", api_key="...")
+    result = lab.sweep({"theory": "rubin_cavity", "mode": "potential"}, "u", {"start": 20, "stop": 40, "num": 41})
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from clients.errors import (
+    ConnectionFailed,
+    JobCancelled,
+    JobFailed,
+    JobTimeout,
+    SaddleLabError,
+    ServiceUnavailable,
+    from_response,
+)
+
+TERMINAL = ("finished", "failed", "cancelled")
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+Values = Mapping[str, Any] | Iterable[float]
+
+
+def values_spec(values: Any) -> Any:
+    """A list of numbers (lists, tuples, ranges, numpy arrays) or a ``{"start", "stop", "num"}`` mapping."""
+    if isinstance(values, Mapping):
+        return dict(values)
+    if hasattr(values, "tolist"):
+        values = values.tolist()
+    return [float(v) for v in values]
+
+
+class Client:
+    """A SaddleLab server. ``timeout`` (seconds) applies to each HTTP request; solves can take a while."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        *,
+        poll_interval: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        headers = {"User-Agent": "saddlelab-client"}
+        if api_key:
+            headers["X-API-Key"] = api_key
+        self.base_url = base_url.rstrip("/")
+        self.poll_interval = poll_interval
+        self.last_job_id: str | None = None
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout),
+                                  transport=transport)
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.base_url!r})"
+
+    def _request(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            r = self._http.request(method, path, **kw)
+        except httpx.TimeoutException as exc:
+            raise ConnectionFailed(f"no answer from {self.base_url} within the timeout ({exc})") from exc
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(f"cannot reach {self.base_url}: {exc}") from exc
+        try:
+            body = r.json()
+        except ValueError:
+            body = r.text
+        if r.is_error:
+            raise from_response(r.status_code, body, dict(r.headers))
+        return body
+
+    # ---- the API ----------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """``{"status", "cache", "redis", "version", "auth"}``."""
+        return self._request("GET", "/healthz")
+
+    def theories(self) -> list[dict[str, Any]]:
+        """Installed theories: name, summary, JSON schema of the spec, sweepable fields."""
+        return self._request("GET", "/v1/theories")
+
+    def solve(self, model: Mapping[str, Any], solver: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Solve one spec: every branch, the equilibrium, diagnostics (``cached`` says if it was computed before)."""
+        body: dict[str, Any] = {"model": dict(model)}
+        if solver is not None:
+            body["solver"] = dict(solver)
+        return self._request("POST", "/v1/solve", json=body)
+
+    def submit_sweep(
+        self,
+        model: Mapping[str, Any],
+        parameter: str | Sequence[str],
+        values: Values | Sequence[Values],
+        method: str = "continuation",
+        solver: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Start a sweep (or, with two parameters and two value specs, a phase diagram); returns ``{"job_id", …}``."""
+        two = not isinstance(parameter, str)
+        body: dict[str, Any] = {
+            "model": dict(model),
+            "parameter": list(parameter) if two else parameter,
+            "values": [values_spec(v) for v in values] if two else values_spec(values),  # type: ignore[union-attr]
+            "method": method,
+        }
+        if solver is not None:
+            body["solver"] = dict(solver)
+        accepted = self._request("POST", "/v1/sweeps", json=body)
+        self.last_job_id = accepted["job_id"]
+        return accepted
+
+    def job(self, job_id: str, detail: bool = False) -> dict[str, Any]:
+        """Status, progress and (when finished) result of a job."""
+        return self._request("GET", f"/v1/jobs/{job_id}", params={"detail": "true"} if detail else None)
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        """Cancel a job; returns its status."""
+        return self._request("DELETE", f"/v1/jobs/{job_id}")
+
+    def wait(self, job_id: str, progress: bool = True, timeout: float | None = None) -> dict[str, Any]:
+        """Block until the job ends; return its result (raise :class:`JobFailed` / :class:`JobCancelled`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        bar = _ProgressBar(job_id) if progress else None
+        failures = 0
+        try:
+            while True:
+                try:
+                    status = self.job(job_id)
+                    failures = 0
+                except (ConnectionFailed, ServiceUnavailable):
+                    failures += 1  # a restarting server or a Redis blip: keep waiting a little
+                    if failures > 5:
+                        raise
+                    status = None
+                if status is not None:
+                    if bar is not None:
+                        bar.update(status)
+                    if status["status"] in TERMINAL:
+                        return _outcome(status)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise JobTimeout(f"job {job_id} still running after {timeout} s", job_id)
+                time.sleep(self.poll_interval)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def sweep(
+        self,
+        model: Mapping[str, Any],
+        parameter: str | Sequence[str],
+        values: Values | Sequence[Values],
+        method: str = "continuation",
+        progress: bool = True,
+        solver: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Run a sweep (or phase diagram) to the end, with a progress bar; returns the result."""
+        accepted = self.submit_sweep(model, parameter, values, method=method, solver=solver)
+        return self.wait(accepted["job_id"], progress=progress, timeout=timeout)
+
+
+def _outcome(status: dict[str, Any]) -> dict[str, Any]:
+    if status["status"] == "finished":
+        return status["result"]
+    if status["status"] == "cancelled":
+        raise JobCancelled(f"job {status['job_id']} was cancelled", status)
+    raise JobFailed(f"job {status['job_id']} failed: {status.get('error') or 'no reason given'}", status)
+
+
+class _ProgressBar:
+    """A tqdm bar when tqdm is installed (notebook-aware via tqdm.auto); nothing otherwise."""
+
+    def __init__(self, job_id: str):
+        self.job_id = job_id
+        self._bar: Any = None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self._tqdm = None
+        else:
+            self._tqdm = tqdm
+
+    def update(self, status: dict[str, Any]) -> None:
+        if self._tqdm is None:
+            return
+        done, total = status["progress"]["done"], status["progress"]["total"]
+        if self._bar is None:
+            self._bar = self._tqdm(total=total, desc=f"job {self.job_id[:8]}", unit="pt", leave=True)
+        self._bar.set_postfix_str(status["status"], refresh=False)
+        self._bar.update(max(0, done - self._bar.n))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+__all__ = ["Client", "SaddleLabError", "values_spec"]

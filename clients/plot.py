@@ -1,0 +1,217 @@
+"""Plots of SaddleLab results (matplotlib, imported only when a plot is drawn).
+
+- :func:`learning_curve`: an equilibrium quantity (test error, …) against the swept parameter;
+- :func:`branch_diagram`: every branch of a sweep, stable solid and unstable dashed, the
+  equilibrium highlighted, spinodals and first-order points marked;
+- :func:`potential`: a potential with its wells (and barriers) marked;
+- :func:`phase_diagram`: the equilibrium branch over a two-parameter grid, with the transition lines.
+
+Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clients.tables import branch_names, parameter_names, series, value_of
+
+LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
+FIRST_ORDER_STYLE = {"color": "crimson", "linestyle": "--", "linewidth": 1.2}
+SPINODAL_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("clients.plot needs matplotlib: pip install matplotlib") from exc
+    return plt
+
+
+def _axes(ax: Any) -> Any:
+    if ax is not None:
+        return ax
+    _, ax = _pyplot().subplots()
+    return ax
+
+
+def _one_parameter(result: dict[str, Any]) -> str:
+    names = parameter_names(result)
+    if len(names) != 1:
+        raise ValueError("this plot takes a one-parameter sweep; use phase_diagram() for two parameters")
+    return names[0]
+
+
+def mark_transitions(ax: Any, result: dict[str, Any], label: bool = True) -> None:
+    """Vertical lines at the sweep's transitions: dashed red for first-order points, dotted grey for spinodals."""
+    seen: set[str] = set()
+    for tr in result.get("transitions", []):
+        if tr.get("parameter") is None:
+            continue
+        style = FIRST_ORDER_STYLE if tr["kind"] == "first_order" else SPINODAL_STYLE
+        name = "first-order" if tr["kind"] == "first_order" else "spinodal"
+        ax.axvline(tr["parameter"], label=name if label and name not in seen else None, **style)
+        seen.add(name)
+        if tr["kind"] == "first_order":
+            ax.annotate(f"{tr['parameter']:.4g}", (tr["parameter"], 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(2, -12), textcoords="offset points", color=style["color"], fontsize=8)
+
+
+def learning_curve(
+    result: dict[str, Any],
+    quantity: str | None = None,
+    ax: Any = None,
+    *,
+    logx: bool = False,
+    logy: bool = False,
+    label: str | None = None,
+    transitions: bool = True,
+) -> Any:
+    """The equilibrium's ``quantity`` (default: the first of generalization_error, test_mse, mmse present)."""
+    parameter = _one_parameter(result)
+    if quantity is None:
+        first = result["points"][0] if result["points"] else {}
+        quantity = next((q for q in LEARNING_QUANTITIES if value_of(first, q) is not None), None)
+        if quantity is None:
+            raise ValueError(f"no learning quantity among {LEARNING_QUANTITIES}; pass quantity=")
+    ax = _axes(ax)
+    xs, ys = series(result, quantity)
+    ax.plot(xs, [float("nan") if y is None else y for y in ys], marker=".", label=label or quantity)
+    if transitions:
+        mark_transitions(ax, result)
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel(parameter)
+    ax.set_ylabel(quantity)
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def _runs(xs: list[float], ys: list[Any], stable: list[Any]) -> list[tuple[list[float], list[float], Any]]:
+    """Consecutive stretches where the branch exists with one stability."""
+    out: list[tuple[list[float], list[float], Any]] = []
+    cur: tuple[list[float], list[float], Any] | None = None
+    for x, y, s in zip(xs, ys, stable, strict=True):
+        if y is None:
+            cur = None
+            continue
+        if cur is None or cur[2] != s:
+            # Start the new stretch at the previous point so the curve stays connected.
+            cur = ([cur[0][-1], x], [cur[1][-1], y], s) if cur is not None else ([x], [y], s)
+            out.append(cur)
+        else:
+            cur[0].append(x)
+            cur[1].append(y)
+    return out
+
+
+def branch_diagram(
+    result: dict[str, Any],
+    quantity: str = "rho",
+    ax: Any = None,
+    *,
+    equilibrium: bool = True,
+    transitions: bool = True,
+) -> Any:
+    """Every branch's ``quantity`` along the sweep: stable solid, unstable dashed; equilibrium highlighted."""
+    parameter = _one_parameter(result)
+    ax = _axes(ax)
+    colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    for k, name in enumerate(branch_names(result)):
+        xs, ys, st = [], [], []
+        for pt in result["points"]:
+            b = next((b for b in pt.get("branches", []) if b["name"] == name and b.get("converged")), None)
+            v = value_of(b, quantity) if b is not None else None
+            xs.append(pt["parameter"])
+            ys.append(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+            st.append(b.get("stable") if b is not None else None)
+        color = colors[k % len(colors)]
+        labelled = False
+        for rx, ry, stable in _runs(xs, ys, st):
+            ax.plot(rx, ry, color=color, linestyle="-" if stable else "--", linewidth=1.4,
+                    label=None if labelled else name)
+            labelled = True
+    if equilibrium:
+        ex, ey = [], []
+        for pt in result["points"]:
+            eq = next((b for b in pt.get("branches", []) if b["name"] == pt.get("equilibrium")), None)
+            v = value_of(eq, quantity) if eq is not None else None
+            ex.append(pt["parameter"])
+            ey.append(float("nan") if not isinstance(v, (int, float)) else v)
+        ax.plot(ex, ey, color="k", alpha=0.18, linewidth=6, label="equilibrium", zorder=0)
+    if transitions:
+        mark_transitions(ax, result)
+    ax.set_xlabel(parameter)
+    ax.set_ylabel(quantity)
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def potential(data: dict[str, Any], ax: Any = None, *, width: float = 0.25) -> Any:
+    """A potential with its wells (filled triangles) and barriers (open circles) marked.
+
+    ``data`` is a solve response, a sweep point or an observables dict. When the theory reports a
+    sampled curve (``observables.potential_curve = {"rho": [...], "value": [...]}``) it is drawn;
+    otherwise each stationary point gets its local quadratic, depth + curvature (ρ − ρ*)²/2, over
+    ``±width``, drawn thin and labelled as such.
+    """
+    obs = data.get("observables", data)
+    wells = obs.get("potential_wells") or []
+    barriers = obs.get("barriers") or []
+    if not wells and not obs.get("potential_curve"):
+        raise ValueError("no potential in these results (expected observables.potential_wells)")
+    ax = _axes(ax)
+    curve = obs.get("potential_curve")
+    if curve:
+        ax.plot(curve["rho"], curve["value"], color="C0", label="potential")
+    else:
+        label = "local quadratic"
+        for pt in [*wells, *barriers]:
+            if pt.get("curvature") is None or pt.get("depth") is None:
+                continue
+            xs = [pt["rho"] + width * (i / 20 - 1) for i in range(41)]
+            ys = [pt["depth"] + 0.5 * pt["curvature"] * (x - pt["rho"]) ** 2 for x in xs]
+            ax.plot(xs, ys, color="0.6", linewidth=0.9, label=label)
+            label = None
+    for w in wells:
+        ax.plot(w["rho"], w["depth"], marker="v", markersize=9, linestyle="none", color="C3")
+        text = w.get("kind", "well")
+        if w.get("weight") is not None:
+            text += f" (weight {w['weight']:.2g})"
+        ax.annotate(text, (w["rho"], w["depth"]), xytext=(4, -14), textcoords="offset points", fontsize=8)
+    for b in barriers:
+        ax.plot(b["rho"], b["depth"], marker="o", markersize=7, linestyle="none", markerfacecolor="none",
+                color="C1")
+    ax.plot([], [], marker="v", linestyle="none", color="C3", label="wells")
+    if barriers:
+        ax.plot([], [], marker="o", linestyle="none", markerfacecolor="none", color="C1", label="barriers")
+    ax.set_xlabel("ρ")
+    ax.set_ylabel("potential / D")
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True) -> Any:
+    """The equilibrium branch at each grid point of a two-parameter result, with its transition lines."""
+    names = parameter_names(result)
+    if len(names) != 2:
+        raise ValueError("phase_diagram() takes a two-parameter result")
+    p1, p2 = names
+    ax = _axes(ax)
+    groups: dict[str, tuple[list[float], list[float]]] = {}
+    for pt in result["points"]:
+        key = pt.get("equilibrium") or "none"
+        xs, ys = groups.setdefault(key, ([], []))
+        xs.append(pt["parameter"][1])
+        ys.append(pt["parameter"][0])
+    for name, (xs, ys) in sorted(groups.items()):
+        ax.scatter(xs, ys, s=12, label=f"equilibrium: {name}")
+    if lines:
+        for line in result.get("lines", []):
+            style = FIRST_ORDER_STYLE if line["kind"] == "first_order" else SPINODAL_STYLE
+            ax.plot([q[p2] for q in line["points"]], [q[p1] for q in line["points"]], marker="x",
+                    label=line["name"], **style)
+    ax.set_xlabel(p2)
+    ax.set_ylabel(p1)
+    ax.legend(loc="best", fontsize=7)
+    return ax

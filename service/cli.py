@@ -1,0 +1,289 @@
+"""The ``saddlelab`` command: serve, run a worker, and talk to a server.
+
+    saddlelab serve                      # the API on $SADDLELAB_HOST:$SADDLELAB_PORT (embedded, or Redis via REDIS_URL)
+    saddlelab worker                     # an RQ worker on $REDIS_URL
+    saddlelab solve SPEC.json            # one solve, JSON on stdout
+    saddlelab sweep SPEC.json --parameter u --start 20 --stop 40 --num 41 [--format csv] [-o out.csv]
+    saddlelab sweep SPEC.json --parameter b --values 0.25,0.3 --parameter u --values 20,25,30   # phase diagram
+    saddlelab job ID | cancel ID | theories | health
+
+The client commands talk to ``--url`` (default $SADDLELAB_URL or http://127.0.0.1:8000) with
+``--api-key`` (default $SADDLELAB_API_KEY). SPEC.json holds a model (``{"theory": …}``) or a whole
+request (``{"model": …, "solver": …}``); ``-`` reads it from stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from clients import Client, SaddleLabError, to_csv
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+# ---------------------------------------------------------------------------------------------
+# arguments
+# ---------------------------------------------------------------------------------------------
+
+
+def _client_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default=os.environ.get("SADDLELAB_URL", DEFAULT_URL), help="server (default: %(default)s)")
+    p.add_argument("--api-key", default=os.environ.get("SADDLELAB_API_KEY"), help="API key ($SADDLELAB_API_KEY)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default: %(default)s)")
+
+
+def _output_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="saddlelab", description="SaddleLab: serve, work, solve and sweep.")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("serve", help="serve the HTTP API with uvicorn")
+    p.add_argument("--host", default=None, help="bind address (default: $SADDLELAB_HOST or 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default: $SADDLELAB_PORT or 8000)")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
+
+    p = sub.add_parser("worker", help="run an RQ worker for sweeps and phase diagrams (needs REDIS_URL)")
+    p.add_argument("--url", default=None, help="Redis URL (default: $REDIS_URL)")
+    p.add_argument("--name", default=None, help="worker name (default: <host>.<pid>)")
+    p.add_argument("--burst", action="store_true", help="quit when the queue is empty")
+
+    p = sub.add_parser("solve", help="solve one spec")
+    p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
+    p.add_argument("--solver", default=None, help="JSON file with solver options")
+    _client_options(p)
+    _output_option(p)
+
+    p = sub.add_parser("sweep", help="sweep one parameter (or two: a phase diagram) and wait for the result")
+    p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
+    p.add_argument("--parameter", action="append", default=[], help="field to sweep; twice for a phase diagram")
+    p.add_argument("--start", action="append", type=float, default=[], help="first value (per parameter)")
+    p.add_argument("--stop", action="append", type=float, default=[], help="last value, included (per parameter)")
+    p.add_argument("--num", action="append", type=int, default=[], help="number of values (per parameter)")
+    p.add_argument("--values", action="append", default=[], help="comma-separated values (per parameter)")
+    p.add_argument("--method", choices=["continuation", "grid"], default=None, help="default: continuation")
+    p.add_argument("--solver", default=None, help="JSON file with solver options")
+    p.add_argument("--format", choices=["json", "csv"], default="json", help="output format (default: json)")
+    p.add_argument("--branch", default=None, help="CSV: columns of this branch instead of the equilibrium")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
+    _client_options(p)
+    _output_option(p)
+
+    p = sub.add_parser("job", help="status (and result) of a job")
+    p.add_argument("job_id")
+    p.add_argument("--detail", action="store_true", help="include partial points and executions")
+    _client_options(p)
+    _output_option(p)
+
+    p = sub.add_parser("cancel", help="cancel a job")
+    p.add_argument("job_id")
+    _client_options(p)
+
+    for name, text in (("theories", "installed theories and their spec schemas"), ("health", "server health")):
+        p = sub.add_parser(name, help=text)
+        _client_options(p)
+    return top
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    pass
+
+
+def _read_json(path: str) -> Any:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+
+
+def _request_parts(path: str, solver_path: str | None) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+    """(model, solver, rest of the request) from a spec file holding a model or a whole request."""
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} must hold a JSON object")
+    if "model" in data:
+        model, solver, rest = data["model"], data.get("solver"), data
+    else:
+        model, solver, rest = data, None, {}
+    if solver_path:
+        solver = _read_json(solver_path)
+    return model, solver, rest
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--values takes comma-separated numbers, not {text!r}") from None
+
+
+def sweep_axes(args: argparse.Namespace, rest: dict[str, Any]) -> tuple[str | list[str], Any]:
+    """Parameter(s) and value spec(s) from the flags (or, without flags, from the request file)."""
+    params = list(args.parameter)
+    if not params:
+        if "parameter" not in rest or "values" not in rest:
+            raise UsageError("give --parameter with --start/--stop/--num or --values")
+        return rest["parameter"], rest["values"]
+    if len(params) > 2:
+        raise UsageError("at most two --parameter (a phase diagram)")
+    n = len(params)
+    if args.values:
+        if len(args.values) != n or args.start or args.stop or args.num:
+            raise UsageError("give one --values per --parameter, and no --start/--stop/--num with them")
+        specs: list[Any] = [_floats(v) for v in args.values]
+    else:
+        if not (len(args.start) == len(args.stop) == len(args.num) == n):
+            raise UsageError("give one --start, --stop and --num per --parameter")
+        specs = [{"start": a, "stop": b, "num": k} for a, b, k in zip(args.start, args.stop, args.num, strict=True)]
+    return (params[0], specs[0]) if n == 1 else (params, specs)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2) + "\n"
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(args.url, api_key=args.api_key, timeout=args.timeout)
+
+
+def _summary(result: dict[str, Any]) -> str:
+    lines = []
+    for tr in result.get("transitions", []):
+        at = "".join(f"{k} = {v:g}, " for k, v in (tr.get("at") or {}).items())
+        lines.append(f"# {tr['kind']} at {at}{tr['parameter']:.10g} ({'/'.join(tr['branches'])})")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from service.settings import get_settings
+
+    s = get_settings()
+    uvicorn.run("service.app:app", host=args.host or s.host, port=args.port or s.port, workers=args.workers,
+                log_level="info")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from service import worker
+
+    argv = [*(["--url", args.url] if args.url else []), *(["--name", args.name] if args.name else []),
+            *(["--burst"] if args.burst else [])]
+    return worker.main(argv)
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    model, solver, _ = _request_parts(args.spec, args.solver)
+    with _client(args) as c:
+        _emit(_dump(c.solve(model, solver)), args.output)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    model, solver, rest = _request_parts(args.spec, args.solver)
+    parameter, values = sweep_axes(args, rest)
+    method = args.method or rest.get("method") or "continuation"
+    with _client(args) as c:
+        accepted = c.submit_sweep(model, parameter, values, method=method, solver=solver)
+        if args.detach:
+            _emit(_dump(accepted), args.output)
+            return 0
+        try:
+            result = c.wait(accepted["job_id"], progress=not args.no_progress)
+        except KeyboardInterrupt:
+            print(f"\ninterrupted; the job goes on: saddlelab job {accepted['job_id']} "
+                  f"(or saddlelab cancel {accepted['job_id']})", file=sys.stderr)
+            return 130
+    if args.format == "csv":
+        _emit(to_csv(result, args.branch), args.output)
+        summary = _summary(result)
+        if summary:
+            print(summary, file=sys.stderr)
+    else:
+        _emit(_dump(result), args.output)
+    return 0
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        _emit(_dump(c.job(args.job_id, detail=args.detail)), args.output)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        status = c.cancel(args.job_id)
+    print(f"job {args.job_id}: {status['status']}")
+    return 0
+
+
+def cmd_theories(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        for t in c.theories():
+            print(f"{t['name']}: {t['summary']}\n  sweepable: {', '.join(t.get('sweepable', []))}")
+    return 0
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        print(_dump(c.health()), end="")
+    return 0
+
+
+COMMANDS = {
+    "serve": cmd_serve,
+    "worker": cmd_worker,
+    "solve": cmd_solve,
+    "sweep": cmd_sweep,
+    "job": cmd_job,
+    "cancel": cmd_cancel,
+    "theories": cmd_theories,
+    "health": cmd_health,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        p.error(str(exc))  # exits with status 2
+    except SaddleLabError as exc:
+        print(f"saddlelab: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

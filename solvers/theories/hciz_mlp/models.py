@@ -1,0 +1,68 @@
+"""Build the numerical model of a spec at a control value (α, Δ or γ swept), with a small cache.
+
+A sweep in γ needs one matrix-denoising table per γ value (when μ2 ≠ 0); α and Δ sweeps reuse one.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from solvers.theories.hciz_mlp.deep import DeepModel
+from solvers.theories.hciz_mlp.denoising import Denoiser
+from solvers.theories.hciz_mlp.priors import channel
+from solvers.theories.hciz_mlp.readouts import DEFAULT_ATOMS, atoms
+from solvers.theories.hciz_mlp.shallow import ShallowModel
+from solvers.theories.hciz_mlp.spec import HCIZSpec, build_activation
+
+#: Largest number of atoms of a continuous readout law.
+MAX_ATOMS = 200
+
+
+def readout_atom_count(quadrature_order: int | None) -> int:
+    """Atoms (in v ≥ 0) of a continuous readout law: SolverOptions.quadrature_order, capped."""
+    return DEFAULT_ATOMS if quadrature_order is None else min(int(quadrature_order), MAX_ATOMS)
+
+
+@lru_cache(maxsize=64)
+def _denoiser(gamma: float, readout: str) -> Denoiser:
+    return Denoiser(gamma, readout)
+
+
+def shallow_model(spec: HCIZSpec, n_atoms: int, gamma: float | None = None, Delta: float | None = None) -> ShallowModel:
+    """Depth-1 model of ``spec`` (γ, Δ overridden when swept)."""
+    g = float(spec.gammas[0] if gamma is None else gamma)
+    return ShallowModel(
+        act=build_activation(spec.activation),
+        channel=channel(spec.weight_prior),
+        readout=atoms(spec.readout, n_atoms),
+        gamma=g,
+        Delta=float(spec.Delta if Delta is None else Delta),
+        denoiser=_denoiser(g, spec.readout),
+    )
+
+
+def deep_model(spec: HCIZSpec, n_atoms: int, gamma: float | None = None, Delta: float | None = None) -> DeepModel:
+    """Reduced L-layer model of ``spec`` (all γ_l = γ when a scalar γ is swept)."""
+    gammas = spec.gammas if gamma is None else [float(gamma)] * spec.depth
+    return DeepModel(
+        act=build_activation(spec.activation),
+        channel=channel(spec.weight_prior),
+        readout=atoms(spec.readout, n_atoms),
+        gammas=tuple(float(g) for g in gammas),
+        Delta=float(spec.Delta if Delta is None else Delta),
+    )
+
+
+_MODELS: dict[tuple[str, int], ShallowModel | DeepModel] = {}
+
+
+def cached_model(spec: HCIZSpec, n_atoms: int) -> ShallowModel | DeepModel:
+    """The model of a spec (shallow or deep), remembered so that reporting many points stays cheap."""
+    key = (spec.model_dump_json(), int(n_atoms))
+    model = _MODELS.get(key)
+    if model is None:
+        if len(_MODELS) > 512:
+            _MODELS.clear()
+        model = (deep_model if spec.depth >= 2 else shallow_model)(spec, n_atoms)
+        _MODELS[key] = model
+    return model

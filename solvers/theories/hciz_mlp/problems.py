@@ -1,0 +1,175 @@
+"""The engine's view of the HCIZ theory: a fixed-point Problem in α, Δ or γ, with starts, labels and stability.
+
+Stability margin: 1 − max Re λ(J) for J the Jacobian of the fixed-point map (for the shallow model with
+ε eliminated, so that it is the map on the overlaps Q alone). A real eigenvalue above 1 makes a solution
+repel damped iteration at every mixing — the middle branch between a spinodal and the first-order
+point — and the margin changes sign exactly at a fold; complex or negative eigenvalues outside the unit
+circle are cured by damping and are not instabilities of the saddle point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from solvers.core.newton import fd_jacobian
+from solvers.core.problem import Problem
+from solvers.theories.hciz_mlp.deep import DeepModel
+from solvers.theories.hciz_mlp.models import deep_model, readout_atom_count, shallow_model
+from solvers.theories.hciz_mlp.shallow import UNIVERSAL_TOL, ShallowModel
+from solvers.theories.hciz_mlp.spec import HCIZSpec
+
+#: Informative start: every overlap at perfect specialisation (clipped to just below 1 inside the map).
+#: Starting lower (e.g. 0.99) lands Newton on the unstable middle branch of deep models near α_e.
+INFORMATIVE_Q = 1.0
+#: Largest log-SNR y = ln(1 + Q̂) of an iterate (Q = 1 − e^{−y} = 1 to machine precision beyond ~37).
+MAX_LOG_SNR = 60.0
+#: Sign-scan grid for one-atom shallow models (dense near Q = 1, where the specialised branch lives).
+SCAN_GRID = np.unique(np.concatenate([[0.0], np.linspace(2e-3, 0.98, 160), 1.0 - np.geomspace(0.02, 1e-9, 50)]))
+
+
+class ModelAt:
+    """Maps a control value p to (model, α), caching models when γ or Δ is swept."""
+
+    def __init__(self, spec: HCIZSpec, parameter: str | None, n_atoms: int, build: Callable[..., Any]):
+        self.spec = spec
+        self.parameter = parameter
+        self.n_atoms = n_atoms
+        self.build = build
+        self.cache: dict[float, Any] = {}
+        self.fixed = build(spec, n_atoms) if parameter in (None, "alpha") else None
+
+    def __call__(self, p: float) -> tuple[Any, float]:
+        if self.fixed is not None:
+            return self.fixed, float(p) if self.parameter == "alpha" else float(self.spec.alpha)
+        key = float(p)
+        model = self.cache.get(key)
+        if model is None:
+            kw = {"gamma": key} if self.parameter == "gamma" else {"Delta": key}
+            model = self.build(self.spec, self.n_atoms, **kw)
+            if len(self.cache) > 256:
+                self.cache.clear()
+            self.cache[key] = model
+        return model, float(self.spec.alpha)
+
+
+def _margin(fixed_point: Callable[[np.ndarray], np.ndarray], x: np.ndarray, reduce: Callable[..., float]) -> float:
+    J = fd_jacobian(fixed_point, np.asarray(x, dtype=float))
+    return reduce(J)
+
+
+def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
+    at = ModelAt(spec, parameter, readout_atom_count(quadrature_order), shallow_model)
+    probe: ShallowModel = at(spec.alpha if parameter in (None, "alpha") else getattr(spec, parameter))[0]
+    dim = probe.dim
+
+    def G(x: np.ndarray, p: float) -> np.ndarray:
+        model, alpha = at(p)
+        return model.fixed_point(x, alpha)
+
+    def free_entropy(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        return model.free_entropy(x, alpha)
+
+    def jacobian(x: np.ndarray, p: float) -> np.ndarray:
+        model, alpha = at(p)
+        return model.jacobian(x, alpha) - np.eye(model.dim)
+
+    def stability(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        return model.stability(model.jacobian(x, alpha))
+
+    def start(model: ShallowModel, q: float) -> np.ndarray:
+        """Overlaps q on every atom, ε halfway in its range, τ from the GOE inverse T/(1 − T)."""
+        a, ro = model.act, model.readout
+        Q = np.full(ro.size, q)
+        T = float(np.dot(ro.p, ro.v2 * Q**2))
+        eps = float(a.g1 - ro.expect(ro.v2 * a.g(Q)) + 0.25 * a.mu2**2)
+        return model.join(model.channel.log_snr_of_overlap(Q), eps, float(np.log1p(T / max(1.0 - T, 1e-12))))
+
+    def starts(p: float) -> dict[str, np.ndarray]:
+        model, _ = at(p)
+        out = {"uninformative": start(model, 0.0)}
+        if not model.pinned:
+            out["informative"] = start(model, INFORMATIVE_Q)
+        return out
+
+    def enumerate_roots(p: float) -> list[tuple[str, np.ndarray]]:
+        model, alpha = at(p)
+        universal, roots = model.scan(alpha, SCAN_GRID)
+        return [("uninformative", universal)] + [(f"scan_{i}", x) for i, x in enumerate(roots)]
+
+    def label(x: np.ndarray, p: float, start: str) -> str:
+        model, _ = at(p)
+        Q = model.overlaps(x)
+        if model.pinned or float(np.max(np.abs(Q))) <= UNIVERSAL_TOL:
+            return "universal"
+        return "specialized" if stability(x, p) > 0 else "specialized_unstable"
+
+    n_q = probe.n_q
+
+    def project(x: np.ndarray) -> np.ndarray:
+        y = np.array(x, dtype=float)
+        y[:n_q] = np.clip(y[:n_q], 0.0, MAX_LOG_SNR)
+        y[n_q:] = np.maximum(y[n_q:], 0.0)  # ε ≥ 0 and t = ln(1 + τ) ≥ 0
+        return y
+
+    names = [f"log1p_Qhat[{i}]" for i in range(n_q)] + ["epsilon"] + (["log1p_tau"] if probe.has_tau else [])
+    return Problem(
+        residual=None,
+        dim=dim,
+        starts=starts,
+        fixed_point=G,
+        jacobian=jacobian,
+        free_entropy=free_entropy,
+        stability=stability,
+        kind="fixed_point",
+        label=label,
+        enumerate=enumerate_roots if (probe.readout.size == 1 and not probe.pinned) else None,
+        project=project,
+        scale=np.ones(dim),
+        names=names,
+    )
+
+
+def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
+    at = ModelAt(spec, parameter, readout_atom_count(quadrature_order), deep_model)
+    probe: DeepModel = at(spec.alpha if parameter in (None, "alpha") else getattr(spec, parameter))[0]
+    dim = probe.dim
+
+    def G(x: np.ndarray, p: float) -> np.ndarray:
+        model, alpha = at(p)
+        return model.fixed_point(x, alpha)
+
+    def free_entropy(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        return model.free_entropy(x, alpha)
+
+    def stability(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        return _margin(lambda y: model.fixed_point(y, alpha), x, lambda J: float(1.0 - np.max(np.linalg.eigvals(J).real)))
+
+    def starts(p: float) -> dict[str, np.ndarray]:
+        y1 = float(probe.channel.log_snr_of_overlap(INFORMATIVE_Q))
+        return {"uninformative": np.zeros(dim), "informative": np.full(dim, y1)}
+
+    def label(x: np.ndarray, p: float, start: str) -> str:
+        if float(np.max(np.abs(probe.overlaps(x)))) <= UNIVERSAL_TOL:
+            return "universal"
+        return "specialized" if stability(x, p) > 0 else "specialized_unstable"
+
+    return Problem(
+        residual=None,
+        dim=dim,
+        starts=starts,
+        fixed_point=G,
+        free_entropy=free_entropy,
+        stability=stability,
+        kind="fixed_point",
+        label=label,
+        project=lambda x: np.clip(np.asarray(x, dtype=float), 0.0, MAX_LOG_SNR),
+        scale=np.ones(dim),
+        names=[f"Q{l + 1}" for l in range(probe.depth - 1)] + [f"Q{probe.depth}[{j}]" for j in range(probe.readout.size)],
+    )

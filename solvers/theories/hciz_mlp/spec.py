@@ -1,0 +1,142 @@
+"""Validated input of the ``hciz_mlp`` theory (Barbier, Camilli, Nguyen, Pastore, Skerk).
+
+Teacher and student share the architecture
+``y = v·σ(W_L … σ(W_1 x/√d) … /√k_{L−1})/√k_L + √Δ z`` with x ~ N(0, I_d), n = α d² samples, hidden
+widths k_l = γ_l d, iid unit-variance weights from ``weight_prior`` and known readouts v ~ P_v.
+Every physical range is checked here, so bad input is a 422 naming the offending field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from solvers.theories.hciz_mlp.activations import NAMES
+from solvers.theories.hciz_mlp.activations import Activation as ActivationModel
+from solvers.theories.hciz_mlp.activations import build
+
+_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+ActivationName = Literal["relu", "tanh", "tanh2", "erf", "sign", "quadratic", "he2", "he3", "he2_he3", "elu"]
+assert set(ActivationName.__args__) == set(NAMES)  # type: ignore[attr-defined]
+
+#: Longest Hermite list accepted (coefficients beyond ~40 overflow l! in the closed-form covariance).
+MAX_HERMITE = 40
+#: Deepest network accepted.
+MAX_DEPTH = 12
+
+
+class NamedActivation(BaseModel):
+    """A named activation with optional transformations."""
+
+    model_config = _CONFIG
+
+    name: ActivationName = Field(
+        description="relu, tanh, tanh2 = tanh(2x), erf, sign, quadratic = x², he2 = (x²−1)/√2, he3 = He3/√6 "
+        "= (x³−3x)/√6, he2_he3 = He2/√2 + He3/6, elu."
+    )
+    remove_linear: bool = Field(False, description="Subtract the linear part μ1·x (μ1 = E[σ(z) z]).")
+    unit_variance: bool = Field(False, description="Divide by √(E σ(z)²) after the other transformations.")
+
+
+class HermiteActivation(BaseModel):
+    """An activation given by its Hermite coefficients σ = Σ_l (μ_l / l!) He_l (probabilists')."""
+
+    model_config = _CONFIG
+
+    hermite: list[float] = Field(
+        description="[μ0, μ1, μ2, …], μ_l = E[σ(z) He_l(z)], z ~ N(0, 1); at most 40 entries, not all zero."
+    )
+
+    @field_validator("hermite")
+    @classmethod
+    def _coefficients(cls, mu: list[float]) -> list[float]:
+        if not mu:
+            raise ValueError("the Hermite list is empty: give at least μ0")
+        if len(mu) > MAX_HERMITE:
+            raise ValueError(f"{len(mu)} Hermite coefficients exceed the maximum {MAX_HERMITE}")
+        if not all(math.isfinite(m) for m in mu):
+            raise ValueError("Hermite coefficients must be finite")
+        if all(m == 0.0 for m in mu):
+            raise ValueError("all Hermite coefficients are zero: σ ≡ 0 carries no signal")
+        return mu
+
+
+Activation = Annotated[
+    ActivationName | NamedActivation | HermiteActivation,
+    Field(description="Activation σ: a name, {name, remove_linear, unit_variance}, or {hermite: [μ0, μ1, …]}."),
+]
+
+
+class HCIZSpec(BaseModel):
+    """Bayes-optimal MLP near interpolation: replica-symmetric theory with HCIZ matrix integrals."""
+
+    model_config = _CONFIG
+
+    theory: Literal["hciz_mlp"] = Field(description="Theory name.")
+    depth: int = Field(
+        1, ge=1, le=MAX_DEPTH,
+        description="Number of hidden layers L. L ≥ 2 solves the reduced deep model, which needs μ0 = μ1 = μ2 = 0 "
+        "and E σ² = 1 (e.g. {name: tanh2, remove_linear: true, unit_variance: true}).",
+    )
+    activation: Activation
+    weight_prior: Literal["gaussian", "rademacher"] = Field(
+        "gaussian", description="Prior P_W of the hidden weights (unit variance): N(0, 1) or ±1 with equal probability."
+    )
+    readout: Literal["ones", "rademacher", "gaussian", "uniform", "four_point"] = Field(
+        "ones",
+        description="Readout law P_v (E v² = 1, known to the student): ones v = 1; rademacher ±1; gaussian N(0, 1); "
+        "uniform U[−√3, √3]; four_point {±1, ±3}/√5.",
+    )
+    gamma: float | list[float] = Field(
+        description="Width ratio γ = k/d of the hidden layer(s): one number, or one per hidden layer (k_l = γ_l d)."
+    )
+    alpha: float = Field(ge=0, description="Sampling ratio α = n/d² (n training samples, input dimension d).")
+    Delta: float = Field(
+        ge=0, description="Label-noise variance Δ of y = f(x) + √Δ z; 0 is noiseless. ε* never includes Δ."
+    )
+
+    @field_validator("activation")
+    @classmethod
+    def _activation_for_depth(cls, act: object, info: ValidationInfo) -> object:
+        depth = info.data.get("depth", 1)
+        if depth >= 2:
+            a = build_activation(act)
+            lead = max(abs(a.mu0), abs(a.mu1), abs(a.mu2))
+            if lead > 1e-8 or abs(a.second_moment - 1.0) > 1e-8:
+                raise ValueError(
+                    f"depth {depth} needs μ0 = μ1 = μ2 = 0 and E σ² = 1 (the reduced deep model); this activation "
+                    f"has μ0 = {a.mu0:.4g}, μ1 = {a.mu1:.4g}, μ2 = {a.mu2:.4g}, E σ² = {a.second_moment:.4g}"
+                )
+        return act
+
+    @field_validator("gamma")
+    @classmethod
+    def _gamma(cls, gamma: float | list[float], info: ValidationInfo) -> float | list[float]:
+        values = gamma if isinstance(gamma, list) else [gamma]
+        if not values:
+            raise ValueError("gamma is an empty list: give one width ratio per hidden layer")
+        for g in values:
+            if not g > 0:
+                raise ValueError(f"gamma must be > 0 (got {g})")
+        depth = info.data.get("depth", 1)
+        if len(values) not in (1, depth):
+            raise ValueError(f"{len(values)} width ratios for depth {depth}: give one per hidden layer (or one)")
+        return gamma
+
+    @property
+    def gammas(self) -> list[float]:
+        """γ_l for l = 1..L (a single value is shared by all layers)."""
+        values = self.gamma if isinstance(self.gamma, list) else [self.gamma]
+        return values * self.depth if len(values) == 1 else list(values)
+
+
+def build_activation(act: object) -> ActivationModel:
+    """The numerical activation of a spec's ``activation`` field."""
+    if isinstance(act, HermiteActivation):
+        return build(hermite=act.hermite)
+    if isinstance(act, NamedActivation):
+        return build(act.name, remove_linear=act.remove_linear, unit_variance=act.unit_variance)
+    return build(str(act))

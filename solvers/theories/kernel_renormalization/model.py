@@ -1,0 +1,153 @@
+"""A validated spec turned into numbers: data arrays, cached spectra and the action at given priors.
+
+``Settings`` holds the four continuous parameters a sweep may vary; ``Model`` maps settings to
+the right action (one-variable / vanilla deep, nested deep, or mean-corrected ReLU) built on
+the cached spectrum, so a sweep in T, N1 or λ1 (and λ0 for relu/linear) never re-diagonalises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from solvers.theories.kernel_renormalization.datasets import Dataset, materialize
+from solvers.theories.kernel_renormalization.kernels import input_covariance
+from solvers.theories.kernel_renormalization.mean_action import MeanCorrectedAction
+from solvers.theories.kernel_renormalization.nested_action import NestedAction
+from solvers.theories.kernel_renormalization.scalar_action import ScalarAction
+from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
+from solvers.theories.kernel_renormalization.spectrum import (
+    Spectrum,
+    cached_spectrum,
+    feature_scale,
+    readout_scale,
+    spectrum_of,
+)
+
+Variant = Literal["scalar", "nested", "mean_corrected"]
+SWEEPABLE = ("T", "N1", "lambda0", "lambda1")
+
+
+@dataclass(frozen=True)
+class Settings:
+    T: float
+    N1: float
+    lambda0: float
+    lambda1: float
+
+    @classmethod
+    def of(cls, spec: KernelRenormalizationSpec) -> Settings:
+        return cls(float(spec.T), float(spec.N1), float(spec.lambda0), float(spec.lambda1))
+
+    def at(self, parameter: str | None, value: float) -> Settings:
+        if parameter is None:
+            return self
+        if parameter not in SWEEPABLE:
+            raise ValueError(f"{parameter!r} is not sweepable; choose one of {SWEEPABLE}")
+        return replace(self, **{parameter: float(value)})
+
+    @property
+    def valid(self) -> bool:
+        return self.T >= 0 and self.N1 > 0 and self.lambda0 > 0 and self.lambda1 > 0
+
+
+class Model:
+    def __init__(self, spec: KernelRenormalizationSpec) -> None:
+        self.spec = spec
+        self.activation = spec.activation
+        self.depth = int(spec.depth)
+        self.dataset: Dataset = materialize(spec.data)
+        homogeneous_deep = spec.activation != "erf"
+        if spec.relu_mean_correction:
+            self.variant: Variant = "mean_corrected"
+        elif self.depth > 1 and spec.deep_kernel == "nested" and not homogeneous_deep:
+            self.variant = "nested"
+        else:
+            # depth 1, vanilla deep, or nested with a homogeneous σ (identical to vanilla)
+            self.variant = "scalar"
+        self.settings = Settings.of(spec)
+
+    @property
+    def description(self) -> str:
+        if self.variant == "mean_corrected":
+            return "one hidden layer, ReLU with the two-order-parameter mean-corrected action S(Q̄, Q)"
+        if self.variant == "nested":
+            return f"{self.depth} hidden layers, nested recursion K^(l) = (Q̄_l/λ1) F(K^(l-1)), dense evaluation"
+        if self.depth > 1:
+            return f"{self.depth} hidden layers, vanilla recursion K_R = (Π Q̄_l) K^(L)"
+        return "one hidden layer, one-variable action S(Q̄)"
+
+    @property
+    def dim(self) -> int:
+        return 2 if self.variant == "mean_corrected" else self.depth
+
+    # ---- spectra -------------------------------------------------------------------------------
+    def spectrum(self, st: Settings, *, mean_mode: bool | None = None) -> Spectrum:
+        mm = (self.variant == "mean_corrected") if mean_mode is None else mean_mode
+        return cached_spectrum(self.dataset, self.activation, self.depth, st.lambda0, st.lambda1, mm)
+
+    def readout_scale(self, st: Settings) -> float:
+        return readout_scale(self.activation, self.depth, st.lambda0, st.lambda1)
+
+    def feature_scale(self, st: Settings) -> float:
+        return feature_scale(self.activation, st.lambda0)
+
+    # ---- actions ------------------------------------------------------------------------------
+    def scalar_action(self, st: Settings) -> ScalarAction:
+        sp = self.spectrum(st, mean_mode=False)
+        return ScalarAction(sp.kappa * self.readout_scale(st), sp.y_t**2, st.T, st.N1, self.depth)
+
+    def mean_action(self, st: Settings) -> MeanCorrectedAction:
+        sp = self.spectrum(st, mean_mode=True)
+        assert sp.m_t is not None
+        return MeanCorrectedAction(sp.kappa, sp.m_t, sp.y_t, self.readout_scale(st), st.T, st.N1)
+
+    def nested_action(self, st: Settings) -> NestedAction:
+        c = input_covariance(self.dataset.X, self.dataset.X[:0], st.lambda0).train
+        return NestedAction(c, self.dataset.y, self.activation, st.lambda1, st.T, st.N1, self.depth)
+
+    def action(self, st: Settings) -> ScalarAction | MeanCorrectedAction | NestedAction:
+        if self.variant == "mean_corrected":
+            return self.mean_action(st)
+        if self.variant == "nested":
+            return self.nested_action(st)
+        return self.scalar_action(st)
+
+    def singular_at_zero_temperature(self, st: Settings) -> bool:
+        """T = 0 needs an invertible kernel (P ≤ rank K); the closed form does not exist otherwise."""
+        if st.T > 0 or self.variant == "nested":
+            return False
+        return self.spectrum(st).singular
+
+    # ---- the renormalised kernel at a solution ---------------------------------------------------
+    def posterior_kernel(self, st: Settings, x: np.ndarray) -> tuple[Spectrum, float, float]:
+        """(spectrum, a, b) with K_R = a·diag(κ) + b m̃m̃ᵀ in that spectrum's eigenbasis."""
+        if self.variant == "mean_corrected":
+            sp = self.spectrum(st)
+            scale = self.readout_scale(st)
+            return sp, float(np.exp(x[0])) * scale, scale * float(np.exp(-x[1]))
+        if self.variant == "nested":
+            return _nested_spectrum(self, st, tuple(float(v) for v in x)), 1.0, 0.0
+        return self.spectrum(st), float(np.exp(np.sum(x))) * self.readout_scale(st), 0.0
+
+
+_NESTED: dict[tuple, Spectrum] = {}
+
+
+def _nested_spectrum(model: Model, st: Settings, s: tuple[float, ...]) -> Spectrum:
+    """Eigendecomposition of the nested K_R at one solution (memoised for the last few solutions)."""
+    key = (model.dataset.digest, model.activation, model.depth, st.lambda0, st.lambda1, s)
+    hit = _NESTED.get(key)
+    if hit is not None:
+        return hit
+    action = model.nested_action(st)
+    blocks = action.readout_blocks(
+        input_covariance(model.dataset.X, model.dataset.X_test, st.lambda0), np.asarray(s, dtype=float)
+    )
+    sp = spectrum_of(blocks, model.dataset.y, model.dataset.y_test)
+    if len(_NESTED) >= 4:
+        _NESTED.pop(next(iter(_NESTED)))
+    _NESTED[key] = sp
+    return sp

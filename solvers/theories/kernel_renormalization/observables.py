@@ -1,0 +1,166 @@
+"""Observables at a saddle point: GP predictions, errors, class-manifold distance, weight correlations.
+
+The predictive posterior is GP regression with the renormalised kernel K_R and noise T
+(Pacelli et al. 2023): K_R = a·B + b·m mᵀ in the eigenbasis of B (b = 0 except for the
+mean-corrected ReLU action), so every quantity below is O(P) or O(P·P_test) per evaluation.
+
+    mean   Γ(x0)  = k_R(x0)ᵀ A^(-1) y,      A = T·I + K_R
+    var    σ²(x0) = K_R(x0, x0) − k_R(x0)ᵀ A^(-1) k_R(x0)        (function variance, no +T)
+    ε_g           = mean over test points of (y0 − Γ)² + σ²
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse.linalg
+
+from solvers.theories.kernel_renormalization.spectrum import Spectrum
+
+#: Input dimension up to which the eigenvalues of Λ1 + Λ2 come from a dense eigensolver.
+DENSE_EIGEN_MAX_N0 = 400
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """GP regression with K_R = a·diag(κ) + b·m̃ m̃ᵀ and noise T, in the eigenbasis of the spectrum."""
+
+    spectrum: Spectrum
+    a: float
+    b: float
+    T: float
+
+    @property
+    def _rank_one(self) -> bool:
+        return self.spectrum.m_t is not None and self.b != 0.0
+
+    def _pieces(self) -> tuple[np.ndarray, np.ndarray | None, float]:
+        inv = 1.0 / (self.T + self.a * self.spectrum.kappa)
+        if not self._rank_one:
+            return inv, None, 0.0
+        m = self.spectrum.m_t
+        assert m is not None
+        z = m * inv
+        return inv, z, self.b / (1.0 + self.b * float(m @ z))
+
+    def solve(self, v: np.ndarray) -> np.ndarray:
+        """A^(-1) v for v of shape (P,) or (n, P) (rows), by Sherman–Morrison."""
+        inv, z, c = self._pieces()
+        out = v * inv
+        if z is not None:
+            out = out - c * np.multiply.outer(v @ z, z)
+        return out
+
+    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and function variance at every test point."""
+        sp = self.spectrum
+        inv, z, c = self._pieces()
+        p = self.solve(sp.y_t)
+        if z is None:
+            mean = self.a * (sp.k0_t @ p)
+            var = self.a * sp.k00 - self.a * self.a * (sp.k0_t_sq @ inv)
+            return mean, np.maximum(var, 0.0)
+        assert sp.m_t is not None and sp.m0 is not None
+        rows_p = self.a * (sp.k0_t @ p) + self.b * sp.m0 * float(sp.m_t @ p)
+        # k_R rows = a k̃0 + b m0 m̃ᵀ;  k_Rᵀ A^(-1) k_R expanded term by term (O(P·P_test))
+        k0z = sp.k0_t @ z
+        k0m_inv = sp.k0_t @ (sp.m_t * inv)
+        m_inv_m = float(sp.m_t @ (sp.m_t * inv))
+        m_z = float(sp.m_t @ z)
+        quad_kk = self.a**2 * ((sp.k0_t_sq @ inv) - c * k0z**2)
+        quad_km = 2.0 * self.a * self.b * sp.m0 * (k0m_inv - c * k0z * m_z)
+        quad_mm = self.b**2 * sp.m0**2 * (m_inv_m - c * m_z**2)
+        var = self.a * sp.k00 + self.b * sp.m0**2 - (quad_kk + quad_km + quad_mm)
+        return rows_p, np.maximum(var, 0.0)
+
+    def errors(self) -> dict[str, Any]:
+        mean, var = self.predictive()
+        bias2 = (self.spectrum.y_test - mean) ** 2
+        return {
+            "generalization_error": float(np.mean(bias2 + var)),
+            "bias2": float(np.mean(bias2)),
+            "variance": float(np.mean(var)),
+            "test_mean": mean,
+            "test_variance": var,
+        }
+
+    def train_error(self) -> float:
+        """Posterior average of (y_μ − f(x_μ))² over the training set.
+
+        y − f̄ = T A^(-1) y and the posterior covariance on the training set is T(I − T A^(-1)), both
+        basis-independent, so the average needs only traces.
+        """
+        sp = self.spectrum
+        p = self.solve(sp.y_t)
+        inv, z, c = self._pieces()
+        tr_inv = float(inv.sum()) - (c * float(z @ z) if z is not None else 0.0)
+        return float((self.T**2 * float(p @ p) + self.T * (sp.P - self.T * tr_inv)) / sp.P)
+
+
+def class_distance(
+    spectrum: Spectrum, qbar: float, a: float, feature_scale: float, lambda1: float, T: float, N1: float
+) -> dict[str, float] | None:
+    """Squared distance between the class centroids in feature space φ/√N1 (Corti et al. 2025).
+
+    ⟨D²⟩ = uᵀ⟨K̂⟩u = D²_NNGP + (Δ1 + Δ2)/N1 with u = 1_A/P_A − 1_B/P_B (classes by the sign of y),
+    ⟨K̂⟩ = K + (Q̄/(λ1 N1)) K A^(-1)(y yᵀ − A) A^(-1) K, so
+    Δ1 = −(Q̄/λ1) uᵀ K A^(-1) K u  (≤ 0),   Δ2 = (Q̄/λ1)(uᵀ K A^(-1) y)²  (≥ 0).
+    """
+    if spectrum.u_t is None:
+        return None
+    inv = 1.0 / (T + a * spectrum.kappa)
+    ku = feature_scale * spectrum.kappa * spectrum.u_t
+    d2_nngp = float(spectrum.u_t @ ku)
+    delta1 = -(qbar / lambda1) * float(ku @ (ku * inv))
+    delta2 = (qbar / lambda1) * float(ku @ (spectrum.y_t * inv)) ** 2
+    return {"D2": d2_nngp + (delta1 + delta2) / N1, "D2_nngp": d2_nngp, "delta1": delta1, "delta2": delta2}
+
+
+def weight_correlations(
+    spectrum: Spectrum, qbar: float, a: float, lambda0: float, lambda1: float, N0: int, T: float, N1: float
+) -> dict[str, Any] | None:
+    """First-layer weight two-point function ⟨w wᵀ⟩ = I/λ0 + (Λ1 + Λ2)/λ0 (unit-averaged).
+
+    Λ1 = −(q/(λ0 N0 N1)) X̃ᵀ A^(-1) X̃,  Λ2 = (q/(λ0 N0 N1)) (X̃ᵀA^(-1)y)(X̃ᵀA^(-1)y)ᵀ,  q = Q̄/λ1,
+    X̃ = G X, G = diag E[σ'(h_μ)] (exact for linear σ; the Gaussian-equivalence estimate otherwise).
+    """
+    z = spectrum.z
+    if z is None or spectrum.z_norm2 is None:
+        return None
+    inv = 1.0 / (T + a * spectrum.kappa)
+    pref = (qbar / lambda1) / (lambda0 * N0 * N1)
+    bvec = z.T @ (spectrum.y_t * inv)
+    out: dict[str, Any] = {
+        "trace_lambda1": -pref * float(spectrum.z_norm2 @ inv),
+        "trace_lambda2": pref * float(bvec @ bvec),
+    }
+    lo, hi = _extreme_eigenvalues(z, inv, bvec, pref)
+    out["max_eigenvalue"], out["min_eigenvalue"] = hi, lo
+    out["leading_eigenvalue"] = None if lo is None or hi is None else (hi if abs(hi) >= abs(lo) else lo)
+    return out
+
+
+def _extreme_eigenvalues(
+    z: np.ndarray, inv: np.ndarray, bvec: np.ndarray, pref: float
+) -> tuple[float | None, float | None]:
+    """Smallest and largest eigenvalue of pref·(−Zᵀ D^(-1) Z + b bᵀ) (N0 × N0)."""
+    n0 = z.shape[1]
+    if n0 <= DENSE_EIGEN_MAX_N0:
+        w = z * np.sqrt(inv)[:, None]
+        m = pref * (np.outer(bvec, bvec) - w.T @ w)  # wᵀw is a symmetric rank-k update (syrk)
+        w = np.linalg.eigvalsh(m)
+        return float(w[0]), float(w[-1])
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        v = np.ravel(v)
+        return pref * (bvec * float(bvec @ v) - z.T @ ((z @ v) * inv))
+
+    op = scipy.sparse.linalg.LinearOperator((n0, n0), matvec=matvec, dtype=float)
+    try:
+        hi = scipy.sparse.linalg.eigsh(op, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0]
+        lo = scipy.sparse.linalg.eigsh(op, k=1, which="SA", tol=1e-10, return_eigenvectors=False)[0]
+    except scipy.sparse.linalg.ArpackNoConvergence:
+        return None, None
+    return float(lo), float(hi)

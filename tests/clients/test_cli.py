@@ -1,0 +1,120 @@
+"""The ``saddlelab`` command against a live lab instance, and its argument handling."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service import cli
+from tests.clients.conftest import POTENTIAL, U_FIRST_ORDER, Lab
+
+
+@pytest.fixture()
+def spec_file(tmp_path: Path) -> Path:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(POTENTIAL))
+    return path
+
+
+def _remote(lab: Lab) -> list[str]:
+    return ["--url", lab.url, "--api-key", lab.api_key]
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_sweep_to_csv_with_progress(lab: Lab, spec_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "sweep.csv"
+    code = cli.main(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40", "--num", "41",
+                     "--format", "csv", "-o", str(out), *_remote(lab)])
+    assert code == 0
+    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(table) == 41
+    np.testing.assert_allclose([float(r["u"]) for r in table], np.linspace(20, 40, 41), atol=1e-12)
+    assert {r["equilibrium"] for r in table} == {"center", "aligned"}
+    err = capsys.readouterr().err
+    assert "41/41" in err  # the progress bar
+    first = [ln for ln in err.splitlines() if ln.startswith("# first_order")]
+    assert len(first) == 1 and abs(float(first[0].split(" at ")[1].split()[0]) - U_FIRST_ORDER) < 1e-6
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_sweep_to_json_and_phase_diagram_from_values(lab: Lab, spec_file: Path, capsys) -> None:
+    assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--values", "25,30,35", "--method", "grid",
+                     "--no-progress", *_remote(lab)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [p["parameter"] for p in result["points"]] == [25.0, 30.0, 35.0]
+    # Two parameters: a phase diagram, one value spec per parameter.
+    assert cli.main(["sweep", str(spec_file), "--parameter", "b", "--values", "0.28,0.3", "--parameter", "u",
+                     "--values", "20,30,40", "--no-progress", *_remote(lab)]) == 0
+    diagram = json.loads(capsys.readouterr().out)
+    assert diagram["parameters"] == ["b", "u"]
+    assert [p["parameter"] for p in diagram["points"]] == [[b, u] for b in (0.28, 0.3) for u in (20.0, 30.0, 40.0)]
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_solve_prints_the_response(lab: Lab, tmp_path: Path, capsys) -> None:
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"model": {**POTENTIAL, "u": 22.0}, "solver": {"tol_abs": 1e-11}}))
+    assert cli.main(["solve", str(request), *_remote(lab)]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["equilibrium"] == "center" and body["theory"] == "rubin_cavity"
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_server_errors_exit_1_with_the_message(lab: Lab, tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**POTENTIAL, "u": -3}))
+    assert cli.main(["solve", str(bad), *_remote(lab)]) == 1
+    assert "greater than or equal to 0" in capsys.readouterr().err
+    assert cli.main(["job", "nope", *_remote(lab)]) == 1
+    assert "no job nope" in capsys.readouterr().err
+
+
+def test_inconsistent_sweep_flags_are_usage_errors(spec_file: Path) -> None:
+    for flags in (
+        ["--parameter", "u", "--start", "20", "--stop", "40"],  # no --num
+        ["--parameter", "u", "--values", "1,2", "--num", "3"],  # both kinds
+        ["--parameter", "b", "--values", "0.3", "--parameter", "u"],  # one --values for two parameters
+        ["--parameter", "u", "--values", "1,x"],
+        [],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["sweep", str(spec_file), *flags, "--url", "http://127.0.0.1:9"])
+        assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        cli.main(["solve", "/does/not/exist.json"])
+
+
+def test_sweep_flags_pair_up_per_parameter(spec_file: Path) -> None:
+    args = cli.parser().parse_args(["sweep", str(spec_file), "--parameter", "b", "--values", "0.2,0.3",
+                                    "--parameter", "u", "--values", "20,30"])
+    assert cli.sweep_axes(args, {}) == (["b", "u"], [[0.2, 0.3], [20.0, 30.0]])
+    args = cli.parser().parse_args(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40",
+                                    "--num", "41"])
+    assert cli.sweep_axes(args, {}) == ("u", {"start": 20.0, "stop": 40.0, "num": 41})
+    # A whole request in the file needs no flags.
+    args = cli.parser().parse_args(["sweep", str(spec_file)])
+    assert cli.sweep_axes(args, {"parameter": "u", "values": [1, 2]}) == ("u", [1, 2])
+
+
+def test_serve_and_worker_start_the_real_entry_points(monkeypatch) -> None:
+    calls = {}
+    import uvicorn
+
+    from service import worker
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.setdefault("serve", (app, kw)))
+    monkeypatch.setattr(worker, "main", lambda argv: calls.setdefault("worker", argv) and 0)
+    assert cli.main(["serve", "--port", "8123"]) == 0
+    app, kw = calls["serve"]
+    assert app == "service.app:app" and kw["port"] == 8123
+    assert cli.main(["worker", "--url", "redis://x:6379/0", "--burst"]) == 0
+    assert calls["worker"] == ["--url", "redis://x:6379/0", "--burst"]

@@ -1,0 +1,105 @@
+"""The thin client against a live lab instance (uvicorn + Redis + an RQ worker)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clients import (
+    Client,
+    ConnectionFailed,
+    InvalidRequest,
+    JobCancelled,
+    NotFound,
+    Unauthorized,
+    rows,
+    series,
+    to_csv,
+    values_spec,
+)
+from tests.clients.conftest import POTENTIAL, U_FIRST_ORDER, Lab
+from tests.redis_server import free_port
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+@pytest.fixture()
+def client(lab: Lab):
+    with Client(lab.url, api_key=lab.api_key, timeout=30, poll_interval=0.1) as c:
+        yield c
+
+
+def test_health_and_theories(client: Client) -> None:
+    h = client.health()
+    assert h["status"] == "ok" and h["cache"] == "redis" and h["redis"] == "ok" and h["auth"] == "api_key"
+    theories = {t["name"]: t for t in client.theories()}
+    assert "u" in theories["rubin_cavity"]["sweepable"]
+    assert theories["rubin_cavity"]["schema"]
+
+
+def test_solve_is_cached_the_second_time(client: Client) -> None:
+    spec = {**POTENTIAL, "u": 31.0}
+    first, second = client.solve(spec), client.solve(spec)
+    assert first["cached"] is False and second["cached"] is True
+    assert second["spec_hash"] == first["spec_hash"]
+    # Above the first-order point the aligned well is the equilibrium.
+    assert first["equilibrium"] == "aligned" and first["order_parameters"]["rho_star"] > 0
+
+
+def test_sweep_blocks_with_a_progress_bar_and_returns_the_result(client: Client, capsys) -> None:
+    result = client.sweep(POTENTIAL, "u", {"start": 20, "stop": 40, "num": 41}, progress=True)
+    bar = capsys.readouterr().err
+    assert "41/41" in bar and "finished" in bar
+    assert len(result["points"]) == 41
+    first = [t for t in result["transitions"] if t["kind"] == "first_order"]
+    assert len(first) == 1 and first[0]["parameter"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
+    assert len([t for t in result["transitions"] if t["kind"] == "spinodal"]) == 2
+    xs, rho = series(result, "rho_star")
+    assert xs == pytest.approx(np.linspace(20, 40, 41).tolist())
+    assert all(r == 0 for x, r in zip(xs, rho, strict=True) if x < first[0]["parameter"])
+    assert all(r > 0 for x, r in zip(xs, rho, strict=True) if x > first[0]["parameter"])
+    table = rows(result)
+    assert table[0]["u"] == 20 and table[0]["equilibrium"] == "center" and "rho_star" in table[0]
+    assert to_csv(result).splitlines()[0].startswith("u,equilibrium,converged")
+
+
+def test_phase_diagram_through_the_client(client: Client) -> None:
+    result = client.sweep(POTENTIAL, ["b", "u"], [np.array([0.28, 0.3]), {"start": 20, "stop": 40, "num": 11}],
+                          progress=False)
+    assert result["parameters"] == ["b", "u"] and len(result["points"]) == 22
+    line = next(ln for ln in result["lines"] if ln["kind"] == "first_order")
+    assert [q["b"] for q in line["points"]] == [0.28, 0.3]
+    assert line["points"][1]["u"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
+    assert rows(result)[0].keys() >= {"b", "u", "equilibrium"}
+
+
+def test_submit_job_and_cancel(client: Client) -> None:
+    accepted = client.submit_sweep({**POTENTIAL, "D": 150}, "u", {"start": 20, "stop": 40, "num": 1500})
+    job_id = accepted["job_id"]
+    assert client.last_job_id == job_id
+    assert client.job(job_id)["status"] in ("queued", "running")
+    assert client.cancel(job_id)["status"] == "cancelled"
+    with pytest.raises(JobCancelled) as err:
+        client.wait(job_id, progress=False)
+    assert err.value.job["status"] == "cancelled"
+
+
+def test_http_errors_carry_the_servers_message(lab: Lab, client: Client) -> None:
+    with pytest.raises(InvalidRequest) as bad:
+        client.solve({**POTENTIAL, "u": -1})
+    assert bad.value.status_code == 422 and "u" in str(bad.value) and bad.value.errors
+    with pytest.raises(InvalidRequest) as unsweepable:
+        client.submit_sweep(POTENTIAL, "epsilon", [1.0, 2.0])
+    assert "parameter" in str(unsweepable.value) and "cannot be swept" in str(unsweepable.value)
+    with pytest.raises(NotFound, match="no job"):
+        client.job("does-not-exist")
+    with Client(lab.url, api_key="wrong") as stranger, pytest.raises(Unauthorized, match="X-API-Key"):
+        stranger.theories()
+    with Client(f"http://127.0.0.1:{free_port()}", timeout=2) as nowhere, pytest.raises(ConnectionFailed):
+        nowhere.health()
+
+
+def test_values_spec_accepts_lists_arrays_ranges_and_mappings() -> None:
+    assert values_spec(np.array([1, 2.5])) == [1.0, 2.5]
+    assert values_spec(range(3)) == [0.0, 1.0, 2.0]
+    assert values_spec({"start": 1, "stop": 2, "num": 3}) == {"start": 1, "stop": 2, "num": 3}

@@ -1,0 +1,145 @@
+"""Real worker processes (``python -m service.worker``) on a real redis-server, and an API on the same Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from rq import Worker
+from rq.serializers import JSONSerializer
+
+from service.app import create_app
+from service.settings import Settings
+from tests.redis_server import RedisServer
+
+ROOT = Path(__file__).resolve().parents[2]
+TERMINAL = ("finished", "failed", "cancelled")
+
+POTENTIAL: dict[str, Any] = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3,
+                             "u": 29.45}
+#: The seed's equal-depth (first-order) point of the potential at sigma_w2 = 0.5, b = 0.3, c = -0.3.
+U_FIRST_ORDER = 75 * 3.141592653589793 / 8
+
+#: Liveness knobs small enough that a dead worker is noticed in seconds (production: 5 / 10 / 10).
+FAST_WORKER_ENV = {
+    "SADDLELAB_WORKER_HEARTBEAT": "1",
+    "SADDLELAB_WORKER_HEARTBEAT_GRACE": "4",
+    "SADDLELAB_WORKER_MAINTENANCE": "2",
+}
+
+
+def app_settings(redis_url: str | None, **kw: Any) -> Settings:
+    base: dict[str, Any] = {"redis_url": redis_url, "api_keys": (), "rate_limit_per_minute": 0}
+    base.update(kw)
+    return Settings(**base)
+
+
+class WorkerProcess:
+    """One ``python -m service.worker`` subprocess, in its own session so test signals do not reach it."""
+
+    def __init__(self, redis_url: str, name: str, log_dir: Path):
+        self.name = name
+        self.redis_url = redis_url
+        self.log_path = log_dir / f"worker-{name}.log"
+        env = {**os.environ, "REDIS_URL": redis_url, "PYTHONWARNINGS": "ignore", **FAST_WORKER_ENV}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        self._log = open(self.log_path, "w")  # noqa: SIM115 -- closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "service.worker", "--name", name],
+            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait_registered(self, client: Any, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker {self.name} exited early:\n{self.log()}")
+            if any(w.name == self.name for w in Worker.all(connection=client, serializer=JSONSerializer)):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"worker {self.name} did not register:\n{self.log()}")
+
+    def signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()[-4000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._log.close()
+
+
+@pytest.fixture()
+def start_worker(fresh_redis: RedisServer, tmp_path: Path) -> Iterator[Callable[[str], WorkerProcess]]:
+    """Factory: start a registered worker on the test Redis; every worker is killed at the end."""
+    started: list[WorkerProcess] = []
+    client = fresh_redis.client()
+
+    def start(name: str) -> WorkerProcess:
+        w = WorkerProcess(fresh_redis.url, name, tmp_path)
+        started.append(w)
+        w.wait_registered(client)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+@pytest.fixture()
+def api(fresh_redis: RedisServer) -> Iterator[TestClient]:
+    with TestClient(create_app(app_settings(fresh_redis.url))) as c:
+        yield c
+
+
+def sweep_request(num: int, *, D: float | None = None, method: str = "continuation", **model: Any) -> dict[str, Any]:
+    spec = {**POTENTIAL, **model}
+    if D is not None:
+        spec["D"] = D
+    return {"model": spec, "parameter": "u", "values": {"start": 20, "stop": 40, "num": num}, "method": method}
+
+
+def job_of(client: TestClient, job_id: str, detail: bool = False) -> dict[str, Any]:
+    r = client.get(f"/v1/jobs/{job_id}", params={"detail": "true"} if detail else None)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_until(
+    client: TestClient, job_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 90, detail: bool = False
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = job_of(client, job_id, detail)
+        if done(body):
+            return body
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached within {timeout} s; last status: "
+                                 f"{ {k: v for k, v in body.items() if k != 'partial'} }")
+        time.sleep(0.1)
+
+
+def wait_finished(client: TestClient, job_id: str, timeout: float = 90) -> dict[str, Any]:
+    return wait_until(client, job_id, lambda b: b["status"] in TERMINAL, timeout)
+
+
+def events(client: TestClient, job_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+    out = job_of(client, job_id, detail=True)["executions"]
+    return [e for e in out if kind is None or e["event"] == kind]

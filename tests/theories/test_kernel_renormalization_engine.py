@@ -1,0 +1,132 @@
+"""Engine integration: one eigendecomposition per kernel, every stationary point a branch, honest failures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from solvers.theories.kernel_renormalization import THEORY
+from solvers.theories.kernel_renormalization import spectrum as spectrum_module
+from tests.theories.test_kernel_renormalization_helpers import OPTIONS, arrays, make_spec, qbar_of, recipe_data
+
+
+@pytest.fixture()
+def eigh_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts calls of the spectrum module's eigendecomposition, on a cold cache."""
+    spectrum_module.clear_cache()
+    calls: list[int] = []
+    real = spectrum_module._eigh
+
+    def counting(a: np.ndarray):
+        calls.append(a.shape[0])
+        return real(a)
+
+    monkeypatch.setattr(spectrum_module, "_eigh", counting)
+    yield calls
+    spectrum_module.clear_cache()
+
+
+@pytest.mark.parametrize(
+    ("activation", "depth", "parameter", "values", "expected"),
+    [
+        ("erf", 1, "T", [0.0, 1e-3, 0.01, 0.1, 1.0, 10.0], 1),
+        ("erf", 1, "N1", [5, 10, 30, 100, 1000], 1),
+        ("erf", 1, "lambda1", [0.3, 1.0, 3.0], 1),
+        ("relu", 1, "lambda0", [0.3, 1.0, 3.0], 1),  # homogeneous: λ0 is a scalar factor
+        ("linear", 2, "lambda1", [0.3, 1.0, 3.0], 1),
+        ("erf", 2, "T", [0.01, 0.1, 1.0], 1),
+        ("erf", 1, "lambda0", [0.3, 1.0, 3.0], 3),  # λ0 sets the arcsine's argument: one per value
+        ("erf", 2, "lambda1", [0.3, 1.0, 3.0], 3),  # λ1 enters the second layer's arcsine
+    ],
+)
+def test_sweeps_reuse_the_spectrum(eigh_calls, activation, depth, parameter, values, expected) -> None:
+    spec = make_spec(arrays(*recipe_data()), activation=activation, depth=depth, N1=40)
+    first = THEORY.solve(spec, OPTIONS)
+    assert first["converged"]
+    sweep = THEORY.sweep(spec, parameter, values, "grid", OPTIONS)
+    assert all(point["converged"] for point in sweep["points"])
+    assert len(eigh_calls) == expected, eigh_calls
+    # the cached spectrum answers exactly what a cold solve would
+    spectrum_module.clear_cache()
+    cold = THEORY.solve(spec.model_copy(update={parameter: values[-1]}), OPTIONS)
+    warm = sweep["points"][-1]
+    assert np.allclose(cold["order_parameters"]["Qbar"], warm["order_parameters"]["Qbar"], rtol=1e-12)
+    assert cold["observables"]["generalization_error"] == pytest.approx(
+        warm["observables"]["generalization_error"], rel=1e-12
+    )
+
+
+def _designed_three_root_data() -> tuple[np.ndarray, ...]:
+    """Linear-activation data whose input covariance C has a chosen spectrum and label projections.
+
+    20 eigenvalues κ = 100 carry no label (their r-terms step dS/dlog Q̄ up by 20/N1 near Q̄ = T/100);
+    one eigenvalue κ = 1/3 carries ỹ = 14 (its label term dips it near Q̄ = 3T). With N1 = 10 and T = 1
+    the residual goes − + − +: two minima of S and a barrier between them.
+    """
+    rng = np.random.default_rng(3)
+    U, _ = np.linalg.qr(rng.standard_normal((21, 21)))
+    kappa = np.array([100.0] * 20 + [1 / 3])
+    y_t = np.array([0.0] * 20 + [14.0])
+    X = U * np.sqrt(21 * kappa)  # C = X Xᵀ/N0 = U diag(κ) Uᵀ with N0 = 21, λ0 = 1
+    Xt = rng.standard_normal((4, 21))
+    return X, U @ y_t, Xt, np.ones(4)
+
+
+def test_every_stationary_point_is_a_branch() -> None:
+    X, y, Xt, yt = _designed_three_root_data()
+    spec = make_spec(arrays(X, y, Xt, yt), activation="linear", N1=10, T=1.0)
+    out = THEORY.solve(spec, OPTIONS)
+    assert out["diagnostics"]["stationary_points"] == 3
+    assert any("3 stationary points" in note for note in out["diagnostics"]["notes"])
+    branches = {b["name"]: b for b in out["branches"]}
+    assert set(branches) == {"low_Qbar", "barrier", "high_Qbar"}
+    assert branches["barrier"]["stable"] is False
+    assert branches["low_Qbar"]["stable"] and branches["high_Qbar"]["stable"]
+    qs = {name: b["order_parameters"]["Qbar"] for name, b in branches.items()}
+    assert qs["low_Qbar"] < qs["barrier"] < qs["high_Qbar"]
+
+    # independent check: each is a zero of dS/dQ̄ of the dense action, and the equilibrium has the lowest S
+    C = X @ X.T / X.shape[1]
+
+    def S(Q: float) -> float:
+        A = np.eye(len(y)) + Q * C
+        return Q - np.log(Q) + (np.linalg.slogdet(A)[1] + y @ np.linalg.solve(A, y)) / 10
+
+    for q in qs.values():
+        h = 1e-5 * q
+        assert (S(q + h) - S(q - h)) / (2 * h) == pytest.approx(0.0, abs=1e-6)
+    minima = ["low_Qbar", "high_Qbar"]
+    assert out["equilibrium"] == min(minima, key=lambda n: S(qs[n]))
+    for name in minima:
+        assert branches[name]["free_entropy"] == pytest.approx(-S(qs[name]), rel=1e-10)
+
+
+def test_zero_temperature_with_a_singular_kernel_is_reported_not_raised() -> None:
+    X, y, Xt, yt = recipe_data(P=30, N0=10)  # linear kernel of rank 10 < P
+    out = THEORY.solve(make_spec(arrays(X, y, Xt, yt), activation="linear", T=0.0), OPTIONS)
+    assert out["converged"] is False
+    assert any("singular" in note for note in out["diagnostics"]["notes"])
+    json.dumps(out, allow_nan=False)
+    # at any T > 0 the same data solve
+    assert THEORY.solve(make_spec(arrays(X, y, Xt, yt), activation="linear", T=1e-3), OPTIONS)["converged"]
+
+
+def test_sweep_payload_is_json_safe_and_follows_the_grid() -> None:
+    spec = make_spec({"kind": "teacher", "P": 60, "P_test": 15, "N0": 20, "seed": 1}, activation="relu", N1=30)
+    values = list(np.geomspace(1e-3, 10, 7))
+    out = THEORY.sweep(spec, "T", values, "grid", OPTIONS)
+    json.dumps(out, allow_nan=False)
+    assert [p["parameter"] for p in out["points"]] == pytest.approx(values)
+    for p in out["points"]:
+        single = THEORY.solve(spec.model_copy(update={"T": p["parameter"]}), OPTIONS)
+        assert p["order_parameters"]["Qbar"] == pytest.approx(qbar_of(single), rel=1e-10)
+        assert len(p["observables"]["test_variance"]) == 15
+
+
+def test_N1_sweep_accepts_continuous_widths() -> None:
+    spec = make_spec(arrays(*recipe_data()), N1=30)
+    out = THEORY.sweep(spec, "N1", [12.5, 30.0, 77.7], "grid", OPTIONS)
+    assert all(p["converged"] for p in out["points"])
+    assert out["points"][0]["observables"]["alpha"] == pytest.approx(30 / 12.5)
