@@ -186,20 +186,19 @@ def _first_order(
                     return 0.0
                 return float(problem.free_entropy(ra.x, p) - problem.free_entropy(rb.x, p))  # type: ignore[misc]
 
-            def coarse(p: float, A: Segment = A, B: Segment = B) -> float | None:
-                fa = np.interp(p, *_fe_table(A))
-                fb = np.interp(p, *_fe_table(B))
-                return float(fa - fb)
-
-            vals = [coarse(p) for p in grid]
+            # Exact differences (both branches Newton-polished at the same p) at every curve point
+            # of the overlap: interpolated free entropies can put a crossing in the wrong interval.
+            vals: list[float | None] = []
+            for p in grid:
+                try:
+                    vals.append(delta(p))
+                except (ValueError, RuntimeError):
+                    vals.append(None)
             for k in range(len(grid) - 1):
                 d0, d1 = vals[k], vals[k + 1]
-                if d0 is None or d1 is None or np.sign(d0) == np.sign(d1) or d0 == 0 or d1 == 0:
+                if d0 is None or d1 is None or d0 == 0 or d1 == 0 or np.sign(d0) == np.sign(d1):
                     continue
                 try:
-                    e0, e1 = delta(grid[k]), delta(grid[k + 1])
-                    if e0 == 0 or e1 == 0 or np.sign(e0) == np.sign(e1):
-                        continue
                     pc = brentq(delta, grid[k], grid[k + 1], xtol=1e-13 * max(width, 1e-300), rtol=1e-14, maxiter=200)
                 except (ValueError, RuntimeError):
                     continue
