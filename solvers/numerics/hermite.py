@@ -124,6 +124,14 @@ class PowerSeries:
             return np.zeros_like(q)
         return np.power(q[..., None], self.powers) @ self.coeffs
 
+    def with_derivative(self, q: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """(value, first derivative) from one table of powers (powers ≥ 1 assumed, as for Mehler tails)."""
+        q = np.asarray(q, dtype=float)
+        if self.coeffs.size == 0:
+            return np.zeros_like(q), np.zeros_like(q)
+        P = np.power(q[..., None], self.dpowers)
+        return (P * q[..., None]) @ self.coeffs, P @ self.dcoeffs
+
     def derivative(self, q: np.ndarray | float) -> np.ndarray:
         q = np.asarray(q, dtype=float)
         if self.coeffs.size == 0:

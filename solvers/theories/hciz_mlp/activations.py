@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from math import factorial
 
 import numpy as np
+
 from solvers.numerics.hermite import PowerSeries, normalized_coefficients, second_moment
 
 Fn = Callable[[np.ndarray], np.ndarray]
@@ -62,6 +63,16 @@ class Activation:
     def dg(self, q: np.ndarray | float) -> np.ndarray:
         """g'(q)."""
         return self.scale**2 * self.dg_raw(np.clip(np.asarray(q, dtype=float), -1.0, 1.0))
+
+    def g_and_dg(self, q: float) -> tuple[float, float]:
+        """(g(q), g'(q)) for a scalar q, sharing the work where the covariance is a power series."""
+        q = min(max(float(q), -1.0), 1.0)
+        s2 = self.scale**2
+        both = getattr(self.g_raw, "with_derivative", None)
+        if both is not None:
+            g, dg = both(np.float64(q))
+            return s2 * float(g), s2 * float(dg)
+        return s2 * float(self.g_raw(np.float64(q))), s2 * float(self.dg_raw(np.float64(q)))
 
     def d2g(self, q: np.ndarray | float) -> np.ndarray:
         """g''(q) (for analytic Jacobians)."""
@@ -155,7 +166,7 @@ def polynomial_activation(label: str, mu: Sequence[float]) -> Activation:
     series = PowerSeries(c2, start=3)
     return Activation(label, float(padded[0]), float(padded[1]), float(padded[2]), float(c2.sum()), series,
                       series.derivative, float(np.sum(c2[3:])), series.second_derivative,
-                      leading=tuple(float(m) for m in mu[:5]))
+                      leading=tuple(float(m) for m in np.concatenate([mu, np.zeros(5)])[:5]))
 
 
 def series_activation(label: str, f: Fn) -> Activation:
@@ -177,7 +188,7 @@ def _elu(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def named(name: str) -> Activation:
     """The activation called ``name`` (one of :data:`NAMES`)."""
     if name == "relu":

@@ -27,7 +27,9 @@ is too compressed for continuation to resolve the fold, while y is well scaled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -36,6 +38,8 @@ from solvers.theories.hciz_mlp.priors import ScalarChannel
 from solvers.theories.hciz_mlp.readouts import ReadoutAtoms
 
 Q_MAX = 1.0 - 1e-13
+#: Evaluations remembered per model.
+MEMO_SIZE = 16
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,11 @@ class DeepModel:
     readout: ReadoutAtoms
     gammas: tuple[float, ...]
     Delta: float
+    memo: OrderedDict = field(default_factory=OrderedDict, compare=False, repr=False)
+
+    @cached_property
+    def _weights(self) -> np.ndarray:
+        return self.weights()
 
     @property
     def depth(self) -> int:
@@ -79,33 +88,46 @@ class DeepModel:
         return np.minimum(self.channel.overlap_from_log(np.asarray(x, dtype=float)), Q_MAX)
 
     def state(self, x: np.ndarray, alpha: float) -> DeepState:
+        x = np.asarray(x, dtype=float)
+        key = (x.tobytes(), float(alpha))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        st = self._state(x, float(alpha))
+        self.memo[key] = st
+        if len(self.memo) > MEMO_SIZE:
+            self.memo.popitem(last=False)
+        return st
+
+    def _state(self, x: np.ndarray, alpha: float) -> DeepState:
         Q = self.overlaps(x)
         Q_in, Q_last = Q[: self.depth - 1], Q[self.depth - 1 :]
-        g, dg = self.act.g, self.act.dg
+        act = self.act
         v2, p = self.readout.v2, self.readout.p
         L = self.depth
-        # forward: a_l, b_l for the inner layers
+        # forward: a_l, b_l = g(a_l) and g'(a_l) for the inner layers
         a = np.empty(L - 1)
         b = np.empty(L - 1)
+        db = np.empty(L - 1)
         prev = 1.0
         for l in range(L - 1):
             a[l] = Q_in[l] * prev
-            b[l] = float(g(a[l]))
+            b[l], db[l] = act.g_and_dg(a[l])
             prev = b[l]
         a_last = Q_last * prev
-        K_star = float(np.dot(p, v2 * g(a_last)))
+        g_last, dg_last = act.g(a_last), act.dg(a_last)
+        K_star = float(np.dot(p, v2 * g_last))
         eps = self.K_d - K_star
         D = self.Delta + eps
-        w = self.weights()
+        w = self._weights
         # backward: dK*/db_{L−1}, then down the chain
-        dK_dQlast = v2 * dg(a_last) * prev  # per unit probability of each atom
-        dK_db = float(np.dot(p, v2 * dg(a_last) * Q_last))
+        dK_dQlast = v2 * dg_last * prev  # per unit probability of each atom
+        dK_db = float(np.dot(p, v2 * dg_last * Q_last))
         dK_dQin = np.empty(L - 1)
         for l in range(L - 2, -1, -1):
             below = b[l - 1] if l > 0 else 1.0
-            dbl = float(dg(a[l]))
-            dK_dQin[l] = dK_db * dbl * below
-            dK_db = dK_db * dbl * Q_in[l]
+            dK_dQin[l] = dK_db * db[l] * below
+            dK_db = dK_db * db[l] * Q_in[l]
         scale = alpha / max(D, 1e-300)
         Q_hat_in = scale * dK_dQin / w[: L - 1]
         Q_hat_last = scale * dK_dQlast / w[L - 1]
@@ -117,7 +139,7 @@ class DeepModel:
 
     def alpha_free_entropy_rest(self, st: DeepState) -> float:
         """α·f + (α/2) ln(2πe(Δ + ε)): the scalar-channel terms."""
-        w = self.weights()
+        w = self._weights
         ch = self.channel
         inner = float(np.dot(w[:-1], ch.psi(st.Q_hat_inner) - 0.5 * st.Q_inner * st.Q_hat_inner))
         last = w[-1] * self.readout.expect(ch.psi(st.Q_hat_last) - 0.5 * st.Q_last * st.Q_hat_last)

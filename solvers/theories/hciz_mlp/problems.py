@@ -1,7 +1,8 @@
 """The engine's view of the HCIZ theory: a fixed-point Problem in α, Δ or γ, with starts, labels and stability.
 
-Stability margin: 1 − max Re λ(J) for J the Jacobian of the fixed-point map (for the shallow model with
-ε eliminated, so that it is the map on the overlaps Q alone). A real eigenvalue above 1 makes a solution
+Stability margin: 1 − max Re λ(J) for J the Jacobian of the fixed-point map on the overlaps alone (for the
+shallow model ε and τ are eliminated by a Schur complement; the eigenvalues do not depend on whether the
+overlaps are written as Q or as y = ln(1 + Q̂)). A real eigenvalue above 1 makes a solution
 repel damped iteration at every mixing — the middle branch between a spinodal and the first-order
 point — and the margin changes sign exactly at a fold; complex or negative eigenvalues outside the unit
 circle are cured by damping and are not instabilities of the saddle point.
@@ -18,9 +19,11 @@ from solvers.core.newton import fd_jacobian
 from solvers.core.problem import Problem
 from solvers.theories.hciz_mlp.deep import DeepModel
 from solvers.theories.hciz_mlp.models import deep_model, readout_atom_count, shallow_model
-from solvers.theories.hciz_mlp.shallow import UNIVERSAL_TOL, ShallowModel
+from solvers.theories.hciz_mlp.shallow import T_MAX, UNIVERSAL_TOL, ShallowModel
 from solvers.theories.hciz_mlp.spec import HCIZSpec
 
+#: Overlap from which a neuron (atom of the readout law) counts as specialised in branch names.
+SPECIALIZED_Q = 0.5
 #: Informative start: every overlap at perfect specialisation (clipped to just below 1 inside the map).
 #: Starting lower (e.g. 0.99) lands Newton on the unstable middle branch of deep models near α_e.
 INFORMATIVE_Q = 1.0
@@ -55,9 +58,20 @@ class ModelAt:
         return model, float(self.spec.alpha)
 
 
-def _margin(fixed_point: Callable[[np.ndarray], np.ndarray], x: np.ndarray, reduce: Callable[..., float]) -> float:
-    J = fd_jacobian(fixed_point, np.asarray(x, dtype=float))
-    return reduce(J)
+def branch_label(Q: np.ndarray, v: np.ndarray, margin: Callable[[], float]) -> str:
+    """universal (Q ≡ 0); specialized when some overlap reaches 1/2, weakly_specialized below; suffix
+    ``_unstable`` for a repelling solution; for a multi-atom readout law, ``[|v|>=a]`` names the smallest
+    |v| whose neurons have specialised (neurons with large |v| specialise first)."""
+    Q = np.asarray(Q, dtype=float)
+    if float(np.max(np.abs(Q))) <= UNIVERSAL_TOL:
+        return "universal"
+    strong = Q >= SPECIALIZED_Q
+    name = "specialized" if np.any(strong) else "weakly_specialized"
+    if margin() <= 0:
+        name += "_unstable"
+    if np.any(strong) and Q.size > 1:
+        name += f"[|v|>={float(np.min(np.asarray(v)[strong])):.3g}]"
+    return name
 
 
 def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
@@ -103,10 +117,9 @@ def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int
 
     def label(x: np.ndarray, p: float, start: str) -> str:
         model, _ = at(p)
-        Q = model.overlaps(x)
-        if model.pinned or float(np.max(np.abs(Q))) <= UNIVERSAL_TOL:
+        if model.pinned:
             return "universal"
-        return "specialized" if stability(x, p) > 0 else "specialized_unstable"
+        return branch_label(model.overlaps(x), model.readout.v, lambda: stability(x, p))
 
     n_q = probe.n_q
 
@@ -114,6 +127,8 @@ def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int
         y = np.array(x, dtype=float)
         y[:n_q] = np.clip(y[:n_q], 0.0, MAX_LOG_SNR)
         y[n_q:] = np.maximum(y[n_q:], 0.0)  # ε ≥ 0 and t = ln(1 + τ) ≥ 0
+        if probe.has_tau:
+            y[-1] = min(y[-1], T_MAX)
         return y
 
     names = [f"log1p_Qhat[{i}]" for i in range(n_q)] + ["epsilon"] + (["log1p_tau"] if probe.has_tau else [])
@@ -149,16 +164,17 @@ def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | 
 
     def stability(x: np.ndarray, p: float) -> float:
         model, alpha = at(p)
-        return _margin(lambda y: model.fixed_point(y, alpha), x, lambda J: float(1.0 - np.max(np.linalg.eigvals(J).real)))
+        J = fd_jacobian(lambda y: model.fixed_point(y, alpha), np.asarray(x, dtype=float))
+        return float(1.0 - np.max(np.linalg.eigvals(J).real))
 
     def starts(p: float) -> dict[str, np.ndarray]:
         y1 = float(probe.channel.log_snr_of_overlap(INFORMATIVE_Q))
         return {"uninformative": np.zeros(dim), "informative": np.full(dim, y1)}
 
     def label(x: np.ndarray, p: float, start: str) -> str:
-        if float(np.max(np.abs(probe.overlaps(x)))) <= UNIVERSAL_TOL:
-            return "universal"
-        return "specialized" if stability(x, p) > 0 else "specialized_unstable"
+        Q = probe.overlaps(x)
+        return branch_label(Q[probe.depth - 1 :] if float(np.max(np.abs(Q))) > UNIVERSAL_TOL else Q,
+                            probe.readout.v, lambda: stability(x, p))
 
     return Problem(
         residual=None,
@@ -171,5 +187,6 @@ def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | 
         label=label,
         project=lambda x: np.clip(np.asarray(x, dtype=float), 0.0, MAX_LOG_SNR),
         scale=np.ones(dim),
-        names=[f"Q{l + 1}" for l in range(probe.depth - 1)] + [f"Q{probe.depth}[{j}]" for j in range(probe.readout.size)],
+        names=[f"log1p_Qhat{l + 1}" for l in range(probe.depth - 1)]
+        + [f"log1p_Qhat{probe.depth}[{j}]" for j in range(probe.readout.size)],
     )

@@ -13,10 +13,13 @@ Unknowns x = [y(v_1), …, y(v_J), ε, t] with y = ln(1 + Q̂) the log-SNR of ea
 (Q = q_{P_W}(e^y − 1); y stays well scaled as Q → 1, where Q itself is compressed against 1) and
 t = ln(1 + τ). Choosing ε rather than R̂_2 keeps every
 component bounded (R̂_2 diverges at noiseless perfect recovery, ε goes to 0). τ is an unknown rather
-than m_S^(-1)(T) so that no evaluation inverts the table; its component of the map is one Newton step
-t ↦ t − [m_S(τ) − T] / (m_S'(τ)(1 + τ)), which has the same fixed points, is well scaled as τ → ∞, and
-whose derivative in t vanishes at the fixed point. When μ2 = 0 there is no quadratic channel: the HCIZ
-term vanishes identically, τ drops out and x = [Q, ε] (no table is needed at all).
+than m_S^(-1)(T) so that no evaluation inverts the table; its component of the map is one Newton step on
+ln mmse_S(τ) = ln(1 − T) in t, t ↦ t + [ln mmse_S(τ) − ln(1 − T)]·mmse_S(τ)/((1 + τ) m_S'(τ)), which has
+the same fixed points, a derivative in t that vanishes there, and stays well conditioned at both ends
+(mmse_S ≈ 1 − τ near 0 and ≈ c/τ at large τ make ln mmse_S nearly linear in t). 1 − T is formed from
+the complements 1 − Q, computed without cancellation (binary weights reach 1 − Q ~ 1e-20). When μ2 = 0
+there is no quadratic channel: the HCIZ term vanishes identically, τ drops out and x = [y, ε] (no table
+is needed at all).
 
 The RS free entropy (larger is preferred) is
 
@@ -46,6 +49,11 @@ from solvers.theories.hciz_mlp.readouts import ReadoutAtoms
 UNIVERSAL_TOL = 1e-7
 #: Largest overlap allowed in an iterate (Q = 1 means τ = ∞).
 Q_MAX = 1.0 - 1e-13
+#: Largest t = ln(1 + τ). τ ≈ c/(1 − T) exceeds 1e12 only when every overlap is within ~1e-12 of 1, where
+#: the HCIZ term is already R̂_2 τ/(τ + R̂_2) ≈ R̂_2; τ is held there (the t-update is clamped alike).
+T_MAX = float(np.log1p(1e12))
+#: Noiseless solutions with ε below this are perfect recovery (their free entropy diverges).
+PERFECT_RECOVERY_EPS = 1e-7
 #: Relative step of the central difference giving m_S''(τ) from the table's m_S'.
 DERIVATIVE_STEP = 1e-4
 #: Evaluations remembered per model (the engine asks for F, the free entropy and the label at one x).
@@ -152,10 +160,13 @@ class ShallowModel:
         mu2sq = a.mu2**2
         D = self.Delta + eps
         T = float(np.dot(p, v2 * Q**2))
+        comp = self.channel.complement_from_log(y)
+        one_minus_T = float(np.dot(p, v2 * comp * (2.0 - comp)))  # E v² (1 − Q²), E v² = 1
         if mu2sq == 0.0:
             # No quadratic channel: R̂_2 = 0, the HCIZ term vanishes and mmse_S(τ) = 1 − T by moment matching.
             tau, R2_hat, mm_tau, mm_tot, dm_tau, t_new = float("nan"), 0.0, 1.0 - T, 1.0 - T, 1.0, t
         else:
+            t = min(t, T_MAX)
             tau = float(np.expm1(t)) if self.has_tau else 0.0
             # s = 1/R̂_2, continued oddly to s < 0 (only probed by finite differences at Δ = ε = 0).
             s = D / (alpha * mu2sq) if alpha > 0 else float("inf")
@@ -166,17 +177,23 @@ class ShallowModel:
             h = DERIVATIVE_STEP * (1.0 + tau)
             dms = self.denoiser.dm(np.array([tau, tau - h, tau + h, tau + R2_hat if np.isfinite(R2_hat) else tau]))
             dm_tau = max(float(dms[0]), 1e-300)
-            # One Newton step of m_S(τ) = T in t = ln(1 + τ).
-            t_new = t - ((1.0 - mm_tau) - T) / (dm_tau * (1.0 + tau)) if self.has_tau else 0.0
+            # One Newton step of ln mmse_S(τ) = ln(1 − T) in t = ln(1 + τ).
+            K = mm_tau / ((1.0 + tau) * dm_tau)
+            gap = np.log(mm_tau) - np.log(max(one_minus_T, 1e-300))
+            t_new = min(t + gap * K, T_MAX) if self.has_tau else 0.0
         # [m_S(τ + R̂_2) − m_S(τ)] / m_S'(τ), written with mmse values (no cancellation as T → 1).
         hcz = (mm_tau - mm_tot) / dm_tau
         gq = a.g(Q)
         eps_new = 0.5 * mu2sq * mm_tot + a.g1 - float(np.dot(p, v2 * gq))
-        spec = (alpha / self.gamma) * v2 * a.dg(Q) / D if alpha > 0 else np.zeros_like(Q)
+        if alpha > 0 and a.has_higher_orders:
+            spec = (alpha / self.gamma) * v2 * a.dg(Q) / max(D, 1e-300)
+        else:
+            spec = np.zeros_like(Q)
         Q_hat = (v2 * Q / self.gamma) * hcz + spec
         y_new = self.channel.log_snr(Q_hat)
         return ShallowState(y, Q, eps, T, tau, R2_hat, mm_tot, self.R_d - mm_tot, Q_hat, hcz, y_new, eps_new, t_new,
-                            {"mmse_tau": mm_tau, "dm_tau": dm_tau, "dms": dms if mu2sq else None})
+                            {"mmse_tau": mm_tau, "dm_tau": dm_tau, "dms": dms if mu2sq else None,
+                             "one_minus_T": one_minus_T})
 
     def fixed_point(self, x: np.ndarray, alpha: float) -> np.ndarray:
         st = self.state(x, alpha)
@@ -192,7 +209,7 @@ class ShallowModel:
         v2, p = ro.v2, ro.p
         n = self.n_q
         mu2sq = a.mu2**2
-        D = self.Delta + st.eps
+        D = max(self.Delta + st.eps, 1e-300)
         J = np.zeros((self.dim, self.dim))
         iq, ie, it = slice(0, n), n, n + 1
         # ∂ mmse_S(τ + R̂_2) / ∂ε and the pieces that need m_S' at τ + R̂_2 and m_S'' at τ.
@@ -217,18 +234,22 @@ class ShallowModel:
         J[ie, ie] = 0.5 * mu2sq * dmm_de
         if self.has_tau:
             J[ie, it] = -0.5 * mu2sq * dm_tot * (1.0 + st.tau)
-            # t row: one Newton step of m_S(τ) = T
-            Dn = dm_tau * (1.0 + st.tau)
-            N = (1.0 - st.extras["mmse_tau"]) - st.T
-            dDn = (d2m_tau * (1.0 + st.tau) + dm_tau) * (1.0 + st.tau)
-            J[it, iq] = 2.0 * p * v2 * st.Q * dQ_dy / Dn
-            J[it, it] = N * dDn / Dn**2
+            # t row: one Newton step of ln mmse_S(τ) = ln(1 − T)
+            tau, mm_tau = st.tau, st.extras["mmse_tau"]
+            u = 1.0 / ((1.0 + tau) * dm_tau)
+            K = mm_tau * u
+            dK_dtau = -dm_tau * u - mm_tau * (dm_tau + (1.0 + tau) * d2m_tau) * u**2
+            gap = np.log(mm_tau) - np.log(max(st.extras["one_minus_T"], 1e-300))
+            if st.t_new < T_MAX:  # the clamped update is constant
+                J[it, iq] = K * 2.0 * p * v2 * st.Q * dQ_dy / max(st.extras["one_minus_T"], 1e-300)
+                J[it, it] = gap * dK_dtau * (1.0 + tau)
         if n:
             qp = self.channel.d_log_snr(st.Q_hat)
-            diag = (v2 / self.gamma) * st.hcz + (alpha / self.gamma) * v2 * a.d2g(st.Q) / D
+            drive = (alpha / self.gamma) * v2 / D if a.has_higher_orders else np.zeros_like(v2)
+            diag = (v2 / self.gamma) * st.hcz + drive * a.d2g(st.Q)
             J[iq, iq] = np.diag(qp * diag * dQ_dy)
             dhcz_de = -dmm_de / dm_tau
-            dQh_de = (v2 * st.Q / self.gamma) * dhcz_de - (alpha / self.gamma) * v2 * a.dg(st.Q) / D**2
+            dQh_de = (v2 * st.Q / self.gamma) * dhcz_de - drive * a.dg(st.Q) / D
             J[iq, ie] = qp * dQh_de
             if self.has_tau:
                 dhcz_dtau = (dm_tot - dm_tau) / dm_tau - st.hcz * d2m_tau / dm_tau
@@ -254,6 +275,8 @@ class ShallowModel:
             return float("nan")
         st = self.state(x, alpha)
         eps = max(st.eps_new, 0.0)
+        if self.Delta == 0.0 and eps <= PERFECT_RECOVERY_EPS:
+            return float("inf")  # noiseless perfect recovery: ln(1/ε) diverges, reported as non-finite
         out = -0.5 * np.log(2 * np.pi * np.e * (self.Delta + eps))
         return float(out + self.alpha_free_entropy_rest(st) / alpha)
 
@@ -347,6 +370,7 @@ class ShallowModel:
         for i in 1 + np.nonzero(np.sign(R[1:-1]) * np.sign(R[2:]) < 0)[0]:
             w = R[i] / (R[i] - R[i + 1])
             q = Q[i] + w * (Q[i + 1] - Q[i])
-            out.append(self.join(self.channel.log_snr_of_overlap(np.array([q])), float(eps[i] + w * (eps[i + 1] - eps[i])),
-                                 float(t[i] + w * (t[i + 1] - t[i]))))
+            e = float(eps[i] + w * (eps[i + 1] - eps[i]))
+            tt = float(t[i] + w * (t[i + 1] - t[i]))
+            out.append(self.join(self.channel.log_snr_of_overlap(np.array([q])), e, tt))
         return self.join(np.zeros(1), float(eps[0]), 0.0), out

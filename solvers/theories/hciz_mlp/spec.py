@@ -13,9 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from solvers.theories.hciz_mlp.activations import NAMES
+from solvers.theories.hciz_mlp.activations import NAMES, build
 from solvers.theories.hciz_mlp.activations import Activation as ActivationModel
-from solvers.theories.hciz_mlp.activations import build
 
 _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
 

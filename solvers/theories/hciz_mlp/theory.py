@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.theories.base import Theory
-from solvers.theories.hciz_mlp.models import cached_model, readout_atom_count, shallow_model
+from solvers.theories.hciz_mlp.models import cached_model, readout_atom_count
 from solvers.theories.hciz_mlp.problems import deep_problem, shallow_problem
 from solvers.theories.hciz_mlp.shallow import UNIVERSAL_TOL
 from solvers.theories.hciz_mlp.spec import HCIZSpec
@@ -63,7 +63,7 @@ class HCIZTheory(Theory):
         size = len(np.asarray(x))
         if spec.depth >= 2:
             return size - (spec.depth - 1)
-        probe = shallow_model(spec, 2)
+        probe = cached_model(spec, 2)
         return 1 if probe.pinned else size - 1 - int(probe.has_tau)
 
     def _model_for(self, spec: HCIZSpec, x: np.ndarray) -> Any:
@@ -115,6 +115,7 @@ class HCIZTheory(Theory):
             out["R_d"] = float(model.R_d)
             specialised = (not model.pinned) and float(np.max(np.abs(st.Q))) > UNIVERSAL_TOL
             out["phase"] = "specialized" if specialised else "universal"
+            out["specialized_layers"] = [1] if specialised else []
             out["hciz_margin"] = self._hciz_margin(model, st)
         return out
 
