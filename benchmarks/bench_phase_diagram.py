@@ -3,7 +3,7 @@
 A ``rubin_cavity`` potential diagram in (b, u) — one line per value of b, each a continuation in
 u at finite D — is submitted to a real redis-server and real ``python -m service.worker``
 processes; the time from submission to the assembled result is compared between 1 and 2
-workers (Redis flushed in between, so nothing is deduplicated or cached).
+workers (Redis flushed in between, so nothing is deduplicated or cached), best of two interleaved runs each.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from service.settings import Settings  # noqa: E402
 REQUEST: dict[str, Any] = {
     "model": {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "c": -0.3, "D": 150},
     "parameter": ["b", "u"],
-    "values": [{"start": 0.26, "stop": 0.34, "num": 8}, {"start": 20, "stop": 40, "num": 250}],
+    "values": [{"start": 0.26, "stop": 0.34, "num": 8}, {"start": 20, "stop": 40, "num": 400}],
 }
 
 
@@ -89,7 +89,7 @@ def time_diagram(url: str, workers: int) -> float:
                 status = api.get(f"/v1/jobs/{job_id}").json()
                 if status["status"] in ("finished", "failed", "cancelled"):
                     break
-                time.sleep(0.2)
+                time.sleep(0.1)
             seconds = time.perf_counter() - t0
         if status["status"] != "finished":
             raise RuntimeError(f"the diagram did not finish: {status.get('error')}")
@@ -98,11 +98,15 @@ def time_diagram(url: str, workers: int) -> float:
         stop(procs)
 
 
-def measure() -> list[Ratio]:
+def measure(repeat: int = 2) -> list[Ratio]:
+    load_before = os.getloadavg()[0]
     proc, url = start_redis()
     try:
-        one = time_diagram(url, 1)
-        two = time_diagram(url, 2)
+        # Interleaved and best-of: a machine shared with other work disturbs both configurations alike.
+        one, two = float("inf"), float("inf")
+        for _ in range(repeat):
+            one = min(one, time_diagram(url, 1))
+            two = min(two, time_diagram(url, 2))
     finally:
         proc.kill()
         proc.wait(10)
@@ -111,7 +115,8 @@ def measure() -> list[Ratio]:
     return [
         Ratio("phase diagram: speed-up with 2 RQ workers over 1", one / two, 1.6, "×", sense=">=",
               note=f"{rows} lines × {points // rows} points (rubin_cavity potential, D = 150); "
-                   f"1 worker {one:.1f} s, 2 workers {two:.1f} s; 2-core machine"),
+                   f"best of {repeat}: 1 worker {one:.1f} s, 2 workers {two:.1f} s; {os.cpu_count()} cores, "
+                   f"load average {load_before:.1f} before / {os.getloadavg()[0]:.1f} after (other work competes)"),
     ]
 
 

@@ -36,6 +36,10 @@ class QueueUnavailable(Exception):
     """The job queue cannot be reached (HTTP 503)."""
 
 
+class RawJSON(str):
+    """JSON text of a result, passed through to the response as it is."""
+
+
 def line_total(payload: dict[str, Any]) -> int:
     rows = len(payload["axes"][0]) if len(payload["axes"]) == 2 else 1
     return rows * len(payload["axes"][-1])
@@ -113,8 +117,9 @@ class LocalJobs:
             job["status"] = "failed"
             job["error"] = f"{type(exc).__name__}: {exc}"
 
-    def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:
-        """The job's state; ``detail`` adds the points computed so far (``partial``) while it runs."""
+    def status(self, job_id: str, detail: bool = False, raw_result: bool = False) -> dict[str, Any] | None:
+        """The job's state; ``detail`` adds the points computed so far (``partial``) while it runs.
+        (``raw_result`` is for the Redis backend, whose results are stored as JSON text; here they are objects.)"""
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None:

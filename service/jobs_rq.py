@@ -49,10 +49,10 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException
 
-from service.jobs_local import JobLimitExceeded, QueueUnavailable, line_total
+from service.jobs_local import JobLimitExceeded, QueueUnavailable, RawJSON, line_total
 from service.redis_link import RedisLink
 from service.settings import Settings
-from service.sweep_runner import Cancelled, assemble_diagram, assemble_line, fixed_for_row, run_line
+from service.sweep_runner import Cancelled, diagram_summary, fixed_for_row, line_summary, run_line, tag_point
 
 log = logging.getLogger("saddlelab.jobs")
 
@@ -214,23 +214,26 @@ class JobStore:
         if len(self.lines_done(job_id)) < n:
             return False
         payload = self.payload(meta)
-        lines = []
+        expected = len(payload["axes"][-1])
+        outcomes, points = [], []
         for c in range(n):
             raw = self.r.get(keys.line(c))
             if raw is None:
                 self.fail(job_id, f"the stored outcome of line {c} has expired; submit the sweep again")
                 return False
-            outcome = json.loads(raw)
-            pts = self.points(job_id, c)
-            expected = len(payload["axes"][-1])
+            outcomes.append(json.loads(raw))
+            pts = {int(k): _text(v) for k, v in self.r.hgetall(keys.points(c)).items()}
             if sorted(pts) != list(range(expected)):
                 self.fail(job_id, f"line {c} completed with {len(pts)} of {expected} points stored")
                 return False
-            lines.append({**outcome, "points": [pts[i] for i in range(expected)]})
-        result = assemble_diagram(payload, lines) if n > 1 or len(payload["parameters"]) == 2 else assemble_line(
-            payload, lines[0]
-        )
-        done = bool(self._finish(keys=[keys.meta, keys.result], args=[_dumps(result), self.ttl, time.time()]))
+            points.extend(pts[i] for i in range(expected))
+        if len(payload["parameters"]) == 2:
+            summary = diagram_summary(payload, [o["transitions"] for o in outcomes])
+        else:
+            summary = line_summary(payload, outcomes[0])
+        # The points are stored as JSON already (tagged with their coordinates): splice, do not re-parse.
+        result = _dumps(summary)[:-1] + ',"points":[' + ",".join(points) + "]}"
+        done = bool(self._finish(keys=[keys.meta, keys.result], args=[result, self.ttl, time.time()]))
         if done:
             # The result holds every point now; the per-point hashes are no longer needed.
             self.r.delete(*(keys.points(c) for c in range(n)))
@@ -333,10 +336,12 @@ class RQJobs:
         return self._guard(lambda: self._active(JobKeys.owner(owner_tag(owner))))
 
     # ---- status -----------------------------------------------------------------------------
-    def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:
-        return self._guard(lambda: self._status(job_id, detail))
+    def status(self, job_id: str, detail: bool = False, raw_result: bool = False) -> dict[str, Any] | None:
+        """The job's state (JobStatus shape). ``raw_result``: a finished result is left as its stored JSON text
+        (:class:`RawJSON`), for the API to send on without parsing and re-serialising a large diagram."""
+        return self._guard(lambda: self._status(job_id, detail, raw_result))
 
-    def _status(self, job_id: str, detail: bool) -> dict[str, Any] | None:
+    def _status(self, job_id: str, detail: bool, raw_result: bool = False) -> dict[str, Any] | None:
         meta = self.store.meta(job_id)
         if meta is None:
             return None
@@ -363,7 +368,7 @@ class RQJobs:
                 out.update(status="failed", error="the result has expired (result_ttl); submit the sweep again")
                 out["progress"] = {"done": 0, "total": total}
             else:
-                out["result"] = json.loads(raw)
+                out["result"] = RawJSON(_text(raw)) if raw_result else json.loads(raw)
                 out["progress"] = {"done": total, "total": total}
             out["chunks"] = {"done": n, "total": n}
         else:
@@ -372,16 +377,11 @@ class RQJobs:
         if detail:
             out["executions"] = self.store.executions(job_id)
             if status != "finished":
-                out["partial"] = {"points": self._partial(job_id, payload, n)}
+                out["partial"] = {"points": self._partial(job_id, n)}
         return out
 
-    def _partial(self, job_id: str, payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
-        two = len(payload["parameters"]) == 2
-        pts = []
-        for c in range(n):
-            for _, pt in sorted(self.store.points(job_id, c).items()):
-                pts.append({**pt, "parameter": [payload["axes"][0][c], pt["parameter"]]} if two else pt)
-        return pts
+    def _partial(self, job_id: str, n: int) -> list[dict[str, Any]]:
+        return [pt for c in range(n) for _, pt in sorted(self.store.points(job_id, c).items())]
 
     def _reconcile(self, job_id: str, meta: dict[str, str] | None = None) -> str | None:
         """An active job whose RQ job failed for good (retries used up, lost) is marked failed."""
@@ -485,10 +485,11 @@ def run_line_job(job_id: str, line: int) -> dict[str, Any]:
     """Compute (or finish) one line of a job; every point is stored as soon as it exists."""
     current = get_current_job()
     client = current.connection if current is not None else redis.Redis.from_url(os.environ["REDIS_URL"])
-    meta = JobStore(client, 1).meta(job_id)
+    store = JobStore(client, ttl=0)
+    meta = store.meta(job_id)
     if meta is None:
         return {"outcome": "expired"}
-    store = JobStore(client, int(meta["ttl"]))
+    store.ttl = int(meta["ttl"])  # the API's result_ttl, recorded with the job
     rq_id = current.id if current is not None else None
     if meta["status"] not in ACTIVE:
         return {"outcome": meta["status"]}
@@ -515,7 +516,8 @@ def run_line_job(job_id: str, line: int) -> dict[str, Any]:
 
     try:
         out = run_line(payload, fixed=fixed_for_row(payload, line), stored=stored,
-                       on_point=lambda i, pt: store.add_point(job_id, line, i, pt), should_stop=should_stop)
+                       on_point=lambda i, pt: store.add_point(job_id, line, i, tag_point(payload, line, pt)),
+                       should_stop=should_stop)
     except Cancelled:
         store.record(job_id, {**who, "event": "cancelled"})
         return {"outcome": "cancelled"}

@@ -49,8 +49,11 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         loc: list[str | int] = ["parameter", k] if len(params) > 1 else ["parameter"]
         if name not in allowed:
             raise field_error(loc, f"'{name}' cannot be swept for this spec; sweepable: {sorted(allowed)}", value=name)
-        vals = expand(vs)  # type: ignore[arg-type]
         vloc: list[str | int] = ["values", k] if len(params) > 1 else ["values"]
+        if isinstance(vs, Range) and vs.num > settings.max_sweep_points:  # refuse before expanding
+            raise field_error([*vloc, "num"], f"{vs.num} values exceed the limit "
+                                              f"max_sweep_points={settings.max_sweep_points}", value=vs.num)
+        vals = expand(vs)  # type: ignore[arg-type]
         if not vals:
             raise field_error(vloc, "at least one value is needed")
         if len(vals) > settings.max_sweep_points:

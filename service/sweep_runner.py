@@ -288,20 +288,23 @@ def dedupe_transitions(transitions: list[dict[str, Any]]) -> list[dict[str, Any]
 # ---------------------------------------------------------------------------------------------
 
 
-def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Phase diagram from its rows (one per value of the first parameter, in order).
+def tag_point(payload: dict[str, Any], row: int | None, point: dict[str, Any]) -> dict[str, Any]:
+    """A point as the job reports it: on a phase diagram its ``parameter`` is ``[p1, p2]``."""
+    if row is None or len(payload["parameters"]) == 1:
+        return point
+    return {**point, "parameter": [float(payload["axes"][0][row]), point["parameter"]]}
 
-    Every point carries both coordinates ``[p1, p2]``; every transition found along a row carries
-    ``at = {p1: value}`` and its location in ``p2``; transitions of the same kind between the same
-    branches form a line, listed point by point in increasing ``p1``.
+
+def diagram_summary(payload: dict[str, Any], row_transitions: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Everything of a phase diagram's result but its points: the transitions of every row and their lines.
+
+    Every transition found along a row carries ``at = {p1: value}`` and its location in ``p2``;
+    transitions of the same kind between the same branches form a line, listed in increasing ``p1``.
     """
     p1, p2 = payload["parameters"]
-    points: list[dict[str, Any]] = []
     transitions: list[dict[str, Any]] = []
-    for v1, row in zip(payload["axes"][0], rows, strict=True):
-        for pt in row.get("points", []):
-            points.append({**pt, "parameter": [v1, pt["parameter"]]})
-        for tr in row.get("transitions", []):
+    for v1, trs in zip(payload["axes"][0], row_transitions, strict=True):
+        for tr in trs:
             transitions.append({**tr, "at": {p1: v1}, "line_parameter": p2})
     lines: dict[str, list[dict[str, Any]]] = {}
     for tr in transitions:
@@ -315,7 +318,6 @@ def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dic
         "parameters": [p1, p2],
         "axes": {p1: list(payload["axes"][0]), p2: list(payload["axes"][1])},
         "method": payload["method"],
-        "points": points,
         "transitions": transitions,
         "lines": [
             {"name": k, "kind": k.split(":", 1)[0], "points": sorted(v, key=lambda q: (q[p1], q[p2]))}
@@ -324,13 +326,23 @@ def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dic
     }
 
 
-def assemble_line(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
-    """The result of a one-parameter sweep (what ``GET /v1/jobs/{id}`` returns)."""
+def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Phase diagram from its rows (one line result per value of the first parameter, in order)."""
+    points = [tag_point(payload, r, pt) for r, row in enumerate(rows) for pt in row.get("points", [])]
+    return {**diagram_summary(payload, [row.get("transitions", []) for row in rows]), "points": points}
+
+
+def line_summary(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+    """Everything of a one-parameter sweep's result but its points."""
     return {
         "theory": payload["theory"],
         "parameter": payload["parameters"][0],
         "method": payload["method"],
-        "points": line["points"],
         "transitions": line["transitions"],
         "diagnostics": line.get("diagnostics", {}),
     }
+
+
+def assemble_line(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+    """The result of a one-parameter sweep (what ``GET /v1/jobs/{id}`` returns)."""
+    return {**line_summary(payload, line), "points": line["points"]}

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from service.deps import get_state
-from service.jobs_local import JobLimitExceeded, QueueUnavailable
+from service.jobs_local import JobLimitExceeded, QueueUnavailable, RawJSON
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.state import AppState
 from service.sweep_plan import plan
@@ -44,22 +45,30 @@ def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(
     return JSONResponse(status_code=202, content=body.model_dump())
 
 
-@router.get("/jobs/{job_id}", response_model=JobStatus, summary="Status, progress and result of a job")
-def job_status(job_id: str, detail: bool = DETAIL, state: AppState = Depends(get_state)) -> Any:
+# One route for both methods, so that a 405 on this path lists both in its Allow header.
+@router.api_route(
+    "/jobs/{job_id}",
+    methods=["GET", "DELETE"],
+    response_model=JobStatus,
+    summary="GET: status, progress and result of a job. DELETE: cancel it (returns its status).",
+    responses={
+        404: {"description": "No such job (never submitted, or its results have expired)."},
+        503: {"description": "The job queue (Redis) cannot be reached."},
+    },
+)
+def job(job_id: str, request: Request, detail: bool = DETAIL, state: AppState = Depends(get_state)) -> Any:
     try:
-        status = state.jobs.status(job_id, detail=detail)
+        if request.method == "DELETE" and not state.jobs.cancel(job_id):
+            raise HTTPException(404, detail=f"no job {job_id}")
+        status = state.jobs.status(job_id, detail=detail, raw_result=True)
     except QueueUnavailable as exc:
         raise _unavailable(exc) from None
     if status is None:
         raise HTTPException(404, detail=f"no job {job_id}")
+    if isinstance(status.get("result"), RawJSON):
+        # A finished result is stored as the JSON this route returns: splice it in, do not parse
+        # and re-validate what may be tens of megabytes of phase diagram.
+        head = json.dumps({k: v for k, v in status.items() if k != "result"}, allow_nan=False)
+        return Response(content=head[:-1] + ',"result":' + status["result"] + "}", media_type="application/json")
     return status
 
-
-@router.delete("/jobs/{job_id}", response_model=JobStatus, summary="Cancel a job")
-def cancel_job(job_id: str, state: AppState = Depends(get_state)) -> Any:
-    try:
-        if not state.jobs.cancel(job_id):
-            raise HTTPException(404, detail=f"no job {job_id}")
-        return state.jobs.status(job_id)
-    except QueueUnavailable as exc:
-        raise _unavailable(exc) from None

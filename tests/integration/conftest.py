@@ -43,7 +43,7 @@ def app_settings(redis_url: str | None, **kw: Any) -> Settings:
 
 
 class WorkerProcess:
-    """One ``python -m service.worker`` subprocess, in its own session so test signals do not reach it."""
+    """One ``python -m service.worker`` subprocess in its own process group (test signals stay out)."""
 
     def __init__(self, redis_url: str, name: str, log_dir: Path):
         self.name = name

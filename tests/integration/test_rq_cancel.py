@@ -23,7 +23,7 @@ def _rq_status(redis_client, job_id: str) -> JobStatus:
 
 def test_cancelling_a_running_sweep_stops_it_and_frees_the_worker(api: TestClient, start_worker, fresh_redis) -> None:
     start_worker("w1")
-    req = sweep_request(900, D=150)
+    req = sweep_request(600, D=150)
     job_id = api.post("/v1/sweeps", json=req).json()["job_id"]
     wait_until(api, job_id, lambda b: b["progress"]["done"] >= 20)
 
@@ -37,7 +37,7 @@ def test_cancelling_a_running_sweep_stops_it_and_frees_the_worker(api: TestClien
     stopped_at = job_of(api, job_id)["progress"]["done"]
     time.sleep(1.0)
     after = job_of(api, job_id)
-    assert after["status"] == "cancelled" and after["progress"]["done"] == stopped_at < 900
+    assert after["status"] == "cancelled" and after["progress"]["done"] == stopped_at < 600
 
     # The worker is free for the next job.
     small = api.post("/v1/sweeps", json=sweep_request(5)).json()["job_id"]
@@ -47,10 +47,10 @@ def test_cancelling_a_running_sweep_stops_it_and_frees_the_worker(api: TestClien
     again = api.post("/v1/sweeps", json=req).json()
     assert again["job_id"] == job_id and again["deduplicated"] is False
     job = wait_finished(api, job_id)
-    assert job["status"] == "finished" and job["progress"]["done"] == 900
+    assert job["status"] == "finished" and job["progress"]["done"] == 600
     last = events(api, job_id, "started")[-1]
     assert last["stored"] == stopped_at
-    assert events(api, job_id, "completed")[-1]["computed"] == 900 - stopped_at
+    assert events(api, job_id, "completed")[-1]["computed"] == 600 - stopped_at
 
 
 def test_cancelling_a_queued_sweep_keeps_it_off_the_workers(api: TestClient, start_worker, fresh_redis) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from service.schemas import SweepRequest
+from service.schemas import JobStatus, SweepRequest
 from service.settings import Settings
 from service.sweep_plan import plan
 from service.sweep_runner import fixed_for_row, run_line
@@ -28,6 +28,7 @@ def test_phase_diagram_in_b_and_u_assembles_from_one_job_per_row(api: TestClient
     job = wait_finished(api, job_id, timeout=120)
     assert job["status"] == "finished", job
     assert job["kind"] == "phase_diagram"
+    JobStatus.model_validate(job)
     assert job["chunks"] == {"done": len(B_ROWS), "total": len(B_ROWS)}
     assert job["progress"] == {"done": len(B_ROWS) * U_NUM, "total": len(B_ROWS) * U_NUM}
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.jobs_rq import JobKeys
+from service.schemas import JobStatus
 from tests.integration.conftest import (
     U_FIRST_ORDER,
     app_settings,
@@ -27,6 +32,7 @@ def test_u_sweep_of_the_potential_finishes_on_the_worker(api: TestClient, start_
     job = wait_finished(api, job_id)
     assert job["status"] == "finished", job
     assert job["backend"] == "rq"
+    JobStatus.model_validate(job)  # the stored result, passed through as text, still has the contract's shape
     assert job["progress"] == {"done": 41, "total": 41}
     points = job["result"]["points"]
     # Every requested value, in order, each with its own point.
@@ -97,3 +103,27 @@ def test_grid_sweep_on_the_worker_matches_the_continuation(api: TestClient, star
     assert grid["status"] == "finished" and grid["progress"]["done"] == 21
     first = [t for t in grid["result"]["transitions"] if t["kind"] == "first_order"]
     assert len(first) == 1 and first[0]["parameter"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
+
+
+def test_worker_healthcheck_sees_a_live_worker_of_this_host(fresh_redis, start_worker) -> None:
+    from service.worker import check
+
+    assert check(fresh_redis.url) == 1  # no worker yet
+    w = start_worker(f"{socket.gethostname()}.{os.getpid()}")
+    assert check(fresh_redis.url) == 0
+    w.stop()
+    fresh_redis.client().delete(*fresh_redis.client().keys("rq:worker*"))
+    assert check(fresh_redis.url) == 1
+
+
+def test_a_line_that_raises_fails_its_job_with_the_reason(api: TestClient, start_worker, fresh_redis) -> None:
+    job_id = api.post("/v1/sweeps", json=sweep_request(5)).json()["job_id"]
+    # Corrupt the stored job before a worker sees it: its spec no longer validates.
+    r = fresh_redis.client()
+    payload = json.loads(r.hget(JobKeys(job_id).meta, "payload"))
+    payload["model"]["u"] = -5.0
+    r.hset(JobKeys(job_id).meta, "payload", json.dumps(payload))
+    start_worker("w1")
+    job = wait_finished(api, job_id)
+    assert job["status"] == "failed" and job["error"].startswith("line 0: ValidationError")
+    assert [e["event"] for e in events(api, job_id)] == ["started", "failed"]

@@ -8,7 +8,7 @@ import pytest
 
 from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization.model import Model
-from tests.theories.test_kernel_renormalization_helpers import OPTIONS, arrays, make_spec, recipe_data, solve
+from tests.theories.test_kernel_renormalization_common import OPTIONS, arrays, make_spec, recipe_data, solve
 
 
 def ref_deep_kernel(activation: str, X: np.ndarray, lambda0: float, lambda1: float, depth: int) -> np.ndarray:
@@ -144,7 +144,7 @@ def test_nested_erf_solution_differs_from_vanilla_and_is_a_minimum() -> None:
     assert nested["branches"][0]["stable"] is True
     assert "nested" in nested["diagnostics"]["action_form"]
     # the nested predictor is GP regression with the nested K_R: check against dense algebra
-    X, y, Xt, yt = recipe_data()
+    X, y, Xt, _ = recipe_data()
     Z = np.vstack([X, Xt])
     K = Z @ Z.T / (base["lambda0"] * Z.shape[1])
     for q in qn:

@@ -9,7 +9,7 @@ import pytest
 
 from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization import spectrum as spectrum_module
-from tests.theories.test_kernel_renormalization_helpers import OPTIONS, arrays, make_spec, qbar_of, recipe_data
+from tests.theories.test_kernel_renormalization_common import OPTIONS, arrays, make_spec, qbar_of, recipe_data
 
 
 @pytest.fixture()
@@ -103,6 +103,54 @@ def test_every_stationary_point_is_a_branch() -> None:
         assert branches[name]["free_entropy"] == pytest.approx(-S(qs[name]), rel=1e-10)
 
 
+def test_continuation_finds_the_first_order_transition_and_the_spinodal_in_temperature() -> None:
+    """Designed data: two minima of S exchange at T* (first order) and one dies at a fold (spinodal).
+
+    Reference values from the dense action alone: T* where S(low) = S(high), and the fold where the
+    number of sign changes of dS/dQ̄ drops from three to one.
+    """
+    from scipy.optimize import brentq
+
+    X, y, Xt, yt = _designed_three_root_data()
+    C = X @ X.T / X.shape[1]
+    c, U = np.linalg.eigh(C)
+    y2 = (U.T @ y) ** 2
+
+    def dS(Q: np.ndarray, T: float) -> np.ndarray:  # N1 = 10, λ1 = 1, linear: K = C
+        a = T + np.multiply.outer(Q, c)
+        return 1 - 1 / Q + ((c / a) - y2 * c / a**2).sum(-1) / 10
+
+    def S(Q: float, T: float) -> float:
+        a = T + Q * c
+        return Q - np.log(Q) + (np.log(a) + y2 / a).sum() / 10
+
+    def roots(T: float) -> list[float]:
+        grid = np.geomspace(1e-4, 1e2, 20001)
+        h = dS(grid, T)
+        return [brentq(dS, grid[i], grid[i + 1], args=(T,)) for i in np.flatnonzero(np.sign(h[:-1]) != np.sign(h[1:]))]
+
+    def gap(T: float) -> float:
+        r = roots(T)
+        return S(r[0], T) - S(r[-1], T)
+
+    T_star = brentq(gap, 1.0, 1.4, xtol=1e-12)
+    lo, hi = 1.3, 1.7  # three roots at lo, one at hi: bisect on the count
+    while hi - lo > 1e-9:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if len(roots(mid)) == 3 else (lo, mid)
+
+    spec = make_spec(arrays(X, y, Xt, yt), activation="linear", N1=10, T=1.0)
+    out = THEORY.sweep(spec, "T", list(np.linspace(0.5, 2.0, 31)), "continuation", OPTIONS)
+    kinds = {(t["kind"], tuple(sorted(t["branches"]))): t for t in out["transitions"]}
+    first = kinds[("first_order", ("high_Qbar", "low_Qbar"))]
+    assert first["parameter"] == pytest.approx(T_star, abs=1e-7)
+    fold = kinds[("spinodal", ("barrier", "high_Qbar"))]
+    assert fold["parameter"] == pytest.approx(lo, abs=1e-5)
+    before, after = out["points"][0], out["points"][-1]
+    assert before["equilibrium"] == "high_Qbar" and after["equilibrium"] == "renormalized"
+    assert len(before["branches"]) == 3 and len(after["branches"]) == 1
+
+
 def test_zero_temperature_with_a_singular_kernel_is_reported_not_raised() -> None:
     X, y, Xt, yt = recipe_data(P=30, N0=10)  # linear kernel of rank 10 < P
     out = THEORY.solve(make_spec(arrays(X, y, Xt, yt), activation="linear", T=0.0), OPTIONS)
@@ -130,3 +178,18 @@ def test_N1_sweep_accepts_continuous_widths() -> None:
     out = THEORY.sweep(spec, "N1", [12.5, 30.0, 77.7], "grid", OPTIONS)
     assert all(p["converged"] for p in out["points"])
     assert out["points"][0]["observables"]["alpha"] == pytest.approx(30 / 12.5)
+
+
+@pytest.mark.parametrize("activation", ["erf", "relu", "linear"])
+@pytest.mark.parametrize(("x_scale", "y_scale"), [(1e200, 1.0), (1.0, 1e200), (1e-200, 1.0), (1.0, 0.0)])
+def test_absurd_magnitudes_are_results_not_errors(activation: str, x_scale: float, y_scale: float) -> None:
+    X, y, Xt, yt = recipe_data(P=12, N0=6, P_test=3)
+    spec = make_spec(arrays(X * x_scale, y * y_scale, Xt, yt), activation=activation, T=0.1)
+    out = THEORY.solve(spec, OPTIONS)
+    json.dumps(out, allow_nan=False)
+    if out["converged"]:
+        assert np.isfinite(out["order_parameters"]["Qbar"]) and out["order_parameters"]["Qbar"] > 0
+    else:
+        assert out["diagnostics"]["notes"] or out["diagnostics"]["status"] != "converged"
+    sweep = THEORY.sweep(spec, "T", [0.01, 1.0], "grid", OPTIONS)
+    json.dumps(sweep, allow_nan=False)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from solvers.theories.kernel_renormalization import THEORY
-from tests.theories.test_kernel_renormalization_helpers import arrays, make_spec, qbar_of, recipe_data, solve
+from tests.theories.test_kernel_renormalization_common import arrays, make_spec, qbar_of, recipe_data, solve
 
 
 # ---- fixed q: weight-space Gaussian posterior of a tiny linear network -------------------------

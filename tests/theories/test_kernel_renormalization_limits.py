@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from solvers.theories.kernel_renormalization import THEORY
-from tests.theories.test_kernel_renormalization_helpers import OPTIONS, arrays, make_spec, qbar_of, recipe_data, solve
+from tests.theories.test_kernel_renormalization_common import OPTIONS, arrays, make_spec, qbar_of, recipe_data, solve
 
 ACTIVATIONS = ["erf", "relu", "linear"]
 
@@ -73,6 +73,13 @@ def test_infinite_width_is_gp_regression_with_kernel_K_over_lambda1(data, activa
     assert narrow["observables"]["generalization_error"] == pytest.approx(
         float(np.mean((yt - mean_q) ** 2 + var_q)), rel=1e-10
     )
+    # training error: posterior ⟨(y − f)²⟩ on the training set, from the dense posterior of f(X)
+    KR = q / lambda1 * K
+    G = np.linalg.solve(KR + T * np.eye(len(y)), np.column_stack([y, KR]))
+    f_mean, f_cov = KR @ G[:, 0], KR - KR @ G[:, 1:]
+    assert narrow["observables"]["train_error"] == pytest.approx(
+        float(np.mean((y - f_mean) ** 2 + np.diagonal(f_cov))), rel=1e-9
+    )
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)
@@ -103,8 +110,9 @@ def test_residual_and_hessian_are_derivatives_of_the_action(data, activation: st
     for Q in [0.05, 0.7, 1.0, 1.6, 12.0]:
         h = 1e-6 * Q
         dS = (dense_action(K, y, Q + h, T, N1, lambda1) - dense_action(K, y, Q - h, T, N1, lambda1)) / (2 * h)
-        residual = float(problem.F(np.array([np.log(Q)]), 0.0)[0])  # ∂S/∂log Q̄ = Q̄ dS/dQ̄
-        assert residual == pytest.approx(Q * dS, rel=1e-6, abs=1e-8)
+        # the residual is ∂S/∂log Q̄ = Q̄ dS/dQ̄ weighted by 1/(1 + Q̄) (same roots, O(1) for any Q̄)
+        residual = float(problem.F(np.array([np.log(Q)]), 0.0)[0])
+        assert residual * (1 + Q) == pytest.approx(Q * dS, rel=1e-6, abs=1e-8)
         s, e = np.log(Q), 1e-5
         fd = (problem.F(np.array([s + e]), 0.0)[0] - problem.F(np.array([s - e]), 0.0)[0]) / (2 * e)
         assert problem.jacobian(np.array([s]), 0.0)[0, 0] == pytest.approx(fd, rel=1e-6, abs=1e-8)
@@ -122,7 +130,7 @@ def test_fixed_point_form_holds_at_the_root(data, activation: str) -> None:
     A = T * np.eye(len(y)) + Q / lambda1 * ref_kernel(activation, X, X, 1.0)
     Ai_y = np.linalg.solve(A, y)
     rhs = 1 - len(y) / N1 + T / N1 * np.trace(np.linalg.inv(A)) + y @ Ai_y / N1 - T / N1 * Ai_y @ Ai_y
-    assert Q == pytest.approx(rhs, rel=1e-11)
+    assert pytest.approx(rhs, rel=1e-11) == Q
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)

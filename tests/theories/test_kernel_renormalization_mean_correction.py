@@ -16,14 +16,14 @@ from solvers.theories.kernel_renormalization.model import Model
 from solvers.theories.kernel_renormalization.observables import Posterior
 from solvers.theories.kernel_renormalization.scalar_action import ScalarAction
 from solvers.theories.kernel_renormalization.spectrum import spectrum_of
-from tests.theories.test_kernel_renormalization_helpers import arrays, make_spec, qbar_of, recipe_data, solve
+from tests.theories.test_kernel_renormalization_common import arrays, make_spec, qbar_of, recipe_data, solve
 from tests.theories.test_kernel_renormalization_limits import ref_kernel
 
 SETTINGS = dict(activation="relu", N1=25, T=0.2, lambda0=1.3, lambda1=0.7)
 
 
 def _dense_parts(Q: float, Qbar: float):
-    X, y, Xt, _ = recipe_data()
+    X, y, _, _ = recipe_data()
     l0, l1, T, N1 = SETTINGS["lambda0"], SETTINGS["lambda1"], SETTINGS["T"], SETTINGS["N1"]
     K = ref_kernel("relu", X, X, l0)
     m = np.sqrt((X * X).sum(1) / (l0 * X.shape[1]) / (2 * np.pi))
@@ -73,7 +73,7 @@ def test_solver_end_to_end() -> None:
     vanilla = solve(make_spec(arrays(*recipe_data()), **SETTINGS))
     assert out["branches"][0]["stable"] is True and out["equilibrium"] == "renormalized"
     Qbar, Q = out["order_parameters"]["Qbar"], out["order_parameters"]["Q"]
-    S, KR, A, K, m = _dense_parts(Q, Qbar)
+    S, _, A, _, m = _dense_parts(Q, Qbar)
     # stationary in both variables of the dense action
     e = 1e-6
     assert (_dense_parts(Q, Qbar + e)[0] - _dense_parts(Q, Qbar - e)[0]) / (2 * e) == pytest.approx(0, abs=1e-7)

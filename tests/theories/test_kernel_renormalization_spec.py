@@ -134,3 +134,29 @@ def test_teacher_data_are_seeded_and_follow_the_rule() -> None:
     # y is linear in x: recover the teacher by least squares and predict the test labels exactly
     t, *_ = np.linalg.lstsq(ds.X, ds.y, rcond=None)
     assert np.allclose(ds.X_test @ t, ds.y_test, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "loc"),
+    [
+        ({"kind": "teacher", "P": 30, "P_test": 10, "N0": 5}, "kernel_p", "model.data.teacher.P"),
+        ({"kind": "teacher", "P": 10, "P_test": 30, "N0": 5}, "kernel_p_test", "model.data.teacher.P_test"),
+        ({"kind": "teacher", "P": 10, "P_test": 10, "N0": 30}, "kernel_n0", "model.data.teacher.N0"),
+        ({**DIGITS, "P": 30}, "kernel_p", "model.data.digits.P"),
+        (GOOD_ARRAYS, "kernel_p", "model.data.arrays.X"),
+    ],
+)
+def test_instance_size_limits_are_a_422_naming_the_field(data: dict[str, Any], limit: str, loc: str) -> None:
+    limits = {"kernel_p": 20.0, "kernel_p_test": 20.0, "kernel_n0": 20.0, "kernel_depth": 2.0}
+    if data is GOOD_ARRAYS:
+        limits["kernel_p"] = 2.0
+    app = create_app(Settings(redis_url=None, api_keys=(), rate_limit_per_minute=0, limits=limits))
+    with TestClient(app) as c:
+        r = c.post("/v1/solve", json={"model": body(data=data)})
+        assert r.status_code == 422, r.text
+        assert limit in r.text
+        locs = [".".join(str(p) for p in e["loc"]) for e in r.json()["detail"]]
+        assert any(l.endswith(loc) for l in locs), locs
+        small = {"kind": "teacher", "P": 10, "P_test": 10, "N0": 5}
+        deep = c.post("/v1/solve", json={"model": body(depth=3, data=small)})
+        assert deep.status_code == 422 and "kernel_depth" in deep.text

@@ -57,7 +57,8 @@ def test_stein_identities_and_erf_correlations() -> None:
     _within((2 / math.sqrt(math.pi)) * (4 * g0 * g0 - 2) * np.exp(-g0 * g0), float(erf_third_mean(q)))
     # v'(q) by a central difference of the closed form v(q) (itself checked above).
     assert float(erf_variance_prime(q)) == pytest.approx(
-        (float(erf_variance(q + 1e-6)) - float(erf_variance(q - 1e-6))) / 2e-6, rel=1e-8)
+        (float(erf_variance(q + 1e-6)) - float(erf_variance(q - 1e-6))) / 2e-6, rel=1e-8
+    )
 
 
 def test_arcsin_kernel_against_monte_carlo() -> None:

@@ -131,8 +131,9 @@ def test_agrees_with_the_population_theory_at_large_P() -> None:
     (which drops the effective ridge of the D − 1 perpendicular modes), measured at ≈ 0.003 in c.
     """
     base = {"D": 30, "N": 100, "s_a2": 8 / 100**2, "T": 0.3, "P": 1000}
-    pop = THEORY.solve(SPEC.validate_python({"theory": "rubin_cavity", "mode": "self_consistent", **base}),
-                       SolverOptions())
+    pop = THEORY.solve(
+        SPEC.validate_python({"theory": "rubin_cavity", "mode": "self_consistent", **base}), SolverOptions()
+    )
     fd = pop["observables"]["finite_D"]
     bs, cs = [], []
     for seed in range(3):

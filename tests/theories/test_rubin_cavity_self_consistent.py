@@ -100,8 +100,14 @@ def test_dependence_on_P_and_T_only_through_their_ratio() -> None:
 
 def _scaled(alpha: float, beta: float, T: float) -> dict:
     """The paper's exactness limit: N → βN, d → √β d, σ_a² → σ_a²/√β (s_a2 → s_a2/β^1.5), σ² → (α/β)σ², n → αn."""
-    return {**PAPER, "N": 700 * beta, "D": 150 * math.sqrt(beta), "s_a2": PAPER["s_a2"] / beta**1.5,
-            "T": T * alpha / beta, "P": 3000 * alpha}
+    return {
+        **PAPER,
+        "N": 700 * beta,
+        "D": 150 * math.sqrt(beta),
+        "s_a2": PAPER["s_a2"] / beta**1.5,
+        "T": T * alpha / beta,
+        "P": 3000 * alpha,
+    }
 
 
 def test_alpha_beta_scaling_invariance() -> None:
@@ -120,8 +126,9 @@ def test_alpha_beta_scaling_invariance() -> None:
         # In GMFL-I only the (1 − ω) center factor, ω = O(1/(ηD)), is not invariant.
         mixed = THEORY.solve(spec(**_scaled(alpha, beta, 0.15)), SolverOptions())["order_parameters"]
         mixed_ref = THEORY.solve(spec(**PAPER, T=0.15), SolverOptions())["order_parameters"]
-        assert mixed["b"] == pytest.approx(mixed_ref["b"], abs=3 * max(mixed["aligned_weight"],
-                                                                        mixed_ref["aligned_weight"]))
+        assert mixed["b"] == pytest.approx(
+            mixed_ref["b"], abs=3 * max(mixed["aligned_weight"], mixed_ref["aligned_weight"])
+        )
         assert mixed["b"] != mixed_ref["b"]  # ... and the difference is real, not a skipped branch
 
 
@@ -151,8 +158,9 @@ def test_paper_setting_transition() -> None:
     eta = 3000 * 700 * PAPER["s_a2"] / (T_c * 150)
     b = gfl_b(u_c, eta)
     assert onset["state"]["b"] == pytest.approx(b, rel=1e-9)
-    side = minimize_scalar(lambda r: blog_potential(r, u_c, b, -0.3), bounds=(0.4, 1.2), method="bounded",
-                           options={"xatol": 1e-12})
+    side = minimize_scalar(
+        lambda r: blog_potential(r, u_c, b, -0.3), bounds=(0.4, 1.2), method="bounded", options={"xatol": 1e-12}
+    )
     assert side.fun == pytest.approx(0.0, abs=1e-10)
     assert onset["state"]["aligned_rho"] == pytest.approx(side.x, abs=1e-5)
     # The side well is born before (at larger T, smaller u) the transition: a spinodal of the metastable well.
@@ -179,8 +187,7 @@ def test_u_sweep_agrees_with_the_T_sweep() -> None:
 
 
 def test_p_sweep_reports_sample_complexity() -> None:
-    res = THEORY.sweep(spec(**PAPER, T=0.18), "P", list(np.linspace(1000, 6000, 26)), "continuation",
-                       SolverOptions())
+    res = THEORY.sweep(spec(**PAPER, T=0.18), "P", list(np.linspace(1000, 6000, 26)), "continuation", SolverOptions())
     sc = res["sample_complexity"]
     lam3 = 700 * PAPER["s_a2"] * (40 / math.pi) * 0.5**3 / (150**3 * 2**3)  # note §6, per σ_a² = N s_a2
     assert sc["nngp"]["P_cubic_learnable"] == pytest.approx(0.18 / lam3, rel=1e-12)
@@ -199,15 +206,16 @@ def test_analytic_jacobians_against_finite_differences() -> None:
     for scaling in ("mean_field", "standard"):
         net = Network(0.5, -0.3, 150.0, 700.0, 3000.0, 0.17, 8 / 700**2, scaling)
         for x in (np.array([0.27, -0.29, 0.0056]), np.array([0.3, -0.3, 0.0]), np.array([0.2, -0.25, 0.3])):
-            def G(y: np.ndarray) -> np.ndarray:
+
+            def G(y: np.ndarray, net: Network = net) -> np.ndarray:
                 st = evaluate(net, y)
                 return np.array([st.b_new, st.c_new, y[2] - st.complementarity]) - y
 
             assert np.allclose(saddle_jac(net, x), fd_jacobian(G, x), rtol=1e-6, atol=1e-6)
         rule = QuadratureRule(net, panel_count(net))
         x = np.array([0.28, -0.29])
-        assert np.allclose(fd_jac(net, rule, x), fd_jacobian(lambda y: fd_map(net, rule, y) - y, x), rtol=1e-6,
-                           atol=1e-7)
+        numeric = fd_jacobian(lambda y, net=net, rule=rule: fd_map(net, rule, y) - y, x)
+        assert np.allclose(fd_jac(net, rule, x), numeric, rtol=1e-6, atol=1e-7)
 
 
 def test_finite_D_closure_by_adaptive_quadrature() -> None:
@@ -223,8 +231,12 @@ def test_finite_D_closure_by_adaptive_quadrature() -> None:
     h = lambda r: 1 + 2 * (sw + r * r)  # noqa: E731
     Z = quad(w, 0, 4, limit=400, epsabs=0, epsrel=1e-12)[0]
     A11 = quad(lambda r: w(r) * (4 / math.pi) * r * r / h(r), 0, 4, limit=400, epsabs=0, epsrel=1e-12)[0] / Z
-    A13 = quad(lambda r: w(r) * -8 * r**4 / (math.sqrt(6) * math.pi * h(r) ** 2), 0, 4, limit=400,
-               epsabs=0, epsrel=1e-12)[0] / Z
+    A13 = (
+        quad(
+            lambda r: w(r) * -8 * r**4 / (math.sqrt(6) * math.pi * h(r) ** 2), 0, 4, limit=400, epsabs=0, epsrel=1e-12
+        )[0]
+        / Z
+    )
     A33 = quad(lambda r: w(r) * 8 * r**6 / (3 * math.pi * h(r) ** 3), 0, 4, limit=400, epsabs=0, epsrel=1e-12)[0] / Z
     M = net.n_eff * np.array([[A11, A13], [A13, A33]])
     r = np.linalg.solve(np.eye(2) + M, [1.0, math.sqrt(6) * -0.3])
@@ -250,8 +262,16 @@ def test_standard_scaling_reduces_to_mean_field_when_L_goes_to_one(u: float) -> 
 
 
 def test_bad_input_and_non_convergence() -> None:
-    for bad, field in [({"P": 0}, "P"), ({"N": 0.5}, "N"), ({"D": 0}, "D"), ({"T": 0}, "T"), ({"s_a2": -1}, "s_a2"),
-                       ({"sigma_w2": 0}, "sigma_w2"), ({"scaling": "lazy"}, "scaling"), ({"u": -3.0}, "u")]:
+    for bad, field in [
+        ({"P": 0}, "P"),
+        ({"N": 0.5}, "N"),
+        ({"D": 0}, "D"),
+        ({"T": 0}, "T"),
+        ({"s_a2": -1}, "s_a2"),
+        ({"sigma_w2": 0}, "sigma_w2"),
+        ({"scaling": "lazy"}, "scaling"),
+        ({"u": -3.0}, "u"),
+    ]:
         with pytest.raises(ValidationError) as err:
             spec(**bad)
         assert field in str(err.value)

@@ -80,7 +80,7 @@ def plot(path: str) -> None:
         c = curves(digits_spec(N1), TEMPERATURES)
         ax_q.semilogx(c["T"], c["Qbar"], color=color, label=f"N1 = {N1} (α = {P / N1:g})")
         ax_d.semilogx(c["T"], c["D2"], color=color, label=f"N1 = {N1}")
-        if N1 == WIDTHS[0]:
+        if WIDTHS[0] == N1:
             ax_c.semilogx(c["T"], c["D2"] / c["D2_nngp"], color=color, label=f"true labels, N1 = {N1}")
     ax_d.semilogx(c["T"], c["D2_nngp"], "k--", label="infinite width (NNGP)")
     ctrl = curves(shuffled_spec(WIDTHS[0]), TEMPERATURES)

@@ -19,6 +19,7 @@ from solvers.theories.kernel_renormalization.nested_action import NestedAction
 from solvers.theories.kernel_renormalization.scalar_action import ScalarAction
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
 from solvers.theories.kernel_renormalization.spectrum import (
+    KernelFailure,
     Spectrum,
     cached_spectrum,
     feature_scale,
@@ -75,6 +76,9 @@ class Model:
             return "one hidden layer, ReLU with the two-order-parameter mean-corrected action S(Q̄, Q)"
         if self.variant == "nested":
             return f"{self.depth} hidden layers, nested recursion K^(l) = (Q̄_l/λ1) F(K^(l-1)), dense evaluation"
+        if self.depth > 1 and self.spec.deep_kernel == "nested":
+            return (f"{self.depth} hidden layers, nested recursion; for {self.activation} it equals the vanilla "
+                    "one, K_R = (Π Q̄_l) K^(L)")
         if self.depth > 1:
             return f"{self.depth} hidden layers, vanilla recursion K_R = (Π Q̄_l) K^(L)"
         return "one hidden layer, one-variable action S(Q̄)"
@@ -114,6 +118,16 @@ class Model:
         if self.variant == "nested":
             return self.nested_action(st)
         return self.scalar_action(st)
+
+    def failure(self, st: Settings) -> str | None:
+        """Why these data admit no kernel at these priors (overflow, failed eigendecomposition), or None."""
+        try:
+            self.spectrum(st)
+            if self.variant == "nested":
+                self.spectrum(st, mean_mode=False)  # its vanilla solution is the nested start
+        except KernelFailure as exc:
+            return str(exc)
+        return None
 
     def singular_at_zero_temperature(self, st: Settings) -> bool:
         """T = 0 needs an invertible kernel (P ≤ rank K); the closed form does not exist otherwise."""

@@ -25,6 +25,8 @@ LOG_BOX = 60.0
 UNIQUE_NAME = "renormalized"
 
 Action = ScalarAction | MeanCorrectedAction | NestedAction
+#: What an evaluation at absurd inputs may raise; it becomes non-convergence, never an error.
+NUMERICAL_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError)
 
 
 class KernelRenormalizationProblem:
@@ -36,6 +38,8 @@ class KernelRenormalizationProblem:
         self._actions: OrderedDict[float, Action] = OrderedDict()
         #: p -> [(x, stable)] of the last exhaustive searches (for naming and diagnostics)
         self.found: OrderedDict[float, list[tuple[np.ndarray, bool]]] = OrderedDict()
+        #: p -> why the exhaustive search could not run
+        self.search_errors: dict[float, str] = {}
 
     # ---- plumbing ----------------------------------------------------------------------------
     def settings(self, p: float) -> Settings:
@@ -53,53 +57,83 @@ class KernelRenormalizationProblem:
 
     def _usable(self, p: float) -> bool:
         st = self.settings(p)
-        return st.valid and not self.model.singular_at_zero_temperature(st)
+        return st.valid and self.model.failure(st) is None and not self.model.singular_at_zero_temperature(st)
 
     # ---- the hooks -----------------------------------------------------------------------------
+    # The residual is ∂S/∂x divided by a positive weight per component (1 + Q̄, or 1 + Q̄/τ for the
+    # conjugate equation): the roots are the same, and the residual stays O(1) even where Q̄ ≫ 1, so an
+    # absolute tolerance is reachable whatever the scale of Q̄ (at T = 0 with strong priors Q̄ ~ 1e5).
+    def _weights(self, act: Action, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """w(x) > 0 and its Jacobian dw/dx."""
+        if isinstance(act, MeanCorrectedAction):
+            q, qe = np.exp(x[0]), np.exp(x[0] + x[1])
+            return np.array([1.0 + q, 1.0 + qe]), np.array([[q, 0.0], [qe, qe]])
+        q = np.exp(x)
+        return 1.0 + q, np.diag(q)
+
     def residual(self, x: np.ndarray, p: float) -> np.ndarray:
         if not self._usable(p):
             return np.full(self.model.dim, np.nan)
+        x = np.asarray(x, dtype=float)
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            return np.asarray(self.action(p).gradient(np.asarray(x, dtype=float)), dtype=float)
+            act = self.action(p)
+            return np.asarray(act.gradient(x), dtype=float) / self._weights(act, x)[0]
 
     def jacobian(self, x: np.ndarray, p: float) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
             act = self.action(p)
             assert not isinstance(act, NestedAction)
-            return act.hessian(np.asarray(x, dtype=float))
+            g, h = act.gradient(x), act.hessian(x)
+            w, dw = self._weights(act, x)
+            return h / w[:, None] - (g / w**2)[:, None] * dw
 
     def free_entropy(self, x: np.ndarray, p: float) -> float:
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
             return -float(self.action(p).value(np.asarray(x, dtype=float)))
 
     def stability(self, x: np.ndarray, p: float) -> float:
-        act = self.action(p)
-        assert isinstance(act, MeanCorrectedAction)
-        return act.stability(np.asarray(x, dtype=float))
+        """Smallest curvature of S itself (not of the weighted residual): > 0 at a minimum."""
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            return self._margin(self.action(p), np.asarray(x, dtype=float))
 
     def _margin(self, act: Action, x: np.ndarray) -> float:
         if isinstance(act, MeanCorrectedAction):
             return act.stability(x)
         if isinstance(act, ScalarAction):
             return float(np.linalg.eigvalsh(act.hessian(x))[0])
-        return float("nan")
+        # nested: central differences of the exact gradient
+        e = 1e-5
+        cols = [(act.gradient(x + e * v) - act.gradient(x - e * v)) / (2 * e) for v in np.eye(x.size)]
+        hess = np.column_stack(cols)
+        return float(np.linalg.eigvalsh(0.5 * (hess + hess.T))[0])
+
+    def search(self, p: float) -> list[tuple[np.ndarray, bool]]:
+        """Every stationary point at ``p`` with its stability, from the exhaustive scan (memoised)."""
+        key = float(p)
+        if key in self.found:
+            return self.found[key]
+        found: list[tuple[np.ndarray, bool]] = []
+        act = self.action(p) if self._usable(p) else None
+        if act is not None and not isinstance(act, NestedAction):
+            try:
+                with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+                    if isinstance(act, ScalarAction):
+                        points = [np.full(self.model.depth, s) for s in act.stationary_points()]
+                    else:
+                        points = act.stationary_points()
+                    found = [(x, self._margin(act, x) > 0) for x in points if np.all(np.isfinite(x))]
+            except NUMERICAL_ERRORS as exc:
+                # e.g. labels so large that the root interval overflows: report, do not raise
+                self.search_errors[key] = f"{type(exc).__name__}: {exc}"
+        self.found[key] = found
+        while len(self.found) > 16:
+            self.found.popitem(last=False)
+        return found
 
     def enumerate(self, p: float) -> Sequence[tuple[str, np.ndarray]]:
         """Every stationary point, named by its position and stability."""
-        if not self._usable(p):
-            return []
-        act = self.action(p)
-        if isinstance(act, NestedAction):
-            return []
-        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            if isinstance(act, ScalarAction):
-                points = [np.full(self.model.depth, s) for s in act.stationary_points()]
-            else:
-                points = act.stationary_points()
-            found = [(x, self._margin(act, x) > 0) for x in points if np.all(np.isfinite(x))]
-        self.found[float(p)] = found
-        while len(self.found) > 8:
-            self.found.popitem(last=False)
+        found = self.search(p)
         names = _names([stable for _, stable in found])
         return [(name, x) for name, (x, _) in zip(names, found, strict=True)]
 
@@ -107,21 +141,25 @@ class KernelRenormalizationProblem:
         """NNGP (Q̄ = 1) always; for the nested recursion also the vanilla solution, its natural guess."""
         out = {"nngp": np.zeros(self.model.dim)}
         if self.model.variant == "nested" and self._usable(p):
-            vanilla = self.model.scalar_action(self.settings(p))
-            roots = vanilla.stationary_points()
+            try:
+                with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+                    roots = self.model.scalar_action(self.settings(p)).stationary_points()
+            except NUMERICAL_ERRORS:
+                roots = []
             if roots:
                 out["vanilla"] = np.full(self.model.depth, roots[0])
         return out
 
     def label(self, x: np.ndarray, p: float, start: str) -> str:
-        found = self.found.get(float(p))
-        if found:
-            names = _names([stable for _, stable in found])
-            for name, (y, _) in zip(names, found, strict=True):
-                if np.all(np.abs(np.asarray(x) - y) <= 1e-6 * np.maximum(1.0, np.abs(y))):
-                    return name
-            return start
-        return UNIQUE_NAME
+        """The name :meth:`enumerate` gives the stationary point at ``x`` (searched at ``p`` if needed)."""
+        if self.model.variant == "nested":
+            return UNIQUE_NAME
+        found = self.search(p)
+        names = _names([stable for _, stable in found])
+        for name, (y, _) in zip(names, found, strict=True):
+            if np.all(np.abs(np.asarray(x) - y) <= 1e-6 * np.maximum(1.0, np.abs(y))):
+                return name
+        return start
 
     def project(self, x: np.ndarray) -> np.ndarray:
         return np.clip(x, -LOG_BOX, LOG_BOX)
@@ -135,7 +173,7 @@ class KernelRenormalizationProblem:
             starts=self.starts,
             jacobian=None if variant == "nested" else self.jacobian,
             free_entropy=self.free_entropy,
-            stability=self.stability if variant == "mean_corrected" else None,
+            stability=self.stability,
             kind="saddle" if variant == "mean_corrected" else "gradient",
             label=self.label,
             enumerate=None if variant == "nested" else self.enumerate,

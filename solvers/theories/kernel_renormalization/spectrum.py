@@ -38,6 +38,10 @@ CACHE_ENTRIES = 8
 CACHE_BYTES = 3 * 2**30
 
 
+class KernelFailure(ValueError):
+    """The kernel of these data cannot be formed or diagonalised in floating point."""
+
+
 def _eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric eigendecomposition (divide and conquer, in place). Tests count calls to this."""
     return scipy.linalg.eigh(a, overwrite_a=True, check_finite=False, driver="evd")
@@ -127,7 +131,10 @@ def spectrum_of(
         cross = cross - np.outer(m0, m)
         k00 = k00 - m0 * m0
     P = train.shape[0]
-    kappa, U = _eigh(np.array(train, dtype=float, order="F", copy=True))
+    try:
+        kappa, U = _eigh(np.array(train, dtype=float, order="F", copy=True))
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        raise KernelFailure(f"eigendecomposition of the kernel failed: {exc}") from exc
     kappa = np.maximum(kappa, 0.0)  # a kernel is PSD; negative values are round-off
     k0_t = cross @ U
     extra: dict[str, np.ndarray | None] = {}
@@ -157,7 +164,11 @@ def build_spectrum(
     dataset: Dataset, activation: Activation, depth: int, lambda0: float, lambda1: float, mean_mode: bool
 ) -> Spectrum:
     """The spectrum of the readout base kernel (priors as returned by :func:`kernel_priors`)."""
-    blocks = base_kernel(dataset, activation, depth, lambda0, lambda1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        blocks = base_kernel(dataset, activation, depth, lambda0, lambda1)
+        label_norms = (float(dataset.y @ dataset.y), float(dataset.y_test @ dataset.y_test))
+    if not all(np.all(np.isfinite(a)) for a in (blocks.train, blocks.cross, blocks.test_diag, label_norms)):
+        raise KernelFailure("the kernel or the squared labels overflow double precision (inputs too large?)")
     c_diag = np.einsum("ij,ij->i", dataset.X, dataset.X) / (lambda0 * dataset.N0)
     mean = None
     if mean_mode:
@@ -171,6 +182,7 @@ def build_spectrum(
 
 # ---- module-level LRU ------------------------------------------------------------------------
 _CACHE: OrderedDict[tuple, Spectrum] = OrderedDict()
+_FAILED: OrderedDict[tuple, str] = OrderedDict()  # so a failing kernel is not rebuilt at every evaluation
 _LOCK = Lock()
 
 
@@ -185,7 +197,16 @@ def cached_spectrum(
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    spec = build_spectrum(dataset, activation, depth, l0, l1, mean_mode)
+        if key in _FAILED:
+            raise KernelFailure(_FAILED[key])
+    try:
+        spec = build_spectrum(dataset, activation, depth, l0, l1, mean_mode)
+    except KernelFailure as exc:
+        with _LOCK:
+            _FAILED[key] = str(exc)
+            while len(_FAILED) > CACHE_ENTRIES:
+                _FAILED.popitem(last=False)
+        raise
     with _LOCK:
         _CACHE[key] = spec
         while len(_CACHE) > 1 and (
@@ -198,3 +219,4 @@ def cached_spectrum(
 def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
+        _FAILED.clear()

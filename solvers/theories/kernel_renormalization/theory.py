@@ -15,9 +15,16 @@ from solvers.core.problem import Problem
 from solvers.theories.base import Theory
 from solvers.theories.kernel_renormalization.model import SWEEPABLE, Model, Settings
 from solvers.theories.kernel_renormalization.observables import Posterior, class_distance, weight_correlations
-from solvers.theories.kernel_renormalization.problem import KernelRenormalizationProblem
-from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
-
+from solvers.theories.kernel_renormalization.problem import NUMERICAL_ERRORS, KernelRenormalizationProblem
+from solvers.theories.kernel_renormalization.spec import (
+    MAX_DEPTH,
+    MAX_N0,
+    MAX_P,
+    MAX_P_TEST,
+    ArraysData,
+    KernelRenormalizationSpec,
+    TeacherData,
+)
 
 _BLAS = ThreadpoolController()
 
@@ -49,6 +56,28 @@ class KernelRenormalizationTheory(Theory):
     )
     spec_model: ClassVar[Any] = KernelRenormalizationSpec
     sweepable: ClassVar[tuple[str, ...]] = SWEEPABLE
+    size_limits: ClassVar[dict[str, float]] = {
+        "kernel_p": MAX_P,
+        "kernel_p_test": MAX_P_TEST,
+        "kernel_n0": MAX_N0,
+        "kernel_depth": MAX_DEPTH,
+    }
+
+    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+        """P×P eigendecomposition, P_test×P cross kernel, P×N0 inputs, one layer map per hidden layer."""
+        s = _spec(spec)
+        data = s.data
+        out: dict[str, tuple[tuple[str | int, ...], float]] = {"kernel_depth": (("depth",), float(s.depth))}
+        if isinstance(data, ArraysData):
+            out["kernel_p"] = (("data", "arrays", "X"), float(len(data.X)))
+            out["kernel_p_test"] = (("data", "arrays", "X_test"), float(len(data.X_test)))
+            out["kernel_n0"] = (("data", "arrays", "X"), float(len(data.X[0])))
+        else:
+            out["kernel_p"] = (("data", data.kind, "P"), float(data.P))
+            out["kernel_p_test"] = (("data", data.kind, "P_test"), float(data.P_test))
+            if isinstance(data, TeacherData):
+                out["kernel_n0"] = (("data", "teacher", "N0"), float(data.N0))
+        return out
 
     def problem(self, spec: BaseModel, parameter: str | None, options: SolverOptions) -> Problem:
         return KernelRenormalizationProblem(Model(_spec(spec)), parameter).build()
@@ -65,9 +94,15 @@ class KernelRenormalizationTheory(Theory):
         model = Model(_spec(spec))
         st = model.settings
         x = np.asarray(x, dtype=float)
-        if not np.all(np.isfinite(x)) or not st.valid or model.singular_at_zero_temperature(st):
+        if not np.all(np.isfinite(x)) or not st.valid or model.failure(st) or model.singular_at_zero_temperature(st):
             # a failed solve is still reported; its observables are undefined, not an error
             return dict.fromkeys(OBSERVABLE_KEYS)
+        try:
+            return self._observables(model, st, x)
+        except NUMERICAL_ERRORS as exc:
+            return {**dict.fromkeys(OBSERVABLE_KEYS), "error": f"{type(exc).__name__}: {exc}"}
+
+    def _observables(self, model: Model, st: Settings, x: np.ndarray) -> dict[str, Any]:
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
             # spectra first: a cold one is an eigendecomposition, which wants every BLAS thread
             sp, a, b = model.posterior_kernel(st, x)
@@ -124,7 +159,12 @@ class KernelRenormalizationTheory(Theory):
         model, st = kp.model, kp.settings(p)
         notes: list[str] = []
         found = kp.found.get(float(p))
-        if model.singular_at_zero_temperature(st):
+        failure = model.failure(st)
+        if failure:
+            notes.append(f"no kernel for these data: {failure}")
+        if float(p) in kp.search_errors:
+            notes.append(f"the exhaustive search failed: {kp.search_errors[float(p)]}")
+        if not failure and model.singular_at_zero_temperature(st):
             notes.append(
                 "T = 0 needs an invertible kernel (P ≤ rank K) and this kernel is singular: no closed form; use T > 0."
             )

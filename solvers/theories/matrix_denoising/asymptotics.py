@@ -1,14 +1,20 @@
 """Known limits of m_S(λ) = 1 − mmse_S(λ), used to extend the table to λ → 0 and λ → ∞.
 
-Small λ. With Ŷ = Y/√(1+λ) (unit variance) the free cumulants of Ŷ are κ_n(Ŷ) = λ^{n/2} κ_n(S̃)/(1+λ)^{n/2}
-for n ≥ 3. To first order a cumulant perturbation changes ∫ρ³ by 3∫ρ_sc² δρ, which vanishes because ρ_sc²
-is a quadratic polynomial on [−2, 2] and δρ leaves the moments of order ≤ 2 unchanged; the first
-surviving term is second order in κ_3, (4π²/3)∫ρ_Ŷ³ = 1 + κ_3(Ŷ)² + O(λ⁴), hence
+Small λ [derived]. With Ŷ = Y/√(1+λ) (unit variance) the free cumulants of Ŷ are
+ε_n = κ_n(Ŷ) = λ^{n/2} κ_n(S̃)/(1+λ)^{n/2} for n ≥ 3, a perturbation of the semicircle. Adding a free
+cumulant ε_n changes the inverse Stieltjes transform by ε_n G^{n−1}, which on the support (G = e^{−iθ},
+x = 2cos θ) moves the density by δρ_n = ε_n cos(nθ)/(2π sin θ). To first order ∫ρ³ changes by
+3∫ρ_sc² δρ, which vanishes because ρ_sc² is a quadratic polynomial on [−2, 2] and the perturbation
+leaves the moments of order ≤ 2 unchanged (also at second order). At second order only 3∫ρ_sc δρ²
+survives, and by orthogonality of the cos(nθ) it is diagonal: (4π²/3)∫ρ_Ŷ³ = 1 + Σ_{n≥3} ε_n² + O(ε³).
+Terms odd in the odd cumulants cannot appear (S̃ → −S̃ leaves the MMSE unchanged), so the first
+cubic terms are O(λ⁵). Hence
 
-    mmse_S(λ) = 1/(1 + λ) − κ_3² λ² + O(λ³),     m_S(λ) = λ − (1 − κ_3²) λ² + O(λ³),
+    mmse_S(λ) = 1/(1 + λ) − Σ_{n≥3} κ_n² λ^{n−1}/(1 + λ)^{n+1} + O(λ⁴),
+    m_S(λ) = λ − (1 − κ_3²) λ² + (1 − 4κ_3² + κ_4²) λ³ + O(λ⁴),
 
-with κ_3 = κ_3(S̃) = E v³/√γ (free cumulants of S̃: κ_n = γ^{1 − n/2} E vⁿ). Symmetric readouts have
-κ_3 = 0 and agree with the Gaussian (GOE) prior, m = λ/(1 + λ), to second order.
+with the free cumulants of S̃, κ_n = γ^{1 − n/2} E vⁿ (κ_3 = E v³/√γ, κ_4 = E v⁴/γ). The Gaussian (GOE)
+prior, all κ_{n≥3} = 0, gives back m = λ/(1 + λ). Checked against direct quadrature (remainder O(λ⁴)).
 
 Large λ. λ·mmse_S(λ) → 2γ − γ² for γ < 1 (the number of degrees of freedom of a rank-γd symmetric
 matrix, per d²/2) and → 1 for γ ≥ 1.
@@ -24,9 +30,23 @@ def third_free_cumulant(gamma: float, readout: str) -> float:
     return law(readout).moment(3) / gamma**0.5
 
 
-def small_lambda_curvature(gamma: float, readout: str) -> float:
-    """c₂ in m_S(λ) = λ − c₂ λ² + O(λ³): c₂ = 1 − κ_3²."""
-    return 1.0 - third_free_cumulant(gamma, readout) ** 2
+def fourth_free_cumulant(gamma: float, readout: str) -> float:
+    """κ_4 of the spectral law of S̃: E v⁴/γ."""
+    return law(readout).moment(4) / gamma
+
+
+def small_lambda_coefficients(gamma: float, readout: str) -> tuple[float, float]:
+    """(c₂, c₃) in m_S(λ) = λ − c₂ λ² + c₃ λ³ + O(λ⁴): c₂ = 1 − κ_3², c₃ = 1 − 4κ_3² + κ_4²."""
+    k3 = third_free_cumulant(gamma, readout)
+    k4 = fourth_free_cumulant(gamma, readout)
+    return 1.0 - k3 * k3, 1.0 - 4.0 * k3 * k3 + k4 * k4
+
+
+def small_lambda_q(gamma: float, readout: str) -> tuple[float, float]:
+    """(a₂, a₃) in q(λ) = (1 + λ)·mmse_S(λ) = 1 − a₂ λ² + a₃ λ³ + O(λ⁴): a₂ = κ_3², a₃ = 3κ_3² − κ_4²."""
+    k3 = third_free_cumulant(gamma, readout)
+    k4 = fourth_free_cumulant(gamma, readout)
+    return k3 * k3, 3.0 * k3 * k3 - k4 * k4
 
 
 def large_lambda_limit(gamma: float) -> float:

@@ -50,11 +50,6 @@ class ObservationSpectrum:
         return np.sqrt(self.gamma * np.asarray(self.lam, dtype=float))
 
     @property
-    def compact(self) -> bool:
-        """Whether the spectrum has edges (bounded readout law); the Gaussian law's support is the whole line."""
-        return self.law.name != "gaussian"
-
-    @property
     def scale(self) -> float | np.ndarray:
         """Standard deviation of the spectral law of Y (variance λ·1 + 1)."""
         return np.sqrt(1.0 + np.asarray(self.lam, dtype=float))
@@ -82,7 +77,9 @@ class ObservationSpectrum:
 
     def at(self, index: np.ndarray) -> ObservationSpectrum:
         """The same family with λ picked point by point (``lam[index]``)."""
-        return ObservationSpectrum(self.law, self.gamma, np.asarray(self.lam, dtype=float)[index])
+        lam = np.asarray(self.lam, dtype=float)
+        picked = np.full(np.shape(index), float(lam)) if lam.ndim == 0 else lam[index]
+        return ObservationSpectrum(self.law, self.gamma, picked)
 
     # ---- inverse of G ---------------------------------------------------------------------------
     def inverse(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,12 +7,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from solvers.theories.matrix_denoising.point import mmse_point
+from solvers.theories.matrix_denoising.point import mmse_points
 from solvers.theories.matrix_denoising.table import cached_table, get_table
 
 #: Gauss–Legendre order of ∫_0^λ mmse in the variable u = ln(1 + t), where the integrand (1 + t)·mmse(t)
 #: is bounded and smooth (between lim λ·mmse and 1).
-DIRECT_IOTA_NODES = 24
+DIRECT_IOTA_NODES = 48
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,15 @@ def direct_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
 @lru_cache(maxsize=4096)
 def _direct_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
     """Everything from quadratures of the spectral density at this γ (no table)."""
-    mmse = mmse_point(gamma, readout, snr).mmse
     if snr == 0:
         return DenoisingValues(1.0, 0.0, 0.0, 0.0)
     x, w = np.polynomial.legendre.leggauss(DIRECT_IOTA_NODES)
     umax = np.log1p(snr)
     u = 0.5 * umax * (x + 1.0)
     t = np.expm1(u)
-    q = np.array([(1.0 + ti) * mmse_point(gamma, readout, float(ti)).mmse for ti in t])
+    points = mmse_points(gamma, readout, np.concatenate([[snr], t]))
+    mmse = points[0].mmse
+    q = (1.0 + t) * np.array([p.mmse for p in points[1:]])
     integral_mmse = float(0.5 * umax * np.dot(w, q))
     return DenoisingValues(mmse, 1.0 - mmse, snr - integral_mmse, 0.25 * integral_mmse)
 

@@ -56,7 +56,7 @@ class Evaluator:
         self.data: Data = sample(spec.P, spec.D, spec.P_test, spec.seed)
         self.y = teacher(self.data.train.z, spec.epsilon)
         H = self.data.design
-        self.proj = np.linalg.solve(H.T @ H, H.T)  # least-squares projector onto [H1, H3]
+        self.proj = np.linalg.pinv(H)  # least-squares projector onto [H1, H3] (minimum norm when P < 2)
         self.options = options
         self._geo: dict[float, KernelGeometry] = {}
         self._state: tuple[tuple[float, float, float], State] | None = None
@@ -178,8 +178,10 @@ def observables(spec: FiniteSampleSpec, x: np.ndarray) -> dict[str, Any]:
     net = network_of(spec)
     b, c = float(x[0]), float(x[1])
     mom = overlap_moments(net.potential(b, c), net.D)
-    wells = [{"kind": w.kind, "rho": w.rho, "depth": w.depth, "curvature": w.curvature, "weight": wt,
-              "mean_rho2": m2} for w, wt, m2 in zip(mom.wells, mom.weights, mom.second_moments, strict=True)]
+    wells = [
+        {"kind": w.kind, "rho": w.rho, "depth": w.depth, "curvature": w.curvature, "weight": wt, "mean_rho2": m2}
+        for w, wt, m2 in zip(mom.wells, mom.weights, mom.second_moments, strict=True)
+    ]
     center = sum(w["weight"] for w in wells if w["kind"] == "center")
     return {
         "u": net.u,

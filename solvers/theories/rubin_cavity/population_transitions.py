@@ -57,14 +57,28 @@ def center_indicator(st: SaddleState) -> float:
 
 #: (kind, indicator, branches, detail, smooth)
 EVENTS: list[tuple[str, Indicator, list[str], str, bool]] = [
-    ("first_order", onset_indicator, [GFL, GMFL_I],
-     "equal depth of the self-consistent potential: an aligned population appears at finite overlap", True),
-    ("first_order", emptying_indicator, [GMFL_I, GMFL_II],
-     "end of the equal-depth (coexistence) interval: the center population empties", True),
-    ("spinodal", aligned_well_indicator, ["aligned"],
-     "fold of the self-consistent potential: the aligned well is born or dies", False),
-    ("spinodal", center_indicator, ["center"],
-     "local stability of the center well changes (Ŝ''(0) = 0)", True),
+    (
+        "first_order",
+        onset_indicator,
+        [GFL, GMFL_I],
+        "equal depth of the self-consistent potential: an aligned population appears at finite overlap",
+        True,
+    ),
+    (
+        "first_order",
+        emptying_indicator,
+        [GMFL_I, GMFL_II],
+        "end of the equal-depth (coexistence) interval: the center population empties",
+        True,
+    ),
+    (
+        "spinodal",
+        aligned_well_indicator,
+        ["aligned"],
+        "fold of the self-consistent potential: the aligned well is born or dies",
+        False,
+    ),
+    ("spinodal", center_indicator, ["center"], "local stability of the center well changes (Ŝ''(0) = 0)", True),
 ]
 
 
@@ -98,13 +112,30 @@ def locate(
                 refined, unc = True, 0.0
             except (ValueError, RuntimeError):
                 pc, refined, unc = 0.5 * (pa + pb), False, abs(pb - pa) / 2
-            out.append(Transition(kind, float(pc), list(branches), detail=detail, refined=refined, uncertainty=unc,
-                                  state=_state_at(problem, network_at, pc, pa, pb, xa, xb, newton)))
+            out.append(
+                Transition(
+                    kind,
+                    float(pc),
+                    list(branches),
+                    detail=detail,
+                    refined=refined,
+                    uncertainty=unc,
+                    state=_state_at(problem, network_at, pc, pa, pb, xa, xb, newton),
+                )
+            )
     return out
 
 
-def solve_between(problem: Problem, network_at: NetworkAt, p: float, pa: float, pb: float, xa: np.ndarray,
-                  xb: np.ndarray, options: SolverOptions) -> np.ndarray:
+def solve_between(
+    problem: Problem,
+    network_at: NetworkAt,
+    p: float,
+    pa: float,
+    pb: float,
+    xa: np.ndarray,
+    xb: np.ndarray,
+    options: SolverOptions,
+) -> np.ndarray:
     """The solution at p from the interpolated guess, else from either end, else from the exact GFL state.
 
     Newton's generalised Jacobian changes at the kinks of the complementarity condition, so a guess
@@ -118,8 +149,16 @@ def solve_between(problem: Problem, network_at: NetworkAt, p: float, pa: float, 
     raise ValueError("solve failed during refinement")
 
 
-def _state_at(problem: Problem, network_at: NetworkAt, p: float, pa: float, pb: float, xa: np.ndarray,
-              xb: np.ndarray, options: SolverOptions) -> dict[str, float]:
+def _state_at(
+    problem: Problem,
+    network_at: NetworkAt,
+    p: float,
+    pa: float,
+    pb: float,
+    xa: np.ndarray,
+    xb: np.ndarray,
+    options: SolverOptions,
+) -> dict[str, float | None]:
     net = network_at(p)
     try:
         x = solve_between(problem, network_at, p, pa, pb, xa, xb, options)
@@ -131,7 +170,7 @@ def _state_at(problem: Problem, network_at: NetworkAt, p: float, pa: float, pb: 
         "b": st.b,
         "c": st.c,
         "aligned_weight": st.omega,
-        "aligned_rho": aligned.rho if aligned is not None else 0.0,
+        "aligned_rho": aligned.rho if aligned is not None else None,
         "u": net.u,
         "T": net.T,
         "P": net.P,

@@ -28,6 +28,8 @@ from solvers.theories.rubin_cavity.potential import TAIL
 #: Default panel width in Gaussian widths √(σ_w²/D) of the prior (a 16-node panel this wide integrates a
 #: well of curvature up to a few 1/σ_w² to ~1e-12; checked against 4x finer rules in the tests).
 PANEL_WIDTHS = 3.0
+#: Cap on the panel count (an extreme spec then gets a coarser rule instead of an unbounded one).
+MAX_PANELS = 4000
 
 
 def rho_max(net: Network) -> float:
@@ -39,7 +41,8 @@ def panel_count(net: Network, order: int | None = None) -> int:
     if order is not None:
         return max(1, order // GL_ORDER)
     width = PANEL_WIDTHS * math.sqrt(net.sigma_w2 / net.D)
-    return max(8, math.ceil(rho_max(net) / width))
+    ratio = rho_max(net) / width
+    return max(8, min(MAX_PANELS, math.ceil(ratio))) if math.isfinite(ratio) else MAX_PANELS
 
 
 @lru_cache(maxsize=64)
@@ -116,8 +119,11 @@ def quadrature_problem(network_at: NetworkAt, panels: int, starts: dict[str, np.
 
     def start_points(p: float) -> dict[str, np.ndarray]:
         net = network_at(p)
-        out = {"uninformative": np.array([1.0 / (1.0 + net.eta * (4.0 / math.pi) * net.sigma_w2
-                                                 / (1.0 + 2.0 * net.sigma_w2)), net.epsilon])}
+        out = {
+            "uninformative": np.array(
+                [1.0 / (1.0 + net.eta * (4.0 / math.pi) * net.sigma_w2 / (1.0 + 2.0 * net.sigma_w2)), net.epsilon]
+            )
+        }
         out.update(starts or {})
         return out
 

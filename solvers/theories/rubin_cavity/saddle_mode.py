@@ -196,6 +196,13 @@ def gfl_start(net: Network) -> np.ndarray:
     Ŝ''(0) = κ_p − β b² is a downward parabola in b (β = 4u/(π (1 + 2σ_w²) L0)). On
     0 < b < √(κ_p/β) the function b (1 + C/Ŝ''(0)) − 1 increases from −1 to +∞: one root.
     """
+    try:
+        return _gfl(net)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return gp_start(net)  # extreme parameters: the closed form's bracket degenerates
+
+
+def _gfl(net: Network) -> np.ndarray:
     pot = net.potential(0.0, net.epsilon)
     kappa_p = pot.center_curvature()
     L0 = float(pot._L(0.0)[0]) if pot.standard else 1.0

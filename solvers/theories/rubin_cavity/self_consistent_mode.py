@@ -27,7 +27,7 @@ from solvers.theories.rubin_cavity.network import Network, NetworkAt, network_of
 from solvers.theories.rubin_cavity.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.phases import phase_from_weights
 from solvers.theories.rubin_cavity.quadrature_mode import panel_count, quadrature_problem
-from solvers.theories.rubin_cavity.saddle_mode import evaluate, gfl_start, saddle_problem
+from solvers.theories.rubin_cavity.saddle_mode import evaluate, saddle_problem
 from solvers.theories.rubin_cavity.specs import SelfConsistentSpec
 
 OnPoint = Callable[[dict[str, Any]], None]
@@ -63,15 +63,34 @@ def observables(spec: SelfConsistentSpec, x: np.ndarray) -> dict[str, Any]:
     st = evaluate(net, x)
     wells: list[dict[str, Any]] = []
     if st.center_curvature > 0:
-        wells.append({"kind": "center", "rho": 0.0, "depth": 0.0, "curvature": st.center_curvature,
-                      "weight": 1.0 - st.omega, "mean_rho2": st.center_rho2})
+        wells.append(
+            {
+                "kind": "center",
+                "rho": 0.0,
+                "depth": 0.0,
+                "curvature": st.center_curvature,
+                "weight": 1.0 - st.omega,
+                "mean_rho2": st.center_rho2,
+            }
+        )
     for p in st.potential.stationary_points():
         if p.kind == "aligned":
             populated = st.aligned is not None and p.rho == st.aligned.rho
-            wells.append({"kind": "aligned", "rho": p.rho, "depth": p.depth, "curvature": p.curvature,
-                          "weight": st.omega if populated else 0.0, "mean_rho2": p.rho**2})
-    barriers = [{"rho": p.rho, "depth": p.depth, "curvature": p.curvature}
-                for p in st.potential.stationary_points() if p.kind == "barrier"]
+            wells.append(
+                {
+                    "kind": "aligned",
+                    "rho": p.rho,
+                    "depth": p.depth,
+                    "curvature": p.curvature,
+                    "weight": st.omega if populated else 0.0,
+                    "mean_rho2": p.rho**2,
+                }
+            )
+    barriers = [
+        {"rho": p.rho, "depth": p.depth, "curvature": p.curvature}
+        for p in st.potential.stationary_points()
+        if p.kind == "barrier"
+    ]
     Q = st.M * net.T / net.P  # M = (P/T) Q̃
     return {
         "u": net.u,
@@ -99,18 +118,33 @@ def observables(spec: SelfConsistentSpec, x: np.ndarray) -> dict[str, Any]:
 
 def finite_d_block(net: Network, result: SolveResult) -> dict[str, Any]:
     b, c = float(result.x[0]), float(result.x[1])
-    block: dict[str, Any] = {"converged": result.converged, "b": b, "c": c, **learned_fractions(net, b, c),
-                             "diagnostics": result.diagnostics()}
+    block: dict[str, Any] = {
+        "converged": result.converged,
+        "b": b,
+        "c": c,
+        **learned_fractions(net, b, c),
+        "diagnostics": result.diagnostics(),
+    }
     if not result.converged:
         return block
     pot = net.potential(b, c)
     mom = overlap_moments(pot, net.D)
-    wells = [{"kind": w.kind, "rho": w.rho, "depth": w.depth, "curvature": w.curvature, "weight": wt,
-              "mean_rho2": m2} for w, wt, m2 in zip(mom.wells, mom.weights, mom.second_moments, strict=True)]
+    wells = [
+        {"kind": w.kind, "rho": w.rho, "depth": w.depth, "curvature": w.curvature, "weight": wt, "mean_rho2": m2}
+        for w, wt, m2 in zip(mom.wells, mom.weights, mom.second_moments, strict=True)
+    ]
     center = sum(w["weight"] for w in wells if w["kind"] == "center")
-    block.update({"R": mom.R, "potential_wells": wells, "phase": phase_from_weights(center, 1.0 - center),
-                  "weight_covariance": {"parallel": mom.R,
-                                        "perpendicular": net.sigma_w2 / (net.D - 1.0) if net.D > 1 else None}})
+    block.update(
+        {
+            "R": mom.R,
+            "potential_wells": wells,
+            "phase": phase_from_weights(center, 1.0 - center),
+            "weight_covariance": {
+                "parallel": mom.R,
+                "perpendicular": net.sigma_w2 / (net.D - 1.0) if net.D > 1 else None,
+            },
+        }
+    )
     return block
 
 
@@ -197,9 +231,14 @@ def sweep(
         if x is not None and cat.converged:
             solutions.append((p, x))
         payload = attach_finite_d(
-            {"parameter": p, "converged": res["converged"], "equilibrium": res["equilibrium"],
-             "branches": res["branches"], "order_parameters": res["order_parameters"],
-             "observables": res["observables"]},
+            {
+                "parameter": p,
+                "converged": res["converged"],
+                "equilibrium": res["equilibrium"],
+                "branches": res["branches"],
+                "order_parameters": res["order_parameters"],
+                "observables": res["observables"],
+            },
             fd.block(p, x),
         )
         payload = json_safe(payload)
@@ -226,8 +265,9 @@ def sweep(
     return json_safe(out)
 
 
-def sample_complexity(spec: SelfConsistentSpec, values: Sequence[float], points: list[dict[str, Any]],
-                      transitions: list[Any]) -> dict[str, Any]:
+def sample_complexity(
+    spec: SelfConsistentSpec, values: Sequence[float], points: list[dict[str, Any]], transitions: list[Any]
+) -> dict[str, Any]:
     """Where the cubic component becomes learnable: fixed NNGP kernel vs adaptive theory."""
     net = network_of(spec)
     lam1, lam3 = nngp_eigenvalues(net.sigma_w2, net.D, net.sigma_a2)

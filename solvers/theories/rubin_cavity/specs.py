@@ -7,8 +7,8 @@ per-weight readout variance s_a2); the paper's symbols are given in each descrip
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator

@@ -12,7 +12,7 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.theories.base import OnPoint, Theory
 from solvers.theories.rubin_cavity import finite_sample_mode, potential_mode, self_consistent_mode
-from solvers.theories.rubin_cavity.specs import SWEEPABLE, FiniteSampleSpec, PotentialSpec, RubinCavitySpec
+from solvers.theories.rubin_cavity.specs import LIMITS, SWEEPABLE, FiniteSampleSpec, PotentialSpec, RubinCavitySpec
 
 
 class RubinCavityTheory(Theory):
@@ -24,10 +24,29 @@ class RubinCavityTheory(Theory):
     )
     spec_model: ClassVar[Any] = RubinCavitySpec
     sweepable: ClassVar[tuple[str, ...]] = tuple(dict.fromkeys(f for fs in SWEEPABLE.values() for f in fs))
+    size_limits: ClassVar[dict[str, float]] = {
+        "finite_sample_p": LIMITS.max_P,
+        "finite_sample_p_test": LIMITS.max_P_test,
+        "finite_sample_d": LIMITS.max_D,
+    }
+
+    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+        """finite_sample builds P x P (and P_test x P) kernels from P x D inputs; the other modes have no sizes."""
+        if not isinstance(spec, FiniteSampleSpec):
+            return {}
+        return {
+            "finite_sample_p": (("P",), float(spec.P)),
+            "finite_sample_p_test": (("P_test",), float(spec.P_test)),
+            "finite_sample_d": (("D",), float(spec.D)),
+        }
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
-        """Fields a sweep may vary for this spec's mode (``u`` of self_consistent moves T)."""
-        return SWEEPABLE[spec.mode]  # type: ignore[attr-defined]
+        """Fields a sweep may vary for this spec's mode (``u`` of self_consistent moves T; a potential's D
+        only when it is given)."""
+        fields = SWEEPABLE[spec.mode]  # type: ignore[attr-defined]
+        if isinstance(spec, PotentialSpec) and spec.D is None:
+            fields = tuple(f for f in fields if f != "D")
+        return fields
 
     # ---- the swept value ----------------------------------------------------------------------
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
@@ -83,5 +102,8 @@ class RubinCavityTheory(Theory):
         if spec.mode == "self_consistent":  # type: ignore[attr-defined]
             return self_consistent_mode.sweep(self, spec, parameter, values, method, options, on_point)  # type: ignore[arg-type]
         if spec.mode == "finite_sample":  # type: ignore[attr-defined]
+            # One branch and no transitions to locate, and every step costs a P x P kernel and factorisation:
+            # warm-started grid solves are the cheapest honest sweep.
             options = finite_sample_mode.newton_options(options)
+            return super().sweep(spec, parameter, values, "grid", options, on_point)
         return super().sweep(spec, parameter, values, method, options, on_point)
