@@ -13,6 +13,7 @@ from threadpoolctl import threadpool_limits
 from solvers.theories.matrix_denoising.point import FOUR_PI2_3, mmse_point, mmse_points, spectrum
 from solvers.theories.matrix_denoising.readouts import READOUTS, law
 
+
 @pytest.fixture(autouse=True)
 def _one_blas_thread() -> Iterator[None]:
     # Multi-threaded BLAS on small matrices is much slower when the cores are shared.

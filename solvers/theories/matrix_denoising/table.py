@@ -15,11 +15,12 @@ Conventions (those of the HCIZ theory of extensive-width networks):
 * ι(λ) = lim (1/d²) I(S̃; Y_λ) = (1/4)∫_0^λ mmse_S = (λ − M(λ))/4 (``iota``), by the I-MMSE relation 4ι' = mmse_S.
 
 Representation: q(λ) = (1 + λ)·mmse_S(λ) (bounded: q(0) = 1, q(∞) = lim λ·mmse_S) is computed by quadrature
-on a log-spaced grid λ ∈ [1e-2·min(1, 2γ), 1e4] and interpolated by a cubic spline in ln λ. Below the grid the series
-q = 1 − κ₃²λ² + (3κ₃² − κ₄²)λ³ + c₄λ⁴ (free cumulants κ₃ = E v³/√γ, κ₄ = E v⁴/γ; c₄ through the first
-tabulated value, the spline clamped to the series' slope there), i.e. m_S = λ − (1 − κ₃²)λ² + (1 − 4κ₃² + κ₄²)λ³ + O(λ⁴); above it λ·mmse_S = L∞ + B λ^{−p} with L∞ = 2γ − γ² (γ < 1) or 1 (γ ≥ 1) and B, p
-matching value and slope. M(λ) integrates this same interpolant (Gauss–Legendre per grid interval plus the
-closed-form tail), so dM/dλ = m_S up to round-off.
+on a log-spaced grid λ ∈ [1e-2·min(1, 2γ), 1e4] and interpolated by a cubic spline in ln λ. Below the grid
+the series q = 1 − κ₃²λ² + (3κ₃² − κ₄²)λ³ + c₄λ⁴ (free cumulants κ₃ = E v³/√γ, κ₄ = E v⁴/γ; c₄ through the
+first tabulated value, the spline clamped to the series' slope there), i.e.
+m_S = λ − (1 − κ₃²)λ² + (1 − 4κ₃² + κ₄²)λ³ + O(λ⁴). Above it λ·mmse_S = L∞ + B λ^{−p} with L∞ = 2γ − γ²
+(γ < 1) or 1 (γ ≥ 1), B and p matching value and slope. M(λ) integrates this same interpolant
+(Gauss–Legendre per grid interval plus the closed-form tail), so dM/dλ = m_S up to round-off.
 """
 
 from __future__ import annotations
