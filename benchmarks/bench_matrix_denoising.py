@@ -1,6 +1,6 @@
 """Benchmarks of the ``matrix_denoising`` tables; every figure is measured in this run.
 
-1. Building the overlap table for a new (γ, readout) (83 λ values, one vectorised quadrature of
+1. Building the overlap table for a new (γ, readout) (109 λ values, one vectorised quadrature of
    ρ_Y³ each) against the 10 s goal: wall clock, and CPU time (the figure that does not depend on
    what else the machine runs). Worst readout at each γ.
 2. One table lookup against one direct quadrature of the spectral density (what the table saves the

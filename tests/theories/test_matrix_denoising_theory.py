@@ -68,6 +68,9 @@ def test_sweeps_over_snr_and_gamma() -> None:
         ({"readout": "binary"}, "readout"),
         ({"snr": float("nan")}, "snr"),
         ({"lambda": 1.0}, "lambda"),
+        ({"snr": False}, "snr"),
+        ({"gamma": "0.5"}, "gamma"),
+        ({"gamma": 5e-4}, "gamma"),
     ],
 )
 def test_bad_specs_name_the_field(patch: dict, field: str) -> None:

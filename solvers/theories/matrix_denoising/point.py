@@ -4,7 +4,7 @@
 
 (the error of the optimal rotation-invariant estimator, Bun–Bouchaud–Potters; in noise-variance units
 Δ = 1/λ it reads Δ − (4π²/3) Δ² ∫ρ³ for S̃ + √Δ Z). The bracket cancels as λ → 0, so this direct
-formula loses relative accuracy like (quadrature error)/λ; the table uses the small-λ series below 1e-2.
+formula loses accuracy like (quadrature error)/λ; the table uses the small-λ series below 1e-2·min(1, 2γ).
 """
 
 from __future__ import annotations

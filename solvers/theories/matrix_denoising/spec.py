@@ -12,13 +12,15 @@ Readout = Literal["ones", "rademacher", "gaussian", "uniform", "four_point"]
 class MatrixDenoisingSpec(BaseModel):
     """Extensive-rank symmetric denoising Y = √λ S̃ + Z, S̃ = W^T diag(v) W/√(k d), Z ~ GOE (semicircle on [−2, 2])."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # strict: a boolean or a numeric string is not a number here (lax mode would read false as 0).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
     theory: Literal["matrix_denoising"] = Field(description="Theory name.")
     gamma: float = Field(
-        gt=0,
-        le=1000,
-        description="Width ratio γ = k/d of the k×d weight matrix W (dimensionless). For γ < 1 S̃ has rank γd.",
+        ge=1e-3,
+        le=1e3,
+        description="Width ratio γ = k/d of the k×d weight matrix W (dimensionless), 1e-3 ≤ γ ≤ 1e3. "
+        "For γ < 1 S̃ has rank γd.",
     )
     readout: Readout = Field(
         "ones",
@@ -27,6 +29,7 @@ class MatrixDenoisingSpec(BaseModel):
     )
     snr: float = Field(
         ge=0,
-        description="Signal-to-noise ratio λ of the channel Y = √λ S̃ + Z (dimensionless; the noise Z has the "
-        "semicircle law on [−2, 2] and S̃ unit spectral variance).",
+        le=1e8,
+        description="Signal-to-noise ratio λ of the channel Y = √λ S̃ + Z (dimensionless, 0 ≤ λ ≤ 1e8; the noise "
+        "Z has the semicircle law on [−2, 2] and S̃ unit spectral variance).",
     )

@@ -41,6 +41,8 @@ from solvers.theories.matrix_denoising.readouts import READOUTS
 
 LAM_MIN = 1e-2  # first grid point for γ ≥ 1/2; smaller for narrower networks (see lambda_min)
 LAM_MAX = 1e4
+#: Width ratios the tables are built and tested for (narrower networks need ever more grid points).
+GAMMA_RANGE = (1e-3, 1e3)
 GRID_SEGMENTS = ((1e0, 1e2), (1e2, LAM_MAX))  # above λ = 1; below it, from lambda_min(γ) to 1
 GRID_POINTS_PER_DECADE = (24, 8)
 SMALL_POINTS_PER_DECADE = 22
@@ -324,9 +326,9 @@ class OverlapTable:
                 d = np.asarray(self.d_overlap(lam))
                 with np.errstate(divide="ignore", invalid="ignore"):
                     newton = lam - f / d
-                bisect = np.where(np.isinf(hi), 2.0 * lam + 1.0, 0.5 * (lo + hi))
+                halved = np.where(np.isinf(hi), 2.0 * lam + 1.0, 0.5 * (lo + hi))
                 inside = np.isfinite(newton) & (newton > lo) & (newton < hi)
-                new = np.where(inside, newton, bisect)
+                new = np.where(inside, newton, halved)
                 if np.all(np.abs(new - lam) <= 1e-14 * np.maximum(lam, 1e-300)):
                     lam = new
                     break
@@ -387,8 +389,8 @@ def lambda_grid(gamma: float = 1.0, density: float = 1.0) -> np.ndarray:
 
 def build_table(gamma: float, readout: str, density: float = 1.0) -> OverlapTable:
     """Compute a table from scratch (no cache)."""
-    if not gamma > 0 or not np.isfinite(gamma):
-        raise ValueError("gamma must be > 0")
+    if not GAMMA_RANGE[0] <= gamma <= GAMMA_RANGE[1]:
+        raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}] (width ratio k/d)")
     if readout not in READOUTS:
         raise ValueError(f"unknown readout {readout!r}; expected one of {READOUTS}")
     t0 = time.perf_counter()

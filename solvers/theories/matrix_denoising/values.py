@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from solvers.theories.matrix_denoising.point import mmse_points
-from solvers.theories.matrix_denoising.table import cached_table, get_table
+from solvers.theories.matrix_denoising.table import GAMMA_RANGE, cached_table, get_table
 
 #: Gauss–Legendre order of ∫_0^λ mmse in the variable u = ln(1 + t), where the integrand (1 + t)·mmse(t)
 #: is bounded and smooth (between lim λ·mmse and 1).
@@ -69,6 +69,10 @@ def table_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
 
 def values_at(gamma: float, readout: str, snr: float, use_table: bool = True) -> DenoisingValues:
     """Table values when asked for (or when the table already exists); direct quadrature otherwise."""
+    if not GAMMA_RANGE[0] <= gamma <= GAMMA_RANGE[1]:
+        raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}]")
+    if not 0.0 <= snr < np.inf:
+        raise ValueError("snr must be finite and >= 0")
     if use_table or cached_table(gamma, readout) is not None:
         return table_values(gamma, readout, snr)
     return direct_values(gamma, readout, snr)
