@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.middleware import ApiKeys, BodyLimit
 from service.ratelimit import RateCounter, RateLimit
@@ -48,6 +49,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if isinstance(e, dict):
                     e.pop("url", None)
         return JSONResponse(status_code=422, content={"detail": errors})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # A body that is not even text (e.g. invalid UTF-8) is malformed input like bad JSON: a 422.
+        if exc.status_code == 400:
+            detail = [{"type": "json_invalid", "loc": ["body"], "msg": f"malformed request body: {exc.detail}",
+                       "input": None}]
+            return JSONResponse(status_code=422, content={"detail": detail})
+        return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail},
+                            headers=getattr(exc, "headers", None))
 
     for router in (health.router, theories.router, solve.router, jobs.router):
         app.include_router(router)

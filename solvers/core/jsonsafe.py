@@ -16,8 +16,14 @@ def _convert(obj: Any, path: str, bad: list[str]) -> Any:
     if isinstance(obj, dict):
         return {str(k): _convert(v, f"{path}.{k}" if path else str(k), bad) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        # Plain finite floats: check them, don't rebuild their paths.
+        if obj and all(type(v) is float for v in obj) and all(math.isfinite(v) for v in obj):
+            return list(obj)
         return [_convert(v, f"{path}[{i}]", bad) for i, v in enumerate(obj)]
     if isinstance(obj, np.ndarray):
+        # Fast path: a finite numeric array converts in one call (sweeps carry many of them).
+        if obj.dtype.kind in "biu" or (obj.dtype.kind == "f" and bool(np.all(np.isfinite(obj)))):
+            return obj.tolist()
         return _convert(obj.tolist(), path, bad)
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)

@@ -136,19 +136,22 @@ class Theory(ABC):
                 }
             )
 
-        result: SweepResult = run_sweep(
-            problem,
-            values,
-            options,
-            method=method,
-            on_point=(lambda p, cat: on_point(point_payload(p, cat))) if on_point else None,
-        )
+        payloads: list[dict[str, Any]] = []
+
+        def record(p: float, cat: Catalogue) -> None:
+            payloads.append(point_payload(p, cat))  # built once, shared by the callback and the result
+            if on_point is not None:
+                on_point(payloads[-1])
+
+        result: SweepResult = run_sweep(problem, values, options, method=method, on_point=record)
+        if len(payloads) != len(result.values):  # a sweep that skipped the callback
+            payloads = [point_payload(p, cat) for p, cat in zip(result.values, result.catalogues, strict=True)]
         return json_safe(
             {
                 "theory": self.name,
                 "parameter": parameter,
                 "method": method,
-                "points": [point_payload(p, cat) for p, cat in zip(result.values, result.catalogues, strict=True)],
+                "points": payloads,
                 "transitions": [t.payload() for t in result.transitions],
                 "diagnostics": result.diagnostics(),
             }

@@ -7,6 +7,7 @@ generated spec is cheap to solve, and a short per-solve time limit.
 from __future__ import annotations
 
 import schemathesis
+from schemathesis.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings
 
 from service.app import create_app
@@ -26,4 +27,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 @schema.parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_never_errors_and_matches_its_schema(case: schemathesis.Case) -> None:
-    case.call_and_validate()
+    # Schema-valid requests may still be refused with a 422 on purpose: a field that cannot be
+    # swept for this spec, a size above the instance's limit, an activation a depth does not
+    # support. Those rules live in the theories, not in the schema; everything else is checked.
+    case.call_and_validate(excluded_checks=[positive_data_acceptance])
