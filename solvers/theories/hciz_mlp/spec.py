@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from solvers.theories.hciz_mlp.activations import NAMES, build
 from solvers.theories.hciz_mlp.activations import Activation as ActivationModel
 
-_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
+_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 ActivationName = Literal["relu", "tanh", "tanh2", "erf", "sign", "quadratic", "he2", "he3", "he2_he3", "elu"]
 assert set(ActivationName.__args__) == set(NAMES)  # type: ignore[attr-defined]

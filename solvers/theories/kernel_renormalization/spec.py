@@ -20,7 +20,7 @@ MAX_N0 = 20000
 #: Deepest network accepted.
 MAX_DEPTH = 20
 
-_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
+_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class ArraysData(BaseModel):

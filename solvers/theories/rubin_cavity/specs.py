@@ -27,7 +27,7 @@ class FiniteSampleLimits:
 MAX_FINITE_SAMPLE_P = 5000
 LIMITS = FiniteSampleLimits(max_P=MAX_FINITE_SAMPLE_P)
 
-_BASE = ConfigDict(extra="forbid", allow_inf_nan=False)
+_BASE = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 SIGMA_W2 = "Hidden-weight prior variance σ_w² (w_i ~ N(0, σ_w²/D · I_D)); O(1). Paper and blog: 0.5."
 EPSILON = "Cubic strength ε of the teacher y = H1(z) + ε H3(z), H3(z) = z³ − 3z. Paper: −0.3."
