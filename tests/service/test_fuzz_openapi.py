@@ -30,4 +30,4 @@ def test_api_never_errors_and_matches_its_schema(case: schemathesis.Case) -> Non
     # Schema-valid requests may still be refused with a 422 on purpose: a field that cannot be
     # swept for this spec, a size above the instance's limit, an activation a depth does not
     # support. Those rules live in the theories, not in the schema; everything else is checked.
-    case.call_and_validate(excluded_checks=[positive_data_acceptance])
+    case.call_and_validate(excluded_checks=[positive_data_acceptance], timeout=120)
