@@ -73,3 +73,18 @@ def test_time_limit_returns_a_diagnosed_non_convergence() -> None:
     assert time.perf_counter() - t0 < 5
     assert not res.converged and res.status == "time_limit"
     assert res.residual > 0
+
+
+def test_problem_size_limits_come_from_settings_and_name_the_limit() -> None:
+    spec = {"theory": "hciz_mlp", "activation": "he3", "gamma": 0.5, "alpha": 2.0, "Delta": 0.1, "depth": 3}
+    with TestClient(create_app(settings(limits={"hciz_depth": 2.0}))) as c:
+        r = c.post("/v1/solve", json={"model": spec})
+        assert r.status_code == 422, r.text
+        (err,) = r.json()["detail"]
+        assert err["loc"] == ["body", "model", "depth"] and "hciz_depth=2" in err["msg"]
+        r = c.post("/v1/solve", json={"model": {**spec, "depth": 2}})
+        assert r.status_code == 200
+        r = c.post("/v1/sweeps", json={"model": {**spec, "depth": 1}, "parameter": "depth", "values": [1, 3]})
+        assert r.status_code == 422
+    with TestClient(create_app(settings())) as c:  # default limit allows depth 3
+        assert c.post("/v1/solve", json={"model": spec}).status_code == 200

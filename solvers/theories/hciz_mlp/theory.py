@@ -13,7 +13,7 @@ from solvers.theories.base import Theory
 from solvers.theories.hciz_mlp.models import cached_model, readout_atom_count
 from solvers.theories.hciz_mlp.problems import deep_problem, shallow_problem
 from solvers.theories.hciz_mlp.shallow import UNIVERSAL_TOL
-from solvers.theories.hciz_mlp.spec import HCIZSpec
+from solvers.theories.hciz_mlp.spec import MAX_DEPTH, MAX_HERMITE, HCIZSpec
 
 #: A layer counts as specialised when its overlap exceeds this.
 SPECIALISED_TOL = 1e-6
@@ -39,6 +39,16 @@ class HCIZTheory(Theory):
     )
     spec_model: ClassVar[Any] = HCIZSpec
     sweepable: ClassVar[tuple[str, ...]] = ("alpha", "Delta", "gamma")
+    size_limits: ClassVar[dict[str, float]] = {"hciz_depth": MAX_DEPTH, "hciz_hermite_terms": MAX_HERMITE}
+
+    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+        """Depth (one order parameter per layer) and the length of a Hermite list set the cost."""
+        depth = spec.depth  # type: ignore[attr-defined]
+        out: dict[str, tuple[tuple[str | int, ...], float]] = {"hciz_depth": (("depth",), depth)}
+        hermite = getattr(spec.activation, "hermite", None)  # type: ignore[attr-defined]
+        if hermite is not None:
+            out["hciz_hermite_terms"] = (("activation", "hermite"), len(hermite))
+        return out
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         """γ can be swept only when one width ratio describes the network (it then sets every layer)."""
