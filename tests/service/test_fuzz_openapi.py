@@ -7,8 +7,8 @@ generated spec is cheap to solve, and a short per-solve time limit.
 from __future__ import annotations
 
 import schemathesis
-from schemathesis.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import positive_data_acceptance
 
 from service.app import create_app
 from tests.service.conftest import settings as app_settings
