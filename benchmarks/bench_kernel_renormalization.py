@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import Ratio
 from solvers.core.jsonsafe import json_safe
 from solvers.core.options import SolverOptions
 from solvers.theories.kernel_renormalization import THEORY
@@ -120,11 +121,11 @@ def import_deepbays():
     return rkgp
 
 
-def bench_deepbays(P: int, temperatures: list[float]) -> None:
+def bench_deepbays(P: int, temperatures: list[float]) -> dict[str, float] | None:
     rkgp = import_deepbays()
     if rkgp is None:
         print("[deepbays] torch or deepbays missing; comparison skipped")
-        return
+        return None
     import torch
 
     N1, lambda0, lambda1 = P // 2, 1.0, 1.0
@@ -150,6 +151,8 @@ def bench_deepbays(P: int, temperatures: list[float]) -> None:
           f"({t_ref:.2f} s) | SaddleLab Qbar={ours['order_parameters']['Qbar']:.10f} "
           f"eps_g={ours['observables']['generalization_error']:.8f} ({t_ours:.2f} s) -> time ratio "
           f"{t_ref / t_ours:.1f}x")
+    single_speedup = t_ref / t_ours
+    q_single_ref, q_single_ours = q_ref, float(ours["order_parameters"]["Qbar"])
     t_ref, refs = timed(lambda: [reference(T) for T in temperatures])
     t_ours, sweep = timed(THEORY.sweep, spec, "T", temperatures, "grid", OPTIONS)
     worst = 0.0
@@ -160,6 +163,23 @@ def bench_deepbays(P: int, temperatures: list[float]) -> None:
         print(f"[deepbays]   {T:10.4g}   {q_ref:.10f}   {q:.10f}")
     print(f"[deepbays] sweep: deepbays {t_ref:.2f} s, SaddleLab {t_ours:.2f} s -> time ratio {t_ref / t_ours:.1f}x; "
           f"largest relative Qbar difference {worst:.2e}")
+    return {"single_speedup": single_speedup, "sweep_speedup": t_ref / t_ours, "worst": worst,
+            "q_ref": q_single_ref, "q_ours": q_single_ours}
+
+
+def measure() -> list[Ratio]:
+    """The ratios of the project's benchmark table (``python -m benchmarks``)."""
+    out = [
+        Ratio("Q̄: 200-point T sweep / one cold solve (P = 1500)", bench_sweep(1500, 200), 3.0),
+        Ratio("Q̄: one cold solve / numpy.linalg.eigh (P = 4000)", bench_single(4000), 1.3),
+    ]
+    ref = bench_deepbays(500, [1e-3, 1e-2, 0.1, 1.0, 10.0])
+    if ref is not None:
+        out.append(Ratio("Q̄: deepbays FC_1HL time / SaddleLab time, single solve (P = 500)", ref["single_speedup"],
+                         1.0, sense=">=", note=f"Q̄ deepbays {ref['q_ref']:.10f} vs SaddleLab {ref['q_ours']:.10f}"))
+        out.append(Ratio("Q̄: deepbays time / SaddleLab time, 5-point T sweep", ref["sweep_speedup"], 1.0, sense=">=",
+                         note=f"largest relative Q̄ difference {ref['worst']:.1e}"))
+    return out
 
 
 def main() -> None:
