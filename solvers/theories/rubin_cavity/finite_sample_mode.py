@@ -25,6 +25,7 @@ from solvers.core.problem import Problem
 from solvers.core.solve import solve_at
 from solvers.theories.rubin_cavity.finite_sample_data import Data, sample, teacher
 from solvers.theories.rubin_cavity.finite_sample_kernel import KernelGeometry, gauss_rule, geometry, kernels
+from solvers.theories.rubin_cavity.guards import guarded
 from solvers.theories.rubin_cavity.network import Network, NetworkAt, network_of
 from solvers.theories.rubin_cavity.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.phases import phase_from_weights
@@ -38,7 +39,7 @@ LAW_NODES = 12
 @dataclass
 class State:
     x: np.ndarray
-    p_nodes: np.ndarray  # ρ at the Gauss nodes
+    rho_nodes: np.ndarray  # ρ at the Gauss nodes of the law
     weights: np.ndarray
     weights_db: np.ndarray
     weights_dc: np.ndarray
@@ -54,6 +55,7 @@ class Evaluator:
         self.spec = spec
         self.network_at = network_at
         self.data: Data = sample(spec.P, spec.D, spec.P_test, spec.seed)
+        self._y_eps = spec.epsilon
         self.y = teacher(self.data.train.z, spec.epsilon)
         H = self.data.design
         self.proj = np.linalg.pinv(H)  # least-squares projector onto [H1, H3] (minimum norm when P < 2)
@@ -63,8 +65,10 @@ class Evaluator:
 
     def net(self, p: float) -> Network:
         net = self.network_at(p)
-        if net.epsilon != self.spec.epsilon:  # ε changes the targets
+        if net.epsilon != self._y_eps:  # a sweep in ε changes the targets
+            self._y_eps = net.epsilon
             self.y = teacher(self.data.train.z, net.epsilon)
+            self._state = None
         return net
 
     def geometry(self, net: Network) -> KernelGeometry:
@@ -107,7 +111,7 @@ class Evaluator:
     def jacobian(self, x: np.ndarray, p: float) -> np.ndarray:
         st = self.state(x, p)
         net = self.net(p)
-        dKb, dKc = kernels(self.geometry(net), st.p_nodes, [st.weights_db, st.weights_dc], net.sigma_a2)
+        dKb, dKc = kernels(self.geometry(net), st.rho_nodes, [st.weights_db, st.weights_dc], net.sigma_a2)
         J = np.empty((2, 2))
         for j, dK in enumerate((dKb, dKc)):
             drbar = -cho_solve(st.chol, dK @ st.rbar, check_finite=False)
@@ -119,7 +123,7 @@ class Evaluator:
         st = self.state(x, p)
         net = self.net(p)
         geo = geometry(self.data.test, self.data.train, net.sigma_w2, self.spec.D, False)
-        (Kstar,) = kernels(geo, st.p_nodes, [st.weights], net.sigma_a2)
+        (Kstar,) = kernels(geo, st.rho_nodes, [st.weights], net.sigma_a2)
         return Kstar @ st.rbar / net.T
 
 
@@ -153,10 +157,10 @@ def problem(spec: FiniteSampleSpec, parameter: str | None, options: SolverOption
     ev = evaluator(spec, parameter, options)
     return Problem(
         residual=None,
-        fixed_point=ev.fixed_point,
+        fixed_point=guarded(ev.fixed_point, (2,)),
         dim=2,
         starts=lambda p: {"population": population_start(ev.network_at(p), options)},
-        jacobian=ev.jacobian,
+        jacobian=guarded(ev.jacobian, (2, 2)),
         kind="saddle",
         label=lambda x, p, start: "finite_sample",
         project=lambda x: np.array([max(x[0], 1e-12), x[1]]),

@@ -207,7 +207,10 @@ class OverlapPotential:
 
     def _positive_roots(self) -> list[float]:
         if not self.standard:
-            roots = np.roots(self.quartic())
+            coeffs = self.quartic()
+            if not np.all(np.isfinite(coeffs)):
+                return []  # overflowed parameters: no finite stationary point can be resolved
+            roots = np.roots(coeffs)
             cands = sorted(
                 float(r.real) for r in roots if abs(r.imag) <= 1e-7 * (1.0 + abs(r.real)) and r.real > ROOT_MERGE
             )
@@ -233,7 +236,10 @@ class OverlapPotential:
 
     def _scan_roots(self, n: int = 2000) -> list[float]:
         """Sign scan of F'(s) on a grid fine in rho (uniform in rho on [0, √s_max]) plus brentq."""
-        rho = np.linspace(0.0, math.sqrt(self.s_max()), n + 1)[1:]
+        s_max = self.s_max()
+        if not math.isfinite(s_max):
+            return []
+        rho = np.linspace(0.0, math.sqrt(s_max), n + 1)[1:]
         s = rho * rho
         d = self.dF(s)
         out = []

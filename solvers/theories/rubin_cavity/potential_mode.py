@@ -16,12 +16,17 @@ from typing import Any
 import numpy as np
 
 from solvers.core.problem import Problem
+from solvers.theories.rubin_cavity.guards import FAILURES, guarded, guarded_scalar
 from solvers.theories.rubin_cavity.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.phases import phase_from_depths, phase_from_weights
 from solvers.theories.rubin_cavity.potential import OverlapPotential
 from solvers.theories.rubin_cavity.specs import PotentialSpec
 
 CENTER_TOL = 1e-9
+
+
+def guarded_fn(shape: tuple[int, ...]):  # decorator form of guards.guarded
+    return lambda fn: guarded(fn, shape)
 
 
 def potential_of(spec: PotentialSpec, parameter: str | None = None, p: float = 0.0) -> OverlapPotential:
@@ -42,20 +47,24 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
         return potential_of(spec, parameter, p)
 
     # Newton may probe far-out rho where h**3 overflows; a non-finite residual makes it backtrack.
+    @guarded_fn((1,))
     def residual(x: np.ndarray, p: float) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.array([float(pot(p).grad(x[0]))])
+        return np.array([float(pot(p).grad(x[0]))])
 
+    @guarded_fn((1, 1))
     def jacobian(x: np.ndarray, p: float) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.array([[float(pot(p).hess(x[0]))]])
+        return np.array([[float(pot(p).hess(x[0]))]])
 
+    @guarded_scalar
     def free_entropy(x: np.ndarray, p: float) -> float:
         q = pot(p)
         return -float(q.value(x[0]) - q.value(0.0))
 
     def enumerate_roots(p: float) -> list[tuple[str, np.ndarray]]:
-        return [(pt.kind, np.array([pt.rho])) for pt in pot(p).stationary_points()]
+        try:
+            return [(pt.kind, np.array([pt.rho])) for pt in pot(p).stationary_points()]
+        except FAILURES:
+            return []  # outside the domain (e.g. a negative variance probed by continuation): no roots
 
     return Problem(
         residual=residual,

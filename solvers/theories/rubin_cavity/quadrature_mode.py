@@ -21,6 +21,7 @@ import numpy as np
 
 from solvers.core.problem import Problem
 from solvers.theories.rubin_cavity.closure import SQRT6, mode_matrix, residual_coefficients
+from solvers.theories.rubin_cavity.guards import guarded
 from solvers.theories.rubin_cavity.network import Network, NetworkAt
 from solvers.theories.rubin_cavity.overlap_law import GL_ORDER
 from solvers.theories.rubin_cavity.potential import TAIL
@@ -129,10 +130,10 @@ def quadrature_problem(network_at: NetworkAt, panels: int, starts: dict[str, np.
 
     return Problem(
         residual=None,
-        fixed_point=lambda x, p: fixed_point(network_at(p), rule_at(p), x),
+        fixed_point=guarded(lambda x, p: fixed_point(network_at(p), rule_at(p), x), (2,)),
         dim=2,
         starts=start_points,
-        jacobian=lambda x, p: jacobian(network_at(p), rule_at(p), x),
+        jacobian=guarded(lambda x, p: jacobian(network_at(p), rule_at(p), x), (2, 2)),
         # Local stability of the population is not defined by this closure (a non-contracting Picard map only
         # means damped iteration oscillates), so the engine is told nothing about it.
         kind="saddle",

@@ -30,6 +30,7 @@ from scipy.optimize import brentq
 
 from solvers.core.problem import Problem
 from solvers.theories.rubin_cavity.closure import SQRT6, mode_matrix_at, residual_coefficients
+from solvers.theories.rubin_cavity.guards import guarded, guarded_scalar
 from solvers.theories.rubin_cavity.network import Network, NetworkAt
 from solvers.theories.rubin_cavity.phases import GFL, GMFL_I, GMFL_II
 from solvers.theories.rubin_cavity.potential import OverlapPotential, StationaryPoint
@@ -238,11 +239,11 @@ def saddle_problem(network_at: NetworkAt) -> Problem:
 
     return Problem(
         residual=None,
-        fixed_point=fixed_point,
+        fixed_point=guarded(fixed_point, (3,)),
         dim=3,
         starts=starts,
-        jacobian=lambda x, p: jacobian(network_at(p), x),
-        stability=lambda x, p: evaluate(network_at(p), x).margin,
+        jacobian=guarded(lambda x, p: jacobian(network_at(p), x), (3, 3)),
+        stability=guarded_scalar(lambda x, p: evaluate(network_at(p), x).margin),
         kind="saddle",
         # One name for the population solution: the phase (GFL / GMFL-I / GMFL-II) changes along it and is
         # reported as an observable, so a sweep does not mistake a phase change for a branch ending.

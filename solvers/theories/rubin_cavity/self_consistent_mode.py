@@ -18,6 +18,7 @@ import numpy as np
 from solvers.core.catalogue import Catalogue, solve_catalogue
 from solvers.core.jsonsafe import json_safe
 from solvers.core.options import SolverOptions
+from solvers.core.problem import Problem
 from solvers.core.results import SolveResult
 from solvers.core.solve import solve_at
 from solvers.core.sweep import run_sweep
@@ -187,7 +188,7 @@ def network_at(spec: SelfConsistentSpec, parameter: str | None) -> NetworkAt:
     return NetworkAt(network_of(spec), parameter)
 
 
-def problem(spec: SelfConsistentSpec, parameter: str | None):  # -> Problem
+def problem(spec: SelfConsistentSpec, parameter: str | None) -> Problem:
     return saddle_problem(network_at(spec, parameter))
 
 
@@ -201,7 +202,14 @@ def equilibrium_x(cat: Catalogue) -> np.ndarray | None:
     return None if eq is None else eq.x
 
 
+def newton_options(options: SolverOptions) -> SolverOptions:
+    """``auto`` means Newton: the damped map of these equations oscillates in GMFL-I (the theory note's
+    warning), so a damped fallback only spends the time limit before reporting the same non-convergence."""
+    return options.model_copy(update={"method": "newton"}) if options.method == "auto" else options
+
+
 def solve(theory: Any, spec: SelfConsistentSpec, options: SolverOptions) -> dict[str, Any]:
+    options = newton_options(options)
     net_at = network_at(spec, None)
     cat = solve_catalogue(saddle_problem(net_at), 0.0, options)
     res = theory.catalogue_result(spec, cat, 0.0)
@@ -218,6 +226,7 @@ def sweep(
     options: SolverOptions,
     on_point: OnPoint | None = None,
 ) -> dict[str, Any]:
+    options = newton_options(options)
     net_at = network_at(spec, parameter)
     prob = saddle_problem(net_at)
     fd = FiniteD(net_at, values, options)
