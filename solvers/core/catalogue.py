@@ -18,7 +18,7 @@ from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import SolveResult
-from solvers.core.solve import solve_at
+from solvers.core.solve import remaining, solve_at
 
 DUPLICATE_TOL = 1e-6
 MARGINAL = 1e-9
@@ -183,11 +183,11 @@ def solve_catalogue(
     """
     t0 = time.perf_counter()
     candidates: list[tuple[str, SolveResult]] = []
-    for name, x0 in (extra_starts or {}).items():
-        candidates.append((name, solve_at(problem, p, np.asarray(x0, dtype=float), options)))
+    starts: list[tuple[str, np.ndarray]] = list((extra_starts or {}).items())
     if problem.enumerate is not None:
-        for name, x in problem.enumerate(p):
-            candidates.append((name, solve_at(problem, p, np.asarray(x, dtype=float), options)))
-    for name, x0 in problem.starts(p).items():
-        candidates.append((name, solve_at(problem, p, np.asarray(x0, dtype=float), options)))
+        starts.extend(problem.enumerate(p))
+    starts.extend(problem.starts(p).items())
+    for name, x0 in starts:
+        # The time limit is one budget for the whole catalogue, not one per start.
+        candidates.append((name, solve_at(problem, p, np.asarray(x0, dtype=float), remaining(options, t0))))
     return build_catalogue(problem, p, candidates, time.perf_counter() - t0)

@@ -76,7 +76,11 @@ class Frame:
         return (p - self.p_lo) / self.width
 
     def F(self, x: np.ndarray, t: float) -> np.ndarray:
-        return self.problem.F(x, self.p(t))
+        """The residual; a theory that cannot evaluate it here yields NaN, which the corrector rejects."""
+        try:
+            return self.problem.F(x, self.p(t))
+        except (FloatingPointError, ZeroDivisionError, OverflowError, ValueError, np.linalg.LinAlgError):
+            return np.full(x.size, np.nan)
 
     def jac_x(self, x: np.ndarray, t: float) -> np.ndarray:
         if self.problem.jacobian is not None:

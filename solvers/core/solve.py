@@ -13,6 +13,14 @@ from solvers.core.problem import Problem
 from solvers.core.results import SolveResult
 
 
+def remaining(options: SolverOptions, start: float) -> SolverOptions:
+    """The options with the time limit reduced to what is left of it since ``start``."""
+    if options.time_limit is None:
+        return options
+    left = max(options.time_limit - (time.perf_counter() - start), 1e-6)
+    return options.model_copy(update={"time_limit": left})
+
+
 def solve_at(problem: Problem, p: float, x0: np.ndarray, options: SolverOptions) -> SolveResult:
     """Solve F(x; p) = 0 from x0 with ``options.method``.
 
@@ -42,9 +50,11 @@ def solve_at(problem: Problem, p: float, x0: np.ndarray, options: SolverOptions)
         else:
             result = newton(F, x0, options, jacobian=jac, project=problem.project)
             if not result.converged:
-                tries = [iterate(G_or_F, x0, options, anderson=True, project=problem.project)]
-                if not tries[0].converged:
-                    tries.append(iterate(G_or_F, x0, options, anderson=False, project=problem.project))
+                # One time budget for the whole cascade, not one per method.
+                tries = [iterate(G_or_F, x0, remaining(options, start), anderson=True, project=problem.project)]
+                if not tries[0].converged and tries[0].status != "time_limit":
+                    tries.append(iterate(G_or_F, x0, remaining(options, start), anderson=False,
+                                         project=problem.project))
                 best = min([result, *tries], key=lambda r: (not r.converged, r.residual))
                 best.iterations = result.iterations + sum(t.iterations for t in tries)
                 best.nfev = result.nfev + sum(t.nfev for t in tries)
