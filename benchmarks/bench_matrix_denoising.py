@@ -48,7 +48,7 @@ def bench_gamma(gamma: float) -> list[Ratio]:
               cpus[slow_cpu] / GOAL_SECONDS, 1.0, "×", note=", ".join(f"{r} {cpus[r]:.1f}s" for r in READOUTS)),
         Ratio(f"matrix_denoising: table lookup / direct quadrature, γ = {gamma:g} (worst readout)",
               max(lookups.values()), 0.01, "×"),
-        Ratio(f"matrix_denoising: max |mmse_table − mmse_direct|, γ = {gamma:g}",
+        Ratio(f"matrix_denoising: max abs(mmse_table − mmse_direct), γ = {gamma:g}",
               max(errors.values()), 1e-6, "", note="off-grid λ in [1e-2, 1e4]"),
     ]
 
