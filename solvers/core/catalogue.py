@@ -188,6 +188,12 @@ def solve_catalogue(
         starts.extend(problem.enumerate(p))
     starts.extend(problem.starts(p).items())
     for name, x0 in starts:
+        x0 = np.asarray(x0, dtype=float)
+        # A start that already sits on a solution found from another start needs no solve of its own.
+        known = next((r for _, r in candidates if r.converged and same_solution(problem, r.x, x0, tol=1e-10)), None)
+        if known is not None:
+            candidates.append((name, known))
+            continue
         # The time limit is one budget for the whole catalogue, not one per start.
-        candidates.append((name, solve_at(problem, p, np.asarray(x0, dtype=float), remaining(options, t0))))
+        candidates.append((name, solve_at(problem, p, x0, remaining(options, t0))))
     return build_catalogue(problem, p, candidates, time.perf_counter() - t0)
