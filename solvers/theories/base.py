@@ -110,6 +110,12 @@ class Theory(ABC):
             "diagnostics": cat.diagnostics(),
         }
 
+    def sweep_point(self, spec: BaseModel, parameter: str, p: float, cat: Catalogue) -> dict[str, Any]:
+        """One point of a sweep in the contract's shape: the catalogue at ``parameter = p``."""
+        res = self.catalogue_result(self.with_value(spec, parameter, p), cat, p)
+        keys = ("converged", "equilibrium", "branches", "order_parameters", "observables")
+        return {"parameter": p, **{k: res[k] for k in keys}}
+
     def sweep(
         self,
         spec: BaseModel,
@@ -123,18 +129,7 @@ class Theory(ABC):
         problem = self.problem(spec, parameter, options)
 
         def point_payload(p: float, cat: Catalogue) -> dict[str, Any]:
-            at = self.with_value(spec, parameter, p)
-            res = self.catalogue_result(at, cat, p)
-            return json_safe(
-                {
-                    "parameter": p,
-                    "converged": res["converged"],
-                    "equilibrium": res["equilibrium"],
-                    "branches": res["branches"],
-                    "order_parameters": res["order_parameters"],
-                    "observables": res["observables"],
-                }
-            )
+            return json_safe(self.sweep_point(spec, parameter, p, cat))
 
         payloads: list[dict[str, Any]] = []
 
@@ -143,9 +138,8 @@ class Theory(ABC):
             if on_point is not None:
                 on_point(payloads[-1])
 
+        # The engine calls back once per value, in order, so the payloads are the sweep's points.
         result: SweepResult = run_sweep(problem, values, options, method=method, on_point=record)
-        if len(payloads) != len(result.values):  # a sweep that skipped the callback
-            payloads = [point_payload(p, cat) for p, cat in zip(result.values, result.catalogues, strict=True)]
         return json_safe(
             {
                 "theory": self.name,

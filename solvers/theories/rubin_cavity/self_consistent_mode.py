@@ -234,23 +234,10 @@ def sweep(
     solutions: list[tuple[float, np.ndarray]] = []
 
     def point_payload(p: float, cat: Catalogue) -> None:
-        at = theory.with_value(spec, parameter, p)
-        res = theory.catalogue_result(at, cat, p)
         x = equilibrium_x(cat)
         if x is not None and cat.converged:
             solutions.append((p, x))
-        payload = attach_finite_d(
-            {
-                "parameter": p,
-                "converged": res["converged"],
-                "equilibrium": res["equilibrium"],
-                "branches": res["branches"],
-                "order_parameters": res["order_parameters"],
-                "observables": res["observables"],
-            },
-            fd.block(p, x),
-        )
-        payload = json_safe(payload)
+        payload = json_safe(attach_finite_d(theory.sweep_point(spec, parameter, p, cat), fd.block(p, x)))
         points[p] = payload
         if on_point is not None:
             on_point(payload)
