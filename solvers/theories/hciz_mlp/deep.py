@@ -27,19 +27,18 @@ is too compressed for continuation to resolve the fold, while y is well scaled.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from solvers.theories.hciz_mlp.activations import Activation
+from solvers.theories.hciz_mlp.memo import StateMemo
 from solvers.theories.hciz_mlp.priors import ScalarChannel
 from solvers.theories.hciz_mlp.readouts import ReadoutAtoms
 
 Q_MAX = 1.0 - 1e-13
 #: Evaluations remembered per model.
-MEMO_SIZE = 16
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class DeepModel:
     readout: ReadoutAtoms
     gammas: tuple[float, ...]
     Delta: float
-    memo: OrderedDict = field(default_factory=OrderedDict, compare=False, repr=False)
+    memo: StateMemo = field(default_factory=StateMemo, compare=False, repr=False)
 
     @cached_property
     def _weights(self) -> np.ndarray:
@@ -88,16 +87,7 @@ class DeepModel:
         return np.minimum(self.channel.overlap_from_log(np.asarray(x, dtype=float)), Q_MAX)
 
     def state(self, x: np.ndarray, alpha: float) -> DeepState:
-        x = np.asarray(x, dtype=float)
-        key = (x.tobytes(), float(alpha))
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit
-        st = self._state(x, float(alpha))
-        self.memo[key] = st
-        if len(self.memo) > MEMO_SIZE:
-            self.memo.popitem(last=False)
-        return st
+        return self.memo.get(x, alpha, self._state)
 
     def _state(self, x: np.ndarray, alpha: float) -> DeepState:
         Q = self.overlaps(x)

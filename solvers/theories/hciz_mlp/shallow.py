@@ -34,7 +34,6 @@ Q is then pinned to 0 (x = [ε]), since the equations above would otherwise admi
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +41,7 @@ import numpy as np
 
 from solvers.theories.hciz_mlp.activations import Activation
 from solvers.theories.hciz_mlp.denoising import Denoiser
+from solvers.theories.hciz_mlp.memo import StateMemo
 from solvers.theories.hciz_mlp.priors import ScalarChannel
 from solvers.theories.hciz_mlp.readouts import ReadoutAtoms
 
@@ -57,7 +57,6 @@ PERFECT_RECOVERY_EPS = 1e-7
 #: Relative step of the central difference giving m_S''(τ) from the table's m_S'.
 DERIVATIVE_STEP = 1e-4
 #: Evaluations remembered per model (the engine asks for F, the free entropy and the label at one x).
-MEMO_SIZE = 16
 
 
 @dataclass
@@ -90,7 +89,7 @@ class ShallowModel:
     gamma: float
     Delta: float
     denoiser: Denoiser
-    memo: OrderedDict = field(default_factory=OrderedDict, compare=False, repr=False)
+    memo: StateMemo = field(default_factory=StateMemo, compare=False, repr=False)
 
     # ---- layout ----------------------------------------------------------------------------
     @property
@@ -141,16 +140,7 @@ class ShallowModel:
 
     # ---- the map ---------------------------------------------------------------------------
     def state(self, x: np.ndarray, alpha: float) -> ShallowState:
-        x = np.asarray(x, dtype=float)
-        key = (x.tobytes(), float(alpha))
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit
-        st = self._state(x, float(alpha))
-        self.memo[key] = st
-        if len(self.memo) > MEMO_SIZE:
-            self.memo.popitem(last=False)
-        return st
+        return self.memo.get(x, alpha, self._state)
 
     def _state(self, x: np.ndarray, alpha: float) -> ShallowState:
         y, eps, t = self.split(x)
