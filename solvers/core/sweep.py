@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,14 +81,19 @@ class Segment:
     def guess(self, p: float) -> np.ndarray | None:
         """Linear interpolation of the state at ``p`` along the segment (None outside it)."""
         pts = self.points
-        for a, b in itertools.pairwise(pts):
-            lo, hi = sorted((a.p, b.p))
-            if lo <= p <= hi:
-                w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
-                return (1 - w) * a.x + w * b.x
-        if len(pts) == 1 and pts[0].p == p:
+        first = next(interpolations(pts, p), None)
+        if first is None and len(pts) == 1 and pts[0].p == p:
             return pts[0].x.copy()
-        return None
+        return first
+
+
+def interpolations(points: list[CurvePoint], p: float) -> Iterator[np.ndarray]:
+    """The state at ``p`` interpolated linearly on every piece of a curve whose ends bracket ``p``."""
+    for a, b in itertools.pairwise(points):
+        lo, hi = sorted((a.p, b.p))
+        if lo <= p <= hi:
+            w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
+            yield (1 - w) * a.x + w * b.x
 
 
 def _newton_options(options: SolverOptions) -> SolverOptions:
@@ -106,20 +111,12 @@ def polish(problem: Problem, p: float, guess: np.ndarray, options: SolverOptions
 
 def _on_some_curve(problem: Problem, curves: list[Curve], p: float, x: np.ndarray, options: SolverOptions) -> bool:
     for curve in curves:
-        seg = Segment(curve.name, curve.points)
-        pts = curve.points
-        for a, b in itertools.pairwise(pts):
-            lo, hi = sorted((a.p, b.p))
-            if not lo <= p <= hi:
-                continue
-            w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
-            g = (1 - w) * a.x + w * b.x
+        for g in interpolations(curve.points, p):
             if not same_solution(problem, g, x, tol=0.2):
                 continue
             res = polish(problem, p, g, options)
             if res.converged and same_solution(problem, res.x, x):
                 return True
-        del seg
     return False
 
 
@@ -211,13 +208,6 @@ def _first_order(
                     )
                 )
     return out
-
-
-def _fe_table(seg: Segment) -> tuple[np.ndarray, np.ndarray]:
-    pts = sorted(seg.points, key=lambda q: q.p)
-    ps = np.array([q.p for q in pts])
-    fs = np.array([q.free_entropy if q.free_entropy is not None else np.nan for q in pts])
-    return ps, fs
 
 
 def _merge_branch_points(transitions: list[Transition], rel: float = 1e-4) -> list[Transition]:
@@ -346,12 +336,8 @@ def continuation_sweep(
         tc = time.perf_counter()
         cands: list[tuple[str, SolveResult]] = []
         for seg in all_segs:
-            pts = seg.points
-            for a, b in itertools.pairwise(pts):
-                lo, hi = sorted((a.p, b.p))
-                if lo <= v <= hi:
-                    w = 0.0 if hi == lo else (v - a.p) / (b.p - a.p)
-                    cands.append((seg.name, polish(problem, v, (1 - w) * a.x + w * b.x, options)))
+            for g in interpolations(seg.points, v):
+                cands.append((seg.name, polish(problem, v, g, options)))
         if not cands:
             cat = solve_catalogue(problem, v, options)
         else:
