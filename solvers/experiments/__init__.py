@@ -1,0 +1,1 @@
+"""Samplers, chains and diagnostics for the finite networks behind each theory. Knows no physics."""
