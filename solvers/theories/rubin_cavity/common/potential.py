@@ -10,7 +10,7 @@ Two forms share one implementation, written in ``s = rho²`` (the potential is e
 
       F(s) = s/(2σ_w²) + log L/(2D) − (2u/π) g(t)/L,   L = 1 + λ v(σ_w² + s),  λ = s_a² P / T
 
-  Here ``u m²/2 = (2u/π) g`` because m(rho)² = (4/π) g(t) (see erf_moments.residual_correlation).
+  Here ``u m²/2 = (2u/π) g`` because m(rho)² = (4/π) g(t) (see erf_projections.residual_projection).
 
 Derivatives in rho follow from f(rho) = F(rho²): f' = 2 rho F'(s), f'' = 2F'(s) + 4 s F''(s).
 In the mean-field form F'(s) = P(s)/h⁴ with a quartic P, so every stationary point is a real
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
-from solvers.theories.rubin_cavity.erf_moments import erf_variance, erf_variance_prime, erf_variance_second
+from solvers.theories.rubin_cavity.common.erf_moments import erf_variance, erf_variance_prime, erf_variance_second
 
 #: Stationary points closer than this (in s = rho²) are one point.
 ROOT_MERGE = 1e-12

@@ -23,25 +23,34 @@ transition: the population at ρ* appears at finite overlap, not continuously ou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 
-from solvers.core.problem import Problem
-from solvers.theories.rubin_cavity.closure import SQRT6, mode_matrix_at, residual_coefficients
-from solvers.theories.rubin_cavity.guards import guarded, guarded_scalar
-from solvers.theories.rubin_cavity.network import Network, NetworkAt
-from solvers.theories.rubin_cavity.phases import GFL, GMFL_I, GMFL_II
-from solvers.theories.rubin_cavity.potential import OverlapPotential, StationaryPoint
+from solvers.core.errors import is_numerical
+from solvers.theories.rubin_cavity.common.closure import gp_residual_b, residual_coefficients
+from solvers.theories.rubin_cavity.common.erf_projections import (
+    FOUR_OVER_PI,
+    SQRT6,
+    mode_matrix_at,
+    mode_vector,
+    mode_vector_slope,
+)
+from solvers.theories.rubin_cavity.common.guards import CANDIDATES
+from solvers.theories.rubin_cavity.common.network import Network
+from solvers.theories.rubin_cavity.common.phases import GFL, GMFL_I, GMFL_II
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential, StationaryPoint
 
 #: Mixture weights within this distance of 0 or 1 count as the pure phase.
 WEIGHT_EPS = 1e-12
-FOUR_OVER_PI = 4.0 / math.pi
 #: The complementarity compares ω with this multiple of Δ; any positive scale has the same solutions, and
 #: one keeps the gap term active (informative for Newton) over the O(0.1) depths met in practice.
 GAP_SCALE = 1.0
 BRANCH = "population"
+#: Entries of a problem's memo of states (cleared when full; a sweep revisits only nearby points).
+MEMO_ENTRIES = 4096
 
 
 @dataclass(frozen=True)
@@ -103,18 +112,27 @@ def _center_term(net: Network, kappa0: float) -> float:
     return net.eta * FOUR_OVER_PI / ((1.0 + 2.0 * net.sigma_w2) * kappa0)
 
 
-_MEMO: dict[tuple[Network, float, float, float], SaddleState] = {}
-
-
 def evaluate(net: Network, x: np.ndarray) -> SaddleState:
-    """The saddle-point state at x; memoised because residual, Jacobian, stability and label all ask for it."""
-    key = (net, float(x[0]), float(x[1]), float(x[2]))
-    st = _MEMO.get(key)
-    if st is None:
-        if len(_MEMO) > 4096:
-            _MEMO.clear()
-        st = _MEMO[key] = _evaluate(net, *key[1:])
-    return st
+    """The saddle-point state at x = (b, c, ω)."""
+    return _evaluate(net, float(x[0]), float(x[1]), float(x[2]))
+
+
+class StateMemo:
+    """The states one problem has computed, by (p, x): residual, Jacobian, stability, label and events all ask
+    for the state at the same point. One memo per bound problem, never shared between problems."""
+
+    def __init__(self, network_at: Callable[[float], Network]):
+        self.network_at = network_at
+        self._states: dict[tuple[float, float, float, float], SaddleState] = {}
+
+    def __call__(self, x: np.ndarray, p: float) -> SaddleState:
+        key = (float(p), float(x[0]), float(x[1]), float(x[2]))
+        st = self._states.get(key)
+        if st is None:
+            if len(self._states) >= MEMO_ENTRIES:
+                self._states.clear()
+            st = self._states[key] = _evaluate(self.network_at(p), *key[1:])
+        return st
 
 
 def _evaluate(net: Network, b: float, c: float, omega: float) -> SaddleState:
@@ -137,19 +155,9 @@ def _evaluate(net: Network, b: float, c: float, omega: float) -> SaddleState:
     return SaddleState(b, c, omega, pot, kappa0, aligned, M, b_new, c_new, gap, net.D)
 
 
-def _mode_vector_and_slope(rho: float, sigma_w2: float) -> tuple[np.ndarray, np.ndarray]:
-    """a(ρ) = (⟨Ĥ1 φ⟩, ⟨Ĥ3 φ⟩) and da/dρ, with h = 1 + 2(σ_w² + ρ²), h0 = 1 + 2σ_w²."""
-    h0 = 1.0 + 2.0 * sigma_w2
-    h = h0 + 2.0 * rho * rho
-    sp = math.sqrt(math.pi)
-    a = np.array([2.0 * rho / (sp * math.sqrt(h)), -4.0 * rho**3 / (sp * h**1.5) / SQRT6])
-    da = np.array([2.0 * h0 / (sp * h**1.5), -12.0 * h0 * rho * rho / (sp * h**2.5) / SQRT6])
-    return a, da
-
-
-def jacobian(net: Network, x: np.ndarray) -> np.ndarray:
-    """d(G(x) − x)/dx, analytic (the generalised Jacobian of the active piece of mid(·))."""
-    st = evaluate(net, x)
+def jacobian(net: Network, x: np.ndarray, st: SaddleState | None = None) -> np.ndarray:
+    """d(G(x) − x)/dx, analytic (the generalised Jacobian of the active piece of mid(·)); ``st`` is the state at x."""
+    st = evaluate(net, x) if st is None else st
     omega, pot = st.omega, st.potential
     r = np.array([st.b_new, SQRT6 * st.c_new])
     inv = np.linalg.inv(np.eye(2) + st.M)
@@ -165,7 +173,7 @@ def jacobian(net: Network, x: np.ndarray) -> np.ndarray:
     if st.aligned is not None:
         rho = st.aligned.rho
         s = rho * rho
-        a, da = _mode_vector_and_slope(rho, net.sigma_w2)
+        a, da = np.array(mode_vector(rho, net.sigma_w2)), mode_vector_slope(rho, net.sigma_w2)
         A = np.outer(a, a)
         dA = np.outer(da, a) + np.outer(a, da)
         d2 = float(pot.d2F(s))
@@ -186,8 +194,7 @@ def jacobian(net: Network, x: np.ndarray) -> np.ndarray:
 
 def gp_start(net: Network) -> np.ndarray:
     """The GP-limit (u → 0) residual: b = 1/(1 + η (4/π) σ_w²/(1 + 2σ_w²)), c = ε, no aligned mass."""
-    b = 1.0 / (1.0 + net.eta * FOUR_OVER_PI * net.sigma_w2 / (1.0 + 2.0 * net.sigma_w2))
-    return np.array([b, net.epsilon, 0.0])
+    return np.array([gp_residual_b(net.eta, net.sigma_w2), net.epsilon, 0.0])
 
 
 def gfl_start(net: Network) -> np.ndarray:
@@ -199,7 +206,9 @@ def gfl_start(net: Network) -> np.ndarray:
     """
     try:
         return _gfl(net)
-    except (ValueError, ZeroDivisionError, OverflowError):
+    except CANDIDATES as exc:
+        if not is_numerical(exc):
+            raise
         return gp_start(net)  # extreme parameters: the closed form's bracket degenerates
 
 
@@ -220,36 +229,3 @@ def _gfl(net: Network) -> np.ndarray:
         return np.array([hi, net.epsilon, 0.0])
     b = brentq(phi, 0.0, hi, xtol=1e-15, rtol=1e-15)
     return np.array([b, net.epsilon, 0.0])
-
-
-def saddle_problem(network_at: NetworkAt) -> Problem:
-    # Written as G(x) − x so that x + F(x) is the natural damped map: ω ← clip(ω − DΔ, 0, 1).
-    def fixed_point(x: np.ndarray, p: float) -> np.ndarray:
-        st = evaluate(network_at(p), x)
-        return np.array([st.b_new, st.c_new, x[2] - st.complementarity])
-
-    def starts(p: float) -> dict[str, np.ndarray]:
-        net = network_at(p)
-        gfl = gfl_start(net)
-        return {
-            "uninformative": gfl,
-            "mixed": np.array([0.9 * gfl[0], 0.97 * net.epsilon, 1.0 / max(net.n_eff, 1.0)]),
-            "informative": np.array([0.05, 0.5 * net.epsilon, 1.0]),
-        }
-
-    return Problem(
-        residual=None,
-        fixed_point=guarded(fixed_point, (3,)),
-        dim=3,
-        starts=starts,
-        jacobian=guarded(lambda x, p: jacobian(network_at(p), x), (3, 3)),
-        stability=guarded_scalar(lambda x, p: evaluate(network_at(p), x).margin),
-        kind="saddle",
-        # One name for the population solution: the phase (GFL / GMFL-I / GMFL-II) changes along it and is
-        # reported as an observable, so a sweep does not mistake a phase change for a branch ending.
-        label=lambda x, p, start: BRANCH,
-        # b is a residual fraction: b <= 0 would mean over-learning, which no positive kernel produces.
-        project=lambda x: np.array([max(x[0], 1e-12), x[1], min(max(x[2], 0.0), 1.0)]),
-        scale=np.array([1.0, 1.0, 1.0]),
-        names=("b", "c", "omega"),
-    )

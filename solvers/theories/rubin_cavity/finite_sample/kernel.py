@@ -19,13 +19,13 @@ derivative of the law with respect to (b, c), which gives the Jacobian.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import owens_t
 
-from solvers.theories.rubin_cavity.finite_sample_data import SampleSet
+from solvers.theories.rubin_cavity.common.erf_moments import shifted_erf_square_mean
+from solvers.theories.rubin_cavity.common.erf_projections import erf_hermite_functions
+from solvers.theories.rubin_cavity.finite_sample.data import SampleSet
 
 #: Truncation target of the Mehler series (absolute, in units of the per-neuron kernel, which is O(1)).
 SERIES_TOL = 1e-12
@@ -76,25 +76,6 @@ def series_tail_bound(ct_max: float, K: int) -> float:
     return 0.75 * c ** (K + 1) / ((K + 1) * (1.0 - c))
 
 
-def hermite_features(y: np.ndarray, K: int) -> np.ndarray:
-    """Φ_k(y) for k = 0..K, shape (K + 1, *y.shape): Φ_0 = erf(y), Φ_k = erf^(k)(y)/√(k! 2^k).
-
-    With ψ_m = H_m/√(2^m m!) (stable recurrence ψ_{m+1} = √(2/(m+1)) y ψ_m − √(m/(m+1)) ψ_{m−1}),
-    erf^(k)(y)/√(k! 2^k) = (2/√π) (−1)^(k−1) ψ_{k−1}(y) e^(−y²)/√(2k).
-    """
-    from scipy.special import erf
-
-    out = np.empty((K + 1, *y.shape))
-    out[0] = erf(y)
-    g = np.exp(-y * y) * (2.0 / math.sqrt(math.pi))
-    psi_prev, psi = np.zeros_like(y), np.ones_like(y)
-    for k in range(1, K + 1):
-        m = k - 1  # psi holds ψ_m
-        out[k] = (-1.0) ** m * psi * g / math.sqrt(2.0 * k)
-        psi_prev, psi = psi, math.sqrt(2.0 / (m + 1)) * y * psi - math.sqrt(m / (m + 1)) * psi_prev
-    return out
-
-
 @dataclass
 class KernelGeometry:
     """Everything about a pair of sample sets that the kernel needs but the overlap law does not change."""
@@ -133,8 +114,8 @@ def kernels(geo: KernelGeometry, rho: np.ndarray, weight_sets: list[np.ndarray],
     symmetric, so only the blocks on and above the diagonal are computed and then mirrored.
     """
     K = geo.order
-    feat_r = hermite_features(np.outer(rho, geo.lam_rows * geo.z_rows), K)  # (K+1, n, P_rows)
-    feat_c = feat_r if geo.square else hermite_features(np.outer(rho, geo.lam_cols * geo.z_cols), K)
+    feat_r = erf_hermite_functions(np.outer(rho, geo.lam_rows * geo.z_rows), K)  # (K+1, n, P_rows)
+    feat_c = feat_r if geo.square else erf_hermite_functions(np.outer(rho, geo.lam_cols * geo.z_cols), K)
     n_rows, n_cols = feat_r.shape[2], feat_c.shape[2]
     outs = []
     for pi in weight_sets:
@@ -160,7 +141,4 @@ def kernels(geo: KernelGeometry, rho: np.ndarray, weight_sets: list[np.ndarray],
 
 def diagonal(geo: KernelGeometry, rho: np.ndarray, pi: np.ndarray) -> np.ndarray:
     """Exact E[erf(w·x_μ)²] averaged with weights π over the nodes (Owen's T form)."""
-    s2 = geo.s2_rows
-    h = math.sqrt(2.0) * np.outer(rho, geo.z_rows) / np.sqrt(1.0 + 2.0 * s2)[None, :]
-    vals = 1.0 - 8.0 * owens_t(h, (1.0 / np.sqrt(1.0 + 4.0 * s2))[None, :])
-    return pi @ vals
+    return pi @ shifted_erf_square_mean(np.outer(rho, geo.z_rows), geo.s2_rows[None, :])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from solvers.theories.rubin_cavity.potential import StationaryPoint
+from solvers.theories.rubin_cavity.common.potential import StationaryPoint
 
 GFL, GMFL_I, GMFL_II = "GFL", "GMFL-I", "GMFL-II"
 #: Depth difference (per D) below which two wells count as degenerate.

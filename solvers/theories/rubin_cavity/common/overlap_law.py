@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.theories.rubin_cavity.potential import TAIL, OverlapPotential, StationaryPoint
+from solvers.theories.rubin_cavity.common.potential import TAIL, OverlapPotential, StationaryPoint
 
 GL_ORDER = 16
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(GL_ORDER)

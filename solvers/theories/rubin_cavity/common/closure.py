@@ -1,7 +1,7 @@
 """The equivalent-kernel closure in the target modes (paper App. A.3, with its two corrections).
 
 In the orthonormal basis Ĥ1 = H1, Ĥ3 = H3/√6 the adapted kernel restricted to the target modes is
-Q̃ = σ_a² E_p(ρ)[A(ρ)] with A = a aᵀ, a = (⟨Ĥ1 φ⟩, ⟨Ĥ3 φ⟩) = (2ρ/√(πh), −4ρ³/(√(6π) h^(3/2))), so
+Q̃ = σ_a² E_p(ρ)[A(ρ)] with A = a aᵀ the mode matrix of :mod:`.erf_projections`,
 
     A11 = (4/π) ρ²/h,   A13 = −8 ρ⁴/(√6 π h²),   A33 = 8 ρ⁶/(3π h³),   h = 1 + 2(σ_w² + ρ²).
 
@@ -19,22 +19,7 @@ import math
 
 import numpy as np
 
-SQRT6 = math.sqrt(6.0)
-
-
-def mode_projections(rho: np.ndarray, sigma_w2: float) -> tuple[np.ndarray, np.ndarray]:
-    """a1 = ⟨Ĥ1 erf(w·x)⟩ and a3 = ⟨Ĥ3 erf(w·x)⟩ for |w|² = σ_w² + ρ² (Stein identities)."""
-    rho = np.asarray(rho, dtype=float)
-    h = 1.0 + 2.0 * (sigma_w2 + rho * rho)
-    a1 = 2.0 * rho / np.sqrt(math.pi * h)
-    a3 = -4.0 * rho**3 / (math.sqrt(math.pi) * h**1.5) / SQRT6
-    return a1, a3
-
-
-def mode_matrix(rho: np.ndarray | float, sigma_w2: float) -> np.ndarray:
-    """A(ρ) = a aᵀ, shape (..., 2, 2)."""
-    a1, a3 = mode_projections(np.asarray(rho, dtype=float), sigma_w2)
-    return np.stack([np.stack([a1 * a1, a1 * a3], -1), np.stack([a1 * a3, a3 * a3], -1)], -2)
+from solvers.theories.rubin_cavity.common.erf_projections import FOUR_OVER_PI, SQRT6
 
 
 def residual_coefficients(M: np.ndarray, epsilon: float) -> tuple[float, float]:
@@ -48,12 +33,9 @@ def residual_coefficients(M: np.ndarray, epsilon: float) -> tuple[float, float]:
     return (d * y1 - o * y3) / det, (a * y3 - o * y1) / det / SQRT6
 
 
-def mode_matrix_at(rho: float, sigma_w2: float) -> np.ndarray:
-    """A(ρ) at one overlap (scalar arithmetic)."""
-    h = 1.0 + 2.0 * (sigma_w2 + rho * rho)
-    a1 = 2.0 * rho / math.sqrt(math.pi * h)
-    a3 = -4.0 * rho**3 / (math.sqrt(math.pi) * h**1.5) / SQRT6
-    return np.array([[a1 * a1, a1 * a3], [a1 * a3, a3 * a3]])
+def gp_residual_b(eta: float, sigma_w2: float) -> float:
+    """b of the GP limit (u → 0, the prior kernel): 1/(1 + η (4/π) σ_w²/(1 + 2σ_w²)); there c = ε."""
+    return 1.0 / (1.0 + eta * FOUR_OVER_PI * sigma_w2 / (1.0 + 2.0 * sigma_w2))
 
 
 def nngp_eigenvalues(sigma_w2: float, D: float, sigma_a2: float) -> tuple[float, float]:

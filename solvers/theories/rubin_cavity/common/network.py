@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
-from solvers.theories.rubin_cavity.potential import OverlapPotential
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ from functools import lru_cache
 import numpy as np
 
 from solvers.core.problem import Problem
-from solvers.theories.rubin_cavity.closure import SQRT6, mode_matrix, residual_coefficients
-from solvers.theories.rubin_cavity.guards import guarded
-from solvers.theories.rubin_cavity.network import Network, NetworkAt
-from solvers.theories.rubin_cavity.overlap_law import GL_ORDER
-from solvers.theories.rubin_cavity.potential import TAIL
+from solvers.theories.rubin_cavity.common.closure import gp_residual_b, residual_coefficients
+from solvers.theories.rubin_cavity.common.erf_projections import SQRT6, mode_matrix
+from solvers.theories.rubin_cavity.common.guards import guarded
+from solvers.theories.rubin_cavity.common.network import Network, NetworkAt
+from solvers.theories.rubin_cavity.common.overlap_law import GL_ORDER
+from solvers.theories.rubin_cavity.common.potential import TAIL, OverlapPotential
 
 #: Default panel width in Gaussian widths √(σ_w²/D) of the prior (a 16-node panel this wide integrates a
 #: well of curvature up to a few 1/σ_w² to ~1e-12; checked against 4x finer rules in the tests).
@@ -48,12 +49,15 @@ def panel_count(net: Network, order: int | None = None) -> int:
 
 @lru_cache(maxsize=64)
 def unit_rule(panels: int) -> tuple[np.ndarray, np.ndarray]:
-    """Composite Gauss–Legendre nodes and weights on [0, 1]."""
+    """Composite Gauss–Legendre nodes and weights on [0, 1] (read-only; at most 1 MB per entry)."""
     x, w = np.polynomial.legendre.leggauss(GL_ORDER)
     edges = np.linspace(0.0, 1.0, panels + 1)
     half = 0.5 * np.diff(edges)[:, None]
     mid = 0.5 * (edges[1:] + edges[:-1])[:, None]
-    return (mid + half * x).ravel(), (half * w).ravel()
+    nodes, weights = (mid + half * x).ravel(), (half * w).ravel()
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
 
 
 class QuadratureRule:
@@ -67,7 +71,7 @@ class QuadratureRule:
         self.A = mode_matrix(self.rho, net.sigma_w2)
 
 
-def law(net: Network, rule: QuadratureRule, b: float, c: float) -> tuple[np.ndarray, object]:
+def law(net: Network, rule: QuadratureRule, b: float, c: float) -> tuple[np.ndarray, OverlapPotential]:
     """Normalised quadrature masses of p(ρ) ∝ exp(−D Ŝ(ρ; b, c)) at the nodes, and the potential."""
     pot = net.potential(b, c)
     logp = -net.D * pot.value(rule.rho)
@@ -100,33 +104,28 @@ def jacobian(net: Network, rule: QuadratureRule, x: np.ndarray) -> np.ndarray:
 
 
 class RuleAt:
-    """p ↦ the quadrature rule of the network at p (same panel count along a sweep, so F is smooth in p)."""
+    """p ↦ the quadrature rule of the network at p (same panel count along a sweep, so F is smooth in p).
+
+    Holds the rule of the last p asked for: the residual and Jacobian of one solve share it.
+    """
 
     def __init__(self, network_at: NetworkAt, panels: int):
         self.network_at, self.panels = network_at, panels
-        self._cache: dict[float, QuadratureRule] = {}
+        self._last: tuple[float, QuadratureRule] | None = None
 
     def __call__(self, p: float) -> QuadratureRule:
-        rule = self._cache.get(p)
-        if rule is None:
-            if len(self._cache) > 256:
-                self._cache.clear()
-            rule = self._cache[p] = QuadratureRule(self.network_at(p), self.panels)
-        return rule
+        if self._last is None or self._last[0] != p:
+            self._last = (p, QuadratureRule(self.network_at(p), self.panels))
+        return self._last[1]
 
 
-def quadrature_problem(network_at: NetworkAt, panels: int, starts: dict[str, np.ndarray] | None = None) -> Problem:
+def quadrature_problem(network_at: NetworkAt, panels: int) -> Problem:
+    """The finite-D closure at the control value p, on a rule of ``panels`` panels."""
     rule_at = RuleAt(network_at, panels)
 
     def start_points(p: float) -> dict[str, np.ndarray]:
         net = network_at(p)
-        out = {
-            "uninformative": np.array(
-                [1.0 / (1.0 + net.eta * (4.0 / math.pi) * net.sigma_w2 / (1.0 + 2.0 * net.sigma_w2)), net.epsilon]
-            )
-        }
-        out.update(starts or {})
-        return out
+        return {"uninformative": np.array([gp_residual_b(net.eta, net.sigma_w2), net.epsilon])}
 
     return Problem(
         residual=None,

@@ -1,10 +1,9 @@
-"""Closed-form Gaussian averages of the erf activation used throughout the Rubin cavity theory.
+"""Closed-form Gaussian averages of the erf activation (its Hermite projections are in ``erf_projections``).
 
-Notation: a hidden weight ``w`` has squared norm ``q = |w|²`` and overlap ``rho = w·e`` with the
-teacher direction ``e``; for an isotropic Gaussian input ``x``, ``g = w·x`` and ``z = e·x`` are jointly
-Gaussian with Var g = q, Cov(g, z) = rho. Stein's identity of order k gives
-``E[F(g) He_k(z)] = rho^k E[F^(k)(g)]``, which turns every target-mode correlation into a
-closed form. Each function here is checked against Monte Carlo in the test suite.
+For ``g ~ N(0, q)``: E[erf'(g)] and E[erf'''(g)] are the Stein factors of the H1 and H3 projections,
+``v(q) = E[erf(g)²]`` and its derivatives enter the standard-scaling potential, and the arcsin kernel
+and the shifted-erf moments are the building blocks of kernels on data. Each function here is
+checked against Monte Carlo in the test suite.
 """
 
 from __future__ import annotations
@@ -25,23 +24,6 @@ def erf_prime_mean(q: np.ndarray | float) -> np.ndarray | float:
 def erf_third_mean(q: np.ndarray | float) -> np.ndarray | float:
     """E[erf'''(g)] for g ~ N(0, q): −(4/√π) (1 + 2q)^(-3/2)."""
     return -2.0 * TWO_OVER_SQRT_PI / (1.0 + 2.0 * np.asarray(q)) ** 1.5
-
-
-def h1_correlation(rho: np.ndarray | float, q: np.ndarray | float) -> np.ndarray | float:
-    """E[erf(w·x) H1(z)] = 2 rho / √(π (1 + 2q))."""
-    return np.asarray(rho) * erf_prime_mean(q)
-
-
-def h3_correlation(rho: np.ndarray | float, q: np.ndarray | float) -> np.ndarray | float:
-    """E[erf(w·x) H3(z)] = −4 rho³ / (√π (1 + 2q)^(3/2)), H3(z) = z³ − 3z."""
-    return np.asarray(rho) ** 3 * erf_third_mean(q)
-
-
-def residual_correlation(rho: np.ndarray | float, q: np.ndarray | float, b: float, c: float) -> np.ndarray | float:
-    """m(rho, q) = E[r(x) erf(w·x)] for the residual r = b H1(z) + c H3(z)."""
-    rho = np.asarray(rho)
-    h = 1.0 + 2.0 * np.asarray(q)
-    return TWO_OVER_SQRT_PI * rho / np.sqrt(h) * (b - 2.0 * c * rho**2 / h)
 
 
 def erf_variance(q: np.ndarray | float) -> np.ndarray | float:
@@ -70,21 +52,6 @@ def arcsin_kernel(x: np.ndarray, xp: np.ndarray, s: float) -> np.ndarray:
     nx = 1.0 + 2.0 * s * np.sum(x * x, axis=1)
     nxp = 1.0 + 2.0 * s * np.sum(xp * xp, axis=1)
     return (2.0 / math.pi) * np.arcsin(cross / np.sqrt(np.outer(nx, nxp)))
-
-
-def erf_derivative(k: int, y: np.ndarray) -> np.ndarray:
-    """k-th derivative of erf: erf for k = 0, else (2/√π) (−1)^(k−1) H_(k−1)(y) e^(−y²) (physicists' Hermite).
-
-    The Hermite polynomial is built by its three-term recurrence, which is stable for the
-    moderate orders (k ≲ 60) the finite-sample kernel needs.
-    """
-    y = np.asarray(y, dtype=float)
-    if k == 0:
-        return erf(y)
-    h_prev, h = np.zeros_like(y), np.ones_like(y)  # H_{-1} := 0, H_0 = 1
-    for n in range(k - 1):
-        h_prev, h = h, 2.0 * y * h - 2.0 * n * h_prev
-    return TWO_OVER_SQRT_PI * (-1.0) ** (k - 1) * h * np.exp(-y * y)
 
 
 def shifted_erf_mean(a: np.ndarray | float, s2: np.ndarray | float) -> np.ndarray | float:
