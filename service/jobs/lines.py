@@ -1,33 +1,24 @@
-"""Run a planned sweep line (a one-parameter sweep, or one row of a phase diagram); shared by every executor.
+"""Run a planned sweep line (a one-parameter sweep, or one row of a phase diagram); shared by every backend.
 
 A line's points are identified by their index in the requested values. ``stored`` holds the
-points an earlier, interrupted execution of the same line already produced; they are reused,
-never recomputed:
-
-- ``continuation``: the curves are traced again over the whole range (tracing is adaptive, its
-  cost does not depend on how many values were requested) and only the missing values are
-  assembled. The two ends of the range are always passed to the engine so that it traces the
-  original range; an end that is already stored is assembled again and discarded. Spinodals and
-  first-order points come from the re-traced curves, so they are complete.
-- ``grid``: the sweep restarts at the first missing value, warm-started by solving the last stored
-  value again (discarded). Special points between stored neighbours are recovered from the stored
-  points exactly as the engine finds them on a grid (a branch appears, disappears or changes
-  stability between neighbours); a free-entropy crossing between stored neighbours is refined by
-  sweeping that pair of values again.
+points an earlier, interrupted execution of the same line already produced (as JSON, each branch
+with its state); they are handed to the engine as catalogues and reused, never recomputed — the
+engine re-traces the curves of a continuation (its cost does not depend on how many values were
+requested) or continues a grid warm from the last stored value, and finds every special point on
+all points, stored and new (:func:`solvers.core.sweep.run_sweep`).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from pydantic import TypeAdapter
 
 from service.schemas import ModelSpec
+from service.serialize import catalogue_from_json, point_json, sweep_summary
 from solvers.core.options import SolverOptions
+from solvers.core.results import Catalogue
 from solvers.theories import get as get_theory
 
 _SPEC = TypeAdapter(ModelSpec)
@@ -64,6 +55,10 @@ def fixed_for_row(payload: dict[str, Any], row: int | None) -> dict[str, float] 
     return {payload["parameters"][0]: float(payload["axes"][0][row])}
 
 
+def _stored_catalogues(stored: dict[int, dict[str, Any]]) -> dict[int, Catalogue]:
+    return {i: catalogue_from_json(pt) for i, pt in stored.items()}
+
+
 def run_line(
     payload: dict[str, Any],
     *,
@@ -75,212 +70,35 @@ def run_line(
     """Sweep the payload's last parameter (earlier ones fixed at ``fixed``), reusing ``stored`` points.
 
     Returns ``{"points", "transitions", "diagnostics", "reused", "computed", ...}`` with the points
-    of every requested value in the requested order. ``should_stop`` is asked before the sweep and
-    at every point; True raises :class:`Cancelled` (it may also raise an exception of its own).
+    of every requested value in the requested order. ``should_stop`` is asked before the sweep, at
+    every continuation step and at every point; True raises :class:`Cancelled` (it may also raise
+    an exception of its own).
     """
     spec = line_spec(payload, fixed)
     theory = get_theory(payload["theory"])
     options = line_options(payload)
     parameter: str = payload["parameters"][-1]
     values = [float(v) for v in payload["axes"][-1]]
-    method: str = payload["method"]
     done = {int(k): v for k, v in (stored or {}).items() if 0 <= int(k) < len(values)}
 
-    def check() -> None:
+    def check(*_: Any) -> None:
         if should_stop is not None and should_stop():
             raise Cancelled()
 
     check()
-    todo = _todo(values, done, method)
     new: dict[int, dict[str, Any]] = {}
-    matcher = _Matcher(todo)
 
-    def take(pt: dict[str, Any]) -> None:
+    def take(index: int, cat: Catalogue) -> None:
         check()
-        idx = matcher.match(pt.get("parameter"))
-        if idx is None or idx in done or idx in new:
-            return  # a warm-up value or a range end assembled again: already stored
-        new[idx] = pt
+        new[index] = point_json(values[index], cat)
         if on_point is not None:
-            on_point(idx, pt)
+            on_point(index, new[index])
 
-    transitions: list[dict[str, Any]] = []
-    diagnostics: dict[str, Any] = {}
-    if todo:
-        out = theory.sweep(spec, parameter, [v for _, v in todo], method, options, take)
-        transitions = list(out.get("transitions", []))
-        diagnostics = dict(out.get("diagnostics", {}))
-        # A theory whose sweep does not report points one by one still returns them all at the end.
-        for (idx, _), pt in zip(todo, out.get("points", []), strict=False):
-            if idx is not None and idx not in done and idx not in new:
-                new[idx] = pt
-                if on_point is not None:
-                    on_point(idx, pt)
-    missing = [i for i in range(len(values)) if i not in done and i not in new]
-    if missing:
-        raise RuntimeError(f"the sweep returned no point for {parameter} = {values[missing[0]]}")
+    sweep = theory.sweep(spec, parameter, values, payload["method"], options, on_point=take, on_step=check,
+                         stored=_stored_catalogues(done))
     points = [done[i] if i in done else new[i] for i in range(len(values))]
-    if method == "grid" and done:
-        covered = {i for i, _ in todo if i is not None} | {_anchor_index(values, done)}
-        transitions += stored_grid_transitions(theory, spec, parameter, values, points, covered, options)
-    if done:
-        diagnostics["resumed"] = {"reused": len(done), "computed": len(new)}
-    return {
-        "theory": theory.name,
-        "parameter": parameter,
-        "method": method,
-        "points": points,
-        "transitions": dedupe_transitions(transitions),
-        "diagnostics": diagnostics,
-        "reused": len(done),
-        "computed": len(new),
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# which values to hand to the engine
-# ---------------------------------------------------------------------------------------------
-
-
-def _first_missing(values: list[float], done: dict[int, Any]) -> int:
-    return next((i for i in range(len(values)) if i not in done), len(values))
-
-
-def _anchor_index(values: list[float], done: dict[int, Any]) -> int:
-    """Grid: the stored value solved again to warm-start the rest (-1 when nothing is stored)."""
-    return _first_missing(values, done) - 1
-
-
-def _todo(values: list[float], done: dict[int, Any], method: str) -> list[tuple[int | None, float]]:
-    """(index or None, value) pairs to sweep, in order; None marks a value computed only to be discarded."""
-    n = len(values)
-    if not done:
-        return list(enumerate(values))
-    if method == "grid":
-        k = _first_missing(values, done)
-        if k == n:
-            return []
-        return [(None, values[k - 1]), *((i, values[i]) for i in range(k, n))]
-    missing = [(i, values[i]) for i in range(n) if i not in done]
-    lo, hi = min(values), max(values)
-    ends: list[tuple[int | None, float]] = []
-    for end in (lo, hi) if hi != lo else (lo,):
-        if not any(v == end for _, v in missing):
-            ends.append((None, end))
-    return [*ends, *missing]
-
-
-class _Matcher:
-    """Maps the points a sweep reports, in order, back to the indices of the values handed to it."""
-
-    def __init__(self, todo: list[tuple[int | None, float]]):
-        self.todo = todo
-        self.used = [False] * len(todo)
-        self.next = 0
-
-    def match(self, value: Any) -> int | None:
-        k = self.next
-        if k < len(self.todo) and not self.used[k] and _same(self.todo[k][1], value):
-            return self._take(k)
-        for j, (_, v) in enumerate(self.todo):
-            if not self.used[j] and _same(v, value):
-                return self._take(j)
-        raise RuntimeError(f"the sweep reported a point at an unrequested value {value!r}")
-
-    def _take(self, k: int) -> int | None:
-        self.used[k] = True
-        self.next = k + 1
-        return self.todo[k][0]
-
-
-def _same(a: float, b: Any) -> bool:
-    return isinstance(b, (int, float)) and math.isclose(a, float(b), rel_tol=1e-12, abs_tol=1e-300)
-
-
-# ---------------------------------------------------------------------------------------------
-# grid special points between stored neighbours
-# ---------------------------------------------------------------------------------------------
-
-
-def _branches(point: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {b["name"]: b for b in point.get("branches", []) if b.get("converged")}
-
-
-def stored_grid_transitions(
-    theory: Any,
-    spec: Any,
-    parameter: str,
-    values: list[float],
-    points: list[dict[str, Any]],
-    covered: set[int],
-    options: SolverOptions,
-) -> list[dict[str, Any]]:
-    """Special points between grid neighbours (in value order) that the resumed sweep did not see.
-
-    The same rules as the engine's grid: a converged branch present on one side only, or stable on
-    one side only, is a spinodal bracketed by the pair; a sign change of the free-entropy difference
-    of two branches stable on both sides is a first-order point, refined by sweeping the pair again
-    (left as the bracket's midpoint, ``refined: false``, if that does not find it).
-    """
-    out: list[dict[str, Any]] = []
-    order = [int(i) for i in np.argsort(values, kind="stable")]
-    for i0, i1 in itertools.pairwise(order):
-        if i0 in covered and i1 in covered:
-            continue
-        p0, p1 = values[i0], values[i1]
-        b0, b1 = _branches(points[i0]), _branches(points[i1])
-        mid, half = 0.5 * (p0 + p1), abs(p1 - p0) / 2
-        for name in sorted(set(b0) ^ set(b1)):
-            out.append(_bracket("spinodal", mid, [name], "branch appears or disappears between grid points", half))
-        for name in sorted(set(b0) & set(b1)):
-            s0, s1 = b0[name].get("stable"), b1[name].get("stable")
-            if s0 is not None and s1 is not None and s0 != s1:
-                out.append(_bracket("spinodal", mid, [name], "local stability changes between grid points", half))
-        stable = sorted(n for n in set(b0) & set(b1) if b0[n].get("stable") and b1[n].get("stable"))
-        for a in range(len(stable)):
-            for b in range(a + 1, len(stable)):
-                A, B = stable[a], stable[b]
-                f = [b0[A].get("free_entropy"), b0[B].get("free_entropy"),
-                     b1[A].get("free_entropy"), b1[B].get("free_entropy")]
-                if any(x is None for x in f):
-                    continue
-                d0, d1 = f[0] - f[1], f[2] - f[3]
-                if d0 == 0 or d1 == 0 or np.sign(d0) == np.sign(d1):
-                    continue
-                out.append(_refine_crossing(theory, spec, parameter, p0, p1, [A, B], options)
-                           or _bracket("first_order", mid, [A, B], "free-entropy crossing", half))
-    return out
-
-
-def _refine_crossing(
-    theory: Any, spec: Any, parameter: str, p0: float, p1: float, pair: list[str], options: SolverOptions
-) -> dict[str, Any] | None:
-    """The engine's refined first-order point between p0 and p1, from a two-value grid sweep."""
-    res = theory.sweep(spec, parameter, [p0, p1], "grid", options, None)
-    for tr in res.get("transitions", []):
-        if tr["kind"] == "first_order" and sorted(tr["branches"]) == sorted(pair):
-            return dict(tr)
-    return None
-
-
-def _bracket(kind: str, p: float, branches: list[str], detail: str, half: float) -> dict[str, Any]:
-    return {"kind": kind, "parameter": p, "branches": sorted(branches), "detail": detail,
-            "refined": False, "uncertainty": half}
-
-
-def dedupe_transitions(transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sorted by parameter; one entry per (kind, branches, location)."""
-    out: list[dict[str, Any]] = []
-    for t in sorted(transitions, key=lambda t: t["parameter"]):
-        if any(
-            u["kind"] == t["kind"]
-            and sorted(u["branches"]) == sorted(t["branches"])
-            and abs(u["parameter"] - t["parameter"]) <= 1e-7 * max(1.0, abs(t["parameter"]))
-            for u in out
-        ):
-            continue
-        out.append(t)
-    return out
+    return {**sweep_summary(theory.name, parameter, sweep), "points": points, "reused": len(done),
+            "computed": len(new)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,9 +150,19 @@ def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dic
     return {**diagram_summary(payload, [row.get("transitions", []) for row in rows]), "points": points}
 
 
+#: What a line's result holds besides its summary.
+LINE_ONLY = ("points", "reused", "computed")
+
+
+def line_outcome(line: dict[str, Any]) -> dict[str, Any]:
+    """A computed line without its points: transitions, diagnostics and whatever the theory adds about the sweep."""
+    return {k: v for k, v in line.items() if k not in LINE_ONLY}
+
+
 def line_summary(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
     """Everything of a one-parameter sweep's result but its points."""
     return {
+        **line_outcome(line),
         "theory": payload["theory"],
         "parameter": payload["parameters"][0],
         "method": payload["method"],

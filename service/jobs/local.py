@@ -1,6 +1,7 @@
 """In-process job executor, used when no Redis is configured.
 
-Same API as the RQ backend (:mod:`service.jobs_rq`): submit (deduplicated by the sweep's key,
+The :class:`~service.jobs.backend.JobBackend` of the embedded default, as the RQ backend
+(:mod:`service.jobs.rq_backend`): submit (deduplicated by the sweep's key,
 bounded per owner), status with progress, cancel. Points are kept as they are computed, so the
 status shows progress (and, on request, the points so far) before the end. Nothing survives a
 restart of the process: that is what the Redis backend is for.
@@ -14,41 +15,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from service.sweep_runner import Cancelled, assemble_diagram, assemble_line, fixed_for_row, run_line
+from service.jobs.backend import ACTIVE, JobLimitExceeded, line_total
+from service.jobs.lines import Cancelled, assemble_diagram, assemble_line, fixed_for_row, run_line
+from service.secrets import InstanceSecret
 
 log = logging.getLogger("saddlelab.jobs")
-
-ACTIVE = ("queued", "running")
-
-
-class JobLimitExceeded(Exception):
-    """The owner already has as many unfinished jobs as the instance allows (HTTP 429)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        super().__init__(
-            f"this API key already has {limit} unfinished job(s), the limit of this instance "
-            f"(max_jobs_per_key={limit}); wait for one to finish or cancel one with DELETE /v1/jobs/{{id}}"
-        )
-
-
-class QueueUnavailable(Exception):
-    """The job queue cannot be reached (HTTP 503)."""
-
-
-class RawJSON(str):
-    """JSON text of a result, passed through to the response as it is."""
-
-
-def line_total(payload: dict[str, Any]) -> int:
-    rows = len(payload["axes"][0]) if len(payload["axes"]) == 2 else 1
-    return rows * len(payload["axes"][-1])
 
 
 class LocalJobs:
     kind = "local"
 
-    def __init__(self, workers: int = 2):
+    def __init__(self, workers: int = 2, secret: InstanceSecret | None = None):
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="saddlelab-job")
         self._jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
