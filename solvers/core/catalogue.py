@@ -180,10 +180,11 @@ def solve_catalogue(
     """
     t0 = time.perf_counter()
     candidates: list[tuple[str, SolveResult]] = []
-    starts: list[tuple[str, np.ndarray]] = list((extra_starts or {}).items())
-    if problem.enumerate is not None:
-        starts.extend(problem.enumerate(p))
-    starts.extend(problem.starts(p).items())
+    roots = list(problem.enumerate(p)) if problem.enumerate is not None else []
+    if roots and problem.exhaustive:
+        starts = roots  # every solution is among them: other starts could only find them again
+    else:
+        starts = [*(extra_starts or {}).items(), *roots, *problem.starts(p).items()]
     complete = True
     for name, x0 in starts:
         x0 = np.asarray(x0, dtype=float)

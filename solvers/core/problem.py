@@ -78,6 +78,9 @@ class Problem:
         label: names a solution (e.g. "center", "aligned"); default: the start it came from.
         enumerate: p -> list of (name, x) of *all* solutions, for theories that can afford an
             exhaustive search; the engine then uses it in addition to the starts.
+        exhaustive: ``enumerate`` provably finds every solution (e.g. it brackets every sign change of a
+            1-D reduced residual): when it returns roots, the named and warm starts are not solved (they
+            could only reach the same solutions again); when it returns none, they are.
         project: maps an iterate back into the domain (e.g. clips a variance to > 0).
         canonical: maps a solution to the representative of its symmetry class (e.g. rho -> |rho|
             for an even potential); used to merge mirror images and to report solutions.
@@ -101,6 +104,7 @@ class Problem:
     kind: Literal["gradient", "fixed_point", "saddle"] = "fixed_point"
     label: Callable[[Vector, float, str], str] | None = None
     enumerate: Callable[[float], Sequence[tuple[str, Vector]]] | None = None
+    exhaustive: bool = False
     project: Callable[[Vector], Vector] | None = None
     canonical: Callable[[Vector], Vector] | None = None
     scale: Vector | None = None

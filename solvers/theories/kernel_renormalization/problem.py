@@ -262,6 +262,8 @@ class KernelRenormalizationProblem:
             kind="saddle" if variant == "mean_corrected" else "gradient",
             label=self.label,
             enumerate=None if variant == "nested" else self.enumerate,
+            # The scan brackets every sign change of the reduced 1-D residual of the scalar action.
+            exhaustive=variant == "scalar",
             project=self.project,
             names=names or ["log_Qbar", "log_1_plus_Q"],
             report=self.report,
