@@ -72,6 +72,16 @@ def _closest_on_polyline(zs: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, flo
 
 
 def _covers(problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions) -> bool:
+    """Does the traced line pass through the seed (its two states in either order, for first-order lines)?"""
+    if traced.family == "first_order":
+        swapped = ScanPoint(point.kind, point.lam, point.states[::-1], point.branches)
+        return _covers_as_is(problem, traced, point, box, opts) or _covers_as_is(problem, traced, swapped, box, opts)
+    return _covers_as_is(problem, traced, point, box, opts)
+
+
+def _covers_as_is(
+    problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions
+) -> bool:
     """Does the traced line pass through the seed?
 
     The guess is the point of the traced polyline closest to the seed in the line's own scaled

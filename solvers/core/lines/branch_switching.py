@@ -59,15 +59,22 @@ def point_kind(
     below 1e-6 ref, and a singular point is a branch point when every column of F_λ lies in the
     range of F_x to the same relative accuracy (⟨ŵ, F_λ⟩ ≈ 0).
     """
+    singular, defect = singular_defects(model, x, lam, x_scale, lam_scale, ref)
+    if singular > IN_RANGE:
+        return "regular"
+    return "branch_point" if defect <= IN_RANGE else "fold"
+
+
+def singular_defects(
+    model: Model, x: np.ndarray, lam: np.ndarray, x_scale: np.ndarray, lam_scale: np.ndarray, ref: float
+) -> tuple[float, float]:
+    """(σ_min(F_x), max_k |⟨ŵ, F_λk⟩|) relative to ``ref``, in scaled units (see ``point_kind``)."""
     A = model.jac_x(x, lam) * x_scale[None, :]
     if not np.all(np.isfinite(A)):
-        return "regular"
+        return float("inf"), float("inf")
     _, w, smin, _ = null_vectors(A)
-    if smin > IN_RANGE * ref:
-        return "regular"
     L = model.jac_lam(x, lam) * lam_scale[None, :]
-    in_range = all(abs(float(w @ L[:, k])) <= IN_RANGE * ref for k in range(L.shape[1]))
-    return "branch_point" if in_range else "fold"
+    return smin / ref, max(abs(float(w @ L[:, k])) for k in range(L.shape[1])) / ref
 
 
 def jacobian_size(model: Model, zs: list[np.ndarray], scale: np.ndarray) -> float:
@@ -78,7 +85,7 @@ def jacobian_size(model: Model, zs: list[np.ndarray], scale: np.ndarray) -> floa
 
 
 def locate_branch_point(
-    problem: OneParameterProblem, x: np.ndarray, p: float, options: LineOptions | None = None
+    problem: OneParameterProblem, x: np.ndarray, p: float, options: LineOptions | None = None, *, max_iter: int = 40
 ) -> tuple[np.ndarray, float] | None:
     """(x*, p*) of the simple branch point near (x, p), or None when none converges there."""
     opts = options or LineOptions()
@@ -103,7 +110,7 @@ def locate_branch_point(
         f = model.residual(xx, pp) + mu * w
         return np.concatenate([f, [bd.sigma, float(bd.w @ model.d1(z[: n + 1], ep))]])
 
-    res = newton(M, np.concatenate([x, [p, 0.0]]) / scale, tol=opts.tolerance)
+    res = newton(M, np.concatenate([x, [p, 0.0]]) / scale, tol=opts.tolerance, max_iter=max_iter)
     if not res.converged:
         return None
     z = res.z * scale

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from solvers.core.lines.branch_switching import classify_branch_point, jacobian_size, locate_branch_point, point_kind
+from solvers.core.lines.branch_switching import (
+    classify_branch_point,
+    jacobian_size,
+    locate_branch_point,
+    point_kind,
+    singular_defects,
+)
 from solvers.core.lines.curves import Curve1D, solve_state, trace_branch
 from solvers.core.lines.derivatives import model_of, safe_scalar
 from solvers.core.lines.options import LineKind, LineOptions
@@ -39,6 +45,13 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     out = np.array(a, dtype=float)
     out.setflags(write=False)
     return out
+
+
+#: A turning point with ⟨ŵ, F_λ⟩ below this fraction of the Jacobian's size may sit next to a branch
+#: point (located imprecisely there); the Moore system then decides.
+NEAR_RANGE = 1e-2
+#: Points of the common λ2 range of two stable pieces at which Φ_A − Φ_B is compared.
+FIRST_ORDER_GRID = 25
 
 
 @dataclass(frozen=True)
@@ -181,10 +194,11 @@ def scan_special_points(
             ref = jacobian_size(model1, [z[mark.index], z[min(mark.index + 1, len(z) - 1)]], S1)
             kind = point_kind(model2, x, lam, xs, lam_sc, ref)
             located = None
-            if kind != "regular" or mark.monitor == "fold":
+            suspicious = kind == "branch_point" or singular_defects(model2, x, lam, xs, lam_sc, ref)[1] < NEAR_RANGE
+            if suspicious and (kind != "regular" or mark.monitor == "fold"):
                 # A turning point next to a branch point is located poorly (the corrector may jump to
                 # the other branch through it): confirm or refute a branch point with the Moore system.
-                located = locate_branch_point(p1, x, p, opts)
+                located = locate_branch_point(p1, x, p, opts, max_iter=15)
                 if located is not None:
                     dist = np.max(np.abs((np.concatenate([located[0], [located[1]]]) - mark.z) / S1))
                     lam_b = np.array([lam1, located[1]])
@@ -240,7 +254,9 @@ def _first_order_points(
         hi = min(A.z[:, n].max(), B.z[:, n].max())
         if hi <= lo:
             continue
-        grid = sorted({float(p) for p in np.concatenate([A.z[:, n], B.z[:, n]]) if lo <= p <= hi} | {lo, hi})
+        # The crossing only seeds the line (whose corrector solves the coexistence system exactly at
+        # this λ1), so a modest grid and a loose Brent tolerance suffice.
+        grid = list(np.linspace(lo, hi, FIRST_ORDER_GRID))
 
         def delta(p: float, A: _Piece = A, B: _Piece = B) -> float:
             xa, xb = state(A, p), state(B, p)
@@ -258,12 +274,12 @@ def _first_order_points(
             if d0 is None or d1 is None or not np.isfinite(d0 * d1) or d0 * d1 >= 0:
                 continue
             try:
-                pc = brentq(delta, grid[k], grid[k + 1], xtol=1e-13 * width, rtol=1e-15, maxiter=200)
+                pc = brentq(delta, grid[k], grid[k + 1], xtol=1e-9 * width, rtol=1e-12, maxiter=200)
                 xa, xb = state(A, pc), state(B, pc)
             except (ValueError, RuntimeError):
                 continue
-            if same_state(p1, xa, xb, 1e-6):
-                continue
+            if same_state(p1, xa, xb, opts.merge_distance):
+                continue  # one state (or two that count as merged): no coexistence
             out.append(ScanPoint("first_order", (lam1, float(pc)), np.vstack([xa, xb]), (A.name, B.name)))
     return out
 
