@@ -114,3 +114,28 @@ def test_first_order_line_against_equal_well_depths(result) -> None:
     b = 0.3
     u_of = {line.kind: float(np.interp(b, *line.array()[np.argsort(line.array()[:, 0])].T)) for line in result.lines}
     assert u_of["fold"] < u_of["first_order"] < u_of["stability_loss"]
+
+
+def test_lines_end_at_the_tricritical_point_with_an_honest_precision() -> None:
+    """Past b = −2c the pitchfork of the centre turns supercritical: the fold and first-order lines end there.
+
+    With s = ρ², F''(0) = −(2u/π)·(−4b(b + 2c))/h0² (h0 = 1 + 2σ_w²) vanishes at b = −2c = 0.6, on the
+    centre spinodal u = π/b²·(1 + 2σ_w²)/(4σ_w²). There the cusp system is degenerate (ρ = 0 solves
+    F = σ = a = 0 all along the pitchfork line), so the ends are located only approximately, and say so.
+    """
+    res = trace_boundaries(overlap_problem(), (0.3, 1.0), (2.0, 40.0))
+    b_t = -2 * C
+    u_t = float(centre_spinodal(np.array(b_t)))
+    assert sorted(line.kind for line in res.lines) == ["first_order", "fold", "stability_loss"]
+    for kind in ("fold", "first_order"):
+        (line,) = res.of_kind(kind)
+        end = next(e for e in line.ends if e.kind == "critical")
+        assert end.precision > 0  # not claimed to tolerance
+        assert abs(end.point[0] - b_t) <= end.precision and abs(end.point[1] - u_t) <= end.precision
+        assert end.precision < 0.01
+    (fold,) = res.of_kind("fold")
+    assert "branch points" in next(e for e in fold.ends if e.kind == "critical").detail
+    (spinodal,) = res.of_kind("stability_loss")
+    pts = spinodal.array()
+    assert np.max(np.abs(pts[:, 1] - centre_spinodal(pts[:, 0]))) <= 1e-8  # through the tricritical point
+    assert sorted(e.point[0] for e in spinodal.ends) == pytest.approx([0.3, 1.0], abs=1e-12)

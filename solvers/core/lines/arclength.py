@@ -76,6 +76,8 @@ class Path:
     located: list[Located] = field(default_factory=list)
     end: str = "max_points"
     detail: str = ""
+    #: 0 when the end was located on the curve; else the parameter step that brackets it (max norm).
+    end_precision: float = 0.0
 
 
 class _CorrectorFailed(Exception):
@@ -246,8 +248,11 @@ class Arclength:
                 continue
             vals_new = self.values(monitors, u_new, t_new)
             # Candidate ends inside this step: the box edge and every stop monitor changing sign.
-            ends: list[tuple[float, str, np.ndarray, np.ndarray]] = []
+            # Each is (s, reason, u, tangent, bracket): bracket 0 when located on the curve, else
+            # the parameter step within which the corrector could not locate it.
+            ends: list[tuple[float, str, np.ndarray, np.ndarray, float]] = []
             z_a, z_b = u * self.S, u_new * self.S
+            step = float(np.max(np.abs(z_b[lam_idx] - z_a[lam_idx])))
             at_edge = False
             for k, idx in enumerate(lam_idx):
                 for bound, outside in ((box.lo[k], z_b[idx] < box.lo[k]), (box.hi[k], z_b[idx] > box.hi[k])):
@@ -265,9 +270,9 @@ class Arclength:
                         uu, tt, s = found
                         uu = uu.copy()
                         uu[idx] = bound / self.S[idx]  # on the edge to round-off
-                        ends.append((s, "domain", uu, tt))
+                        ends.append((s, "domain", uu, tt, 0.0))
                     else:
-                        ends.append((0.0, "domain", u, t))
+                        ends.append((0.0, "domain", u, t, step))
             if at_edge and not ends:
                 path.end, path.detail = "domain", "the line starts on the edge of the box and leaves it"
                 break
@@ -275,9 +280,9 @@ class Arclength:
                 if m.stop and _sign_change(vals[i], vals_new[i]):
                     found = self.locate(u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]))
                     if found is not None:
-                        ends.append((found[2], m.name, found[0], found[1]))
+                        ends.append((found[2], m.name, found[0], found[1], 0.0))
                     else:
-                        ends.append((float(t @ (u_new - u)), m.name, u_new, t_new))
+                        ends.append((float(t @ (u_new - u)), m.name, u_new, t_new, step))
             s_end = min((e[0] for e in ends), default=np.inf)
             for i, m in enumerate(monitors):
                 if not m.stop and _sign_change(vals[i], vals_new[i]):
@@ -288,13 +293,15 @@ class Arclength:
                         mid = 0.5 * (u + u_new)
                         path.located.append(Located(m.name, mid * self.S, t_new, len(path.z) - 1, refined=False))
             if ends:
-                s, why, uu, tt = min(ends, key=lambda e: e[0])
+                s, why, uu, tt, bracket = min(ends, key=lambda e: e[0])
                 if s > 0:
                     system.accept(uu * self.S)
                     path.z.append(uu * self.S)
                     path.tangents.append(tt)
                     path.values.append(self.values(monitors, uu, tt))
-                path.end = why
+                path.end, path.end_precision = why, bracket
+                if bracket > 0:
+                    path.detail = "not located on the curve (the corrector fails there); bracketed by the last step"
                 break
             system.accept(z_b)
             path.z.append(z_b)

@@ -145,7 +145,8 @@ def trace_branch_points(
     ends = []
     for path in (both.backward, both.forward):
         z_end = path.z[-1]
-        ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail))
+        ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                                path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
     mu = max(abs(float(z[-1])) for z in points)

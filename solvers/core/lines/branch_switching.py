@@ -41,8 +41,11 @@ from solvers.core.lines.results import BifurcationPoint, BranchStart, Criticalit
 
 #: |a| below this fraction of max(|b11|, |c|) (in scaled units) counts as zero: a pitchfork.
 SYMMETRIC_A = 1e-6
-#: ⟨ŵ, F_p⟩ below this fraction of |F_p| + |F_x| counts as F_p in the range of F_x.
+#: σ_min(F_x) and ⟨ŵ, F_λ⟩ below this fraction of the Jacobian's size count as zero (``point_kind``).
 IN_RANGE = 1e-6
+#: ⟨ŵ, F_λ⟩ below this fraction: a turning point may sit next to a branch point (located imprecisely
+#: there), which the Moore system then confirms or refutes.
+NEAR_RANGE = 1e-2
 
 
 def p_scale(p: float) -> float:

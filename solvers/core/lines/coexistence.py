@@ -15,7 +15,9 @@ states ends there). Stopping rules:
   the corrector: λ and the state are extrapolated to zero distance from the last points
   (polynomials in the signed half-distance δ), then, where the merge is a non-degenerate cusp,
   solved exactly by the cusp system F = σ = a = 0. ``precision`` is 0 for a solved cusp and the
-  extrapolation's own error estimate (degree d against d − 1) otherwise.
+  extrapolation's own error estimate (twice its change from degree d − 1 to d) otherwise. A
+  ``spinodal`` stop with the two states closer than 10 ``merge_distance`` is a merge too (a
+  tricritical-like end, where the margin is flat and its zero poorly conditioned).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from solvers.core.lines.arclength import Box, Monitor, Path
 from solvers.core.lines.bordered import singularity_indicator
+from solvers.core.lines.branch_switching import jacobian_size
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.fold import solve_cusp
 from solvers.core.lines.options import LineOptions
@@ -41,6 +44,10 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 class CoexistenceSystem:
@@ -119,6 +126,10 @@ def _margin_monitor(problem: TwoParameterProblem, model: Model, system: Coexiste
     return Monitor(f"spinodal_{'AB'[which]}", value, stop=True)
 
 
+def _nearly_merged(system: CoexistenceSystem, z: np.ndarray, options: LineOptions) -> bool:
+    return float(np.max(np.abs(system.difference(z)))) < 10 * options.merge_distance
+
+
 def _merge_end(
     path: Path, system: CoexistenceSystem, model: Model, options: LineOptions
 ) -> tuple[LineEnd, np.ndarray | None]:
@@ -141,12 +152,18 @@ def _merge_end(
         end = LineEnd("critical", system.params(z), system.states(z), "the coexisting states merge (not extrapolated)",
                       float(np.max(np.abs(delta))))
         return end, None
-    lam_ext = np.array([np.polyval(np.polyfit(delta, lams[:, j], deg), 0.0) for j in range(2)])
-    lam_low = np.array([np.polyval(np.polyfit(delta, lams[:, j], deg - 1), 0.0) for j in range(2)])
-    x_ext = np.array([np.polyval(np.polyfit(delta, mids[:, j], deg), 0.0) for j in range(n)])
-    precision = float(np.max(np.abs(lam_ext - lam_low)))
+    def extrapolate(values: np.ndarray, d: int) -> float:
+        return float(np.polyval(np.polyfit(delta, values, d), 0.0))
+
+    lam_ext = np.array([extrapolate(lams[:, j], deg) for j in range(2)])
+    lam_low = np.array([extrapolate(lams[:, j], deg - 1) for j in range(2)])
+    x_ext = np.array([extrapolate(mids[:, j], deg) for j in range(n)])
+    # Twice the change from one degree less: a deliberately conservative error estimate.
+    precision = 2.0 * float(np.max(np.abs(lam_ext - lam_low)))
     scale = np.concatenate([system.x_scale, lam_scale_])
-    cusp = solve_cusp(model, x_ext, lam_ext, scale, options)
+    singles = [np.concatenate([z[:n], z[2 * n :]]) for z in zs[:: max(1, len(zs) // 8)]]
+    ref = jacobian_size(model, singles, scale)
+    cusp = solve_cusp(model, x_ext, lam_ext, scale, options, ref)
     reach = max(10.0 * float(np.max(np.abs(delta))), 10.0 * float(np.max(np.abs((lam_ext - lam_low) / lam_scale_))))
     if cusp is not None and float(np.max(np.abs((cusp - np.concatenate([x_ext, lam_ext])) / scale))) <= reach:
         xc, lc = cusp[:n], cusp[n:]
@@ -188,13 +205,22 @@ def trace_coexistence(
             end, z_crit = _merge_end(path, system, model, options)
             ends.append(end)
             extra.append(z_crit)
+        elif path.end.startswith("spinodal_") and _nearly_merged(system, z_end, options):
+            # A state reaching its stability limit next to the other state: they merge there (a
+            # tricritical-like end, where the margin is flat and its zero is poorly conditioned).
+            end, z_crit = _merge_end(path, system, model, options)
+            ends.append(LineEnd("critical", end.point, end.states,
+                                _joined(end.detail, "where one state reaches its stability limit"), end.precision))
+            extra.append(z_crit)
         elif path.end.startswith("spinodal_"):
             which = path.end[-1]
             ends.append(LineEnd("spinodal", system.params(z_end), system.states(z_end),
-                                f"state {which} reaches its stability limit"))
+                                _joined(f"state {which} reaches its stability limit", path.detail),
+                                path.end_precision))
             extra.append(None)
         else:
-            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail))
+            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                                path.end_precision))
             extra.append(None)
     points = both.points()
     if extra[0] is not None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from solvers.core.lines.arclength import Arclength, Box, Monitor
 from solvers.core.lines.bordered import fold_function, null_vectors
+from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.newton import newton
 from solvers.core.lines.options import LineOptions
@@ -107,9 +108,14 @@ class FoldSystem:
 
 
 def solve_cusp(
-    model: Model, x: np.ndarray, lam: np.ndarray, scale: np.ndarray, options: LineOptions
+    model: Model, x: np.ndarray, lam: np.ndarray, scale: np.ndarray, options: LineOptions, ref: float
 ) -> np.ndarray | None:
-    """z = (x, λ) with F = 0, σ = 0 and a = 0 (a non-degenerate cusp), by Newton from a guess."""
+    """z = (x, λ) with F = 0, σ = 0 and a = 0 (a non-degenerate cusp), by Newton from a guess.
+
+    None when Newton does not converge or converges next to a branch point, where the cusp
+    system is degenerate; ``ref`` is the size of the scaled Jacobian [F_x F_λ] along the line
+    that leads there (at a branch point of a one-component state the whole Jacobian vanishes).
+    """
     n = model.dim
     try:
         v, w, _, _ = null_vectors(model.jac_x(x, lam))
@@ -128,7 +134,22 @@ def solve_cusp(
         return np.concatenate([model.residual(xx, ll), [bd.sigma, a]])
 
     res = newton(H, np.concatenate([x, lam]) / scale, tol=options.tolerance)
-    return res.z * scale if res.converged else None
+    if not res.converged:
+        return None
+    z = res.z * scale
+    # On a line of branch points (ρ = 0 of an even potential) F = σ = a = 0 holds all along the
+    # line: the cusp system is singular there and its "solution" is not a cusp.
+    if singular_defects(model, z[:n], z[n:], scale[:n], scale[n:], ref)[1] < NEAR_RANGE:
+        return None
+    return z
+
+
+def meets_branch_points(
+    model: Model, z: np.ndarray, system: FoldSystem, problem: TwoParameterProblem, ref: float
+) -> bool:
+    """F_λ nearly in the range of F_x at the fold z (⟨ŵ, F_λ⟩ small against the Jacobian's size ``ref``)."""
+    n = system.n
+    return singular_defects(model, z[:n], z[n:], problem.x_scale(), system.scale[n:], ref)[1] < NEAR_RANGE
 
 
 @dataclass
@@ -165,11 +186,22 @@ def trace_fold(
     for path in (both.backward, both.forward):
         z_end = path.z[-1]
         if path.end == "cusp":
-            refined = solve_cusp(model, z_end[: system.n], z_end[system.n :], system.scale, options)
+            ref = jacobian_size(model, path.z[:: max(1, len(path.z) // 8)], system.scale)
+            refined = solve_cusp(model, z_end[: system.n], z_end[system.n :], system.scale, options, ref)
+            precision, detail = path.end_precision, "cusp: two fold lines meet"
             if refined is not None and np.max(np.abs((refined - z_end) / system.scale)) < options.ds_max:
                 z_end = refined
                 path.z[-1] = refined
-            ends.append(LineEnd("critical", system.params(z_end), system.states(z_end), "cusp: two fold lines meet"))
+                precision = 0.0
+            else:
+                # The regular cusp system fails: a degenerate cusp, located only along the line.
+                # Its precision is bounded by the last step.
+                zs = path.z
+                precision = max(precision, float(np.max(np.abs(zs[-1][system.n :] - zs[-2][system.n :]))))
+                detail += "; degenerate (F = σ = a = 0 is singular here)"
+                if meets_branch_points(model, z_end, system, problem, ref):
+                    detail += ": the fold meets a line of branch points (a symmetric cusp)"
+            ends.append(LineEnd("critical", system.params(z_end), system.states(z_end), detail, precision))
             # One step past the cusp lands on the partner fold line, a seed for tracing it.
             t = path.tangents[-1]
             u = z_end / system.scale
@@ -178,7 +210,8 @@ def trace_fold(
             if nxt is not None:
                 beyond.append(nxt * system.scale)
         else:
-            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail))
+            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                                path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
     line = assemble("fold", branches, points, system.params, system.states, pair, describe(pair, len(points)))

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from solvers.core.lines.branch_switching import (
+    NEAR_RANGE,
     classify_branch_point,
     jacobian_size,
     locate_branch_point,
@@ -47,9 +48,6 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return out
 
 
-#: A turning point with ⟨ŵ, F_λ⟩ below this fraction of the Jacobian's size may sit next to a branch
-#: point (located imprecisely there); the Moore system then decides.
-NEAR_RANGE = 1e-2
 #: Points of the common λ2 range of two stable pieces at which Φ_A − Φ_B is compared.
 FIRST_ORDER_GRID = 25
 

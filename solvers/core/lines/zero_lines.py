@@ -97,9 +97,11 @@ def trace_zero(
     for path in (both.backward, both.forward):
         z_end = path.z[-1]
         if path.end == "fold":
-            ends.append(LineEnd("spinodal", system.params(z_end), system.states(z_end), "the state reaches a fold"))
+            detail = "; ".join(d for d in ("the state reaches a fold", path.detail) if d)
+            ends.append(LineEnd("spinodal", system.params(z_end), system.states(z_end), detail, path.end_precision))
         else:
-            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail))
+            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                                path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
     line = assemble(kind, branches, points, system.params, system.states, pair,  # type: ignore[arg-type]
