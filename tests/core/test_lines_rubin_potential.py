@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, fsolve
 
-from solvers.core.lines import TwoParameterProblem, trace_boundaries
+from solvers.core.lines import TwoParameterProblem, resample_line, trace_boundaries
 from solvers.theories.rubin_cavity.potential import OverlapPotential
 
 SIGMA_W2, C = 0.5, -0.3
@@ -114,6 +114,22 @@ def test_first_order_line_against_equal_well_depths(result) -> None:
     b = 0.3
     u_of = {line.kind: float(np.interp(b, *line.array()[np.argsort(line.array()[:, 0])].T)) for line in result.lines}
     assert u_of["fold"] < u_of["first_order"] < u_of["stability_loss"]
+
+
+def test_lines_resampled_at_chosen_b_against_the_references(result) -> None:
+    """Exact points at requested b (not the polyline's chords, which are off by ~1e-2 on u = π/b²)."""
+    bs = [0.26, 0.3, 0.35, 0.39]
+    problem = overlap_problem()
+    lines = {line.kind: resample_line(problem, line, bs, *BOX) for line in result.lines}
+    for kind in ("fold", "first_order", "stability_loss"):
+        assert [p[0] for p in lines[kind].points] == pytest.approx(bs, abs=1e-12)
+    u_spin = [p[1] for p in lines["stability_loss"].points]
+    assert u_spin == pytest.approx(list(centre_spinodal(np.array(bs))), abs=1e-8)
+    for (b, u), (_, uf) in zip(lines["first_order"].points, lines["fold"].points, strict=True):
+        assert u == pytest.approx(equal_depth_u(b, uf + 1e-3, float(centre_spinodal(np.array(b)))), abs=1e-6)
+    for (b, u), state in zip(lines["fold"].points, lines["fold"].states, strict=True):
+        _, u_star = fsolve(fold_equations, [state[0, 0] ** 2 * 1.05, u * 1.01], args=(b,), xtol=1e-12)
+        assert u == pytest.approx(u_star, abs=1e-8)
 
 
 def test_lines_end_at_the_tricritical_point_with_an_honest_precision() -> None:

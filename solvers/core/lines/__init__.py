@@ -5,6 +5,7 @@ Entry points:
 * ``trace_boundaries(problem, lam1_range, lam2_bracket, options)``: every transition line in a box.
 * ``trace_fold_line``, ``trace_first_order_line``, ``trace_branch_point_line``,
   ``trace_stability_line``, ``trace_event_line``: one line from a known special point.
+* ``resample_line``: exact points of a traced line at requested λ1 (or λ2) values.
 * ``find_bifurcations`` / ``classify_branch_point`` / ``branch_off``: branch switching at simple
   branch points of a one-parameter problem; ``trace_branch`` continues a branch.
 
@@ -27,6 +28,7 @@ from solvers.core.lines.curves import Curve1D, trace_branch
 from solvers.core.lines.fold import trace_fold_line
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem, TwoParameterProblem, from_problem
+from solvers.core.lines.resample import resample_line
 from solvers.core.lines.results import (
     BifurcationPoint,
     BoundaryResult,
@@ -59,6 +61,7 @@ __all__ = [
     "find_bifurcations",
     "from_problem",
     "locate_branch_point",
+    "resample_line",
     "scan_special_points",
     "trace_boundaries",
     "trace_branch",

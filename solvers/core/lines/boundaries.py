@@ -32,7 +32,6 @@ class _Traced:
     family: str
     line: Line
     system: object
-    zs: list[np.ndarray]
 
 
 def _family(point: ScanPoint) -> str:
@@ -101,10 +100,8 @@ def _covers_as_is(
         return False
     guess = guess * S
     lam_index = system.lam_index  # type: ignore[attr-defined]
-    tangent_like = np.asarray(traced.zs[-1]) - np.asarray(traced.zs[0]) if len(traced.zs) > 1 else np.ones(seed.size)
     near = np.argsort(np.linalg.norm(zs - seed / S, axis=1))[:2]
-    if len(near) == 2:
-        tangent_like = (zs[near[1]] - zs[near[0]]) * S
+    tangent_like = (zs[near[1]] - zs[near[0]]) * S if len(near) == 2 else np.ones(seed.size)
     width = box.hi - box.lo
     axis = 0 if abs(tangent_like[lam_index[0]]) / width[0] >= abs(tangent_like[lam_index[1]]) / width[1] else 1
     if hasattr(system, "reset"):
@@ -138,10 +135,6 @@ def _trace(problem: TwoParameterProblem, point: ScanPoint, family: str, box: Box
     tz = trace_zero(problem, "event", problem.events[point.name], point.states[0], point.lam, box, opts,
                     point.branches, name=point.name)
     return tz.line, tz.system, []
-
-
-def _line_zs(line: Line, family: str) -> list[np.ndarray]:
-    return [_z_of(s, np.asarray(p, dtype=float), family) for p, s in zip(line.points, line.states, strict=True)]
 
 
 def _same_end(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
@@ -215,7 +208,7 @@ def trace_boundaries(
             continue
         line, system, beyond = _trace(problem, point, family, box, opts)
         earlier = [t.line for t in traced if t.family == "fold"]
-        traced.append(_Traced(family, line, system, _line_zs(line, family)))
+        traced.append(_Traced(family, line, system))
         n = problem.dim
         cusps = [e for e in line.ends if e.kind == "critical"]
         for z, cusp in zip(beyond, cusps, strict=False):

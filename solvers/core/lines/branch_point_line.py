@@ -139,7 +139,7 @@ def trace_branch_points(
     if z0 is None:
         end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
         line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,
-                        bifurcation=bifurcation)
+                        bifurcation=bifurcation, formulation="branch_point")
         return TracedBranchPoints(line, system)
     both = run_two_way(system, z0, options, box, [])
     ends = []
@@ -151,7 +151,8 @@ def trace_branch_points(
     points = both.points()
     mu = max(abs(float(z[-1])) for z in points)
     message = f"{describe(pair, len(points))}; largest |μ| on the line {mu:.2e}"
-    line = assemble(kind, branches, points, system.params, system.states, pair, message, bifurcation=bifurcation)
+    line = assemble(kind, branches, points, system.params, system.states, pair, message, bifurcation=bifurcation,
+                    formulation="branch_point")
     return TracedBranchPoints(line, system)
 
 

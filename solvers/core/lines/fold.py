@@ -175,7 +175,8 @@ def trace_fold(
     if z0 is None:
         z_bad = np.concatenate([x0, lam0])
         end = LineEnd("lost", system.params(z_bad), system.states(z_bad), "the seed does not converge to a fold")
-        line = assemble("fold", branches, [z_bad], system.params, system.states, (end, end), end.detail)
+        line = assemble("fold", branches, [z_bad], system.params, system.states, (end, end), end.detail,
+                        formulation="fold")
         return TracedFold(line, system)
     system.accept(z0)
     cusp = Monitor("cusp", lambda z, t: system.coefficient(z), stop=True)
@@ -214,7 +215,8 @@ def trace_fold(
                                 path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
-    line = assemble("fold", branches, points, system.params, system.states, pair, describe(pair, len(points)))
+    line = assemble("fold", branches, points, system.params, system.states, pair, describe(pair, len(points)),
+                    formulation="fold")
     return TracedFold(line, system, beyond)
 
 

@@ -12,15 +12,7 @@ from solvers.core.lines.options import LineKind
 EndKind = Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
 BifurcationType = Literal["pitchfork", "transcritical"]
 Criticality = Literal["supercritical", "subcritical"]
-
-END_MEANING: dict[str, str] = {
-    "domain": "the line leaves the parameter box (located on its edge)",
-    "critical": "a critical point: two folds meet in a cusp, or the two coexisting states merge",
-    "spinodal": "a state of the line reaches its stability limit (a fold or a loss of stability)",
-    "lost": "the corrector fails at the smallest step: the line ceases to exist as a regular curve here",
-    "max_points": "the point cap was reached",
-    "closed": "the line closes on itself",
-}
+Formulation = Literal["fold", "coexistence", "branch_point", "zero"]
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -119,6 +111,8 @@ class Line:
     ``points[i]``: one row for fold, stability-loss, bifurcation and event lines, two rows (the
     coexisting states A and B) for a first-order line. ``name`` is the event's name for event lines.
     ``bifurcation`` classifies a stability-loss or bifurcation line at its seed (e.g. a pitchfork).
+    ``formulation`` names the augmented system that traced it: "fold", "coexistence",
+    "branch_point" or "zero" (F = 0 with one scalar condition).
     """
 
     kind: LineKind
@@ -129,6 +123,7 @@ class Line:
     message: str = ""
     name: str = ""
     bifurcation: BifurcationPoint | None = None
+    formulation: Formulation = "zero"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "states", tuple(_frozen(np.atleast_2d(s)) for s in self.states))

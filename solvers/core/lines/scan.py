@@ -111,7 +111,7 @@ def _known(problem: OneParameterProblem, curves: list[Curve1D], x: np.ndarray, p
     return False
 
 
-def _pieces(problem: OneParameterProblem, curve: Curve1D, lam1: float) -> tuple[list[_Piece], list[int]]:
+def _pieces(problem: OneParameterProblem, curve: Curve1D) -> tuple[list[_Piece], list[int]]:
     cuts = sorted({m.index for m in curve.marks if m.monitor in ("fold", "singular", "margin")})
     z = np.asarray(curve.z)
     bounds = [0, *[c + 1 for c in cuts], len(z)]
@@ -178,7 +178,7 @@ def scan_special_points(
     notes: list[str] = []
     all_pieces: list[_Piece] = []
     for curve in curves:
-        pieces, _ = _pieces(p1, curve, lam1)
+        pieces, _ = _pieces(p1, curve)
         all_pieces.extend(pieces)
         z = np.asarray(curve.z)
         margin_at = [m for m in curve.marks if m.monitor == "margin"]

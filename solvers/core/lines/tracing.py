@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from solvers.core.lines.arclength import Arclength, Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
+from solvers.core.lines.arclength import Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
 from solvers.core.lines.newton import newton
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import BifurcationPoint, EndKind, Line, LineEnd
+from solvers.core.lines.results import BifurcationPoint, EndKind, Formulation, Line, LineEnd
 
 
 def parameter_box(
@@ -70,13 +70,6 @@ def run_two_way(
     return trace_two_way(system, z0, seed_tangent(system, z0), options, box=box, monitors=monitors, terminate=terminate)
 
 
-def end_of(
-    kind: EndKind, z: np.ndarray, params: Callable[[np.ndarray], tuple[float, float]],
-    states: Callable[[np.ndarray], np.ndarray], detail: str = "", precision: float = 0.0,
-) -> LineEnd:
-    return LineEnd(kind, params(z), states(z), detail, precision)
-
-
 def assemble(
     kind: LineKind,
     branches: Sequence[str],
@@ -86,6 +79,7 @@ def assemble(
     ends: tuple[LineEnd, LineEnd],
     message: str,
     *,
+    formulation: Formulation,
     name: str = "",
     bifurcation: BifurcationPoint | None = None,
 ) -> Line:
@@ -98,6 +92,7 @@ def assemble(
         message=message,
         name=name,
         bifurcation=bifurcation,
+        formulation=formulation,
     )
 
 
@@ -119,5 +114,3 @@ def describe(ends: tuple[LineEnd, LineEnd], npoints: int) -> str:
 def _fmt(p: tuple[float, float]) -> str:
     return "(" + ", ".join(f"{v:.10g}" if math.isfinite(v) else str(v) for v in p) + ")"
 
-
-__all__ = ["Arclength", "Box", "Monitor", "assemble", "parameter_box", "run_two_way", "seed_tangent"]

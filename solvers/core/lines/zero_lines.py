@@ -89,7 +89,7 @@ def trace_zero(
     if z0 is None:
         end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
         line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,  # type: ignore[arg-type]
-                        name=name, bifurcation=bifurcation)
+                        name=name, bifurcation=bifurcation, formulation="zero")
         return TracedZero(line, system)
     fold = Monitor("fold", lambda z, t: singularity_indicator(model.jac_x(z[: system.n], z[system.n :])), stop=True)
     both = run_two_way(system, z0, options, box, [fold])
@@ -105,7 +105,7 @@ def trace_zero(
     pair = (ends[0], ends[1])
     points = both.points()
     line = assemble(kind, branches, points, system.params, system.states, pair,  # type: ignore[arg-type]
-                    describe(pair, len(points)), name=name, bifurcation=bifurcation)
+                    describe(pair, len(points)), name=name, bifurcation=bifurcation, formulation="zero")
     return TracedZero(line, system)
 
 
