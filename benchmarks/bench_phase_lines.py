@@ -40,7 +40,7 @@ from scipy.optimize import brentq, fsolve  # noqa: E402
 from benchmarks.common import Ratio, print_table  # noqa: E402
 from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries  # noqa: E402
 from solvers.core.lines.newton import newton  # noqa: E402
-from solvers.theories.rubin_cavity.potential import OverlapPotential  # noqa: E402
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential  # noqa: E402
 
 SIGMA_W2, C = 0.5, -0.3
 B_RANGE, U_RANGE = (0.25, 0.4), (10.0, 60.0)

@@ -14,7 +14,7 @@ import pytest
 from scipy.optimize import brentq, fsolve
 
 from solvers.core.lines import TwoParameterProblem, resample_line, trace_boundaries
-from solvers.theories.rubin_cavity.potential import OverlapPotential
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential
 
 SIGMA_W2, C = 0.5, -0.3
 BOX = ((0.25, 0.4), (10.0, 60.0))
