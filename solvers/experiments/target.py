@@ -26,6 +26,8 @@ MinibatchLogLikelihood = Callable[[Array, Array], Array]
 Initialiser = Callable[[Array], Array]
 #: position -> named per-draw estimates (jnp scalars or arrays of fixed shape)
 Estimators = Callable[[Array], Mapping[str, Array]]
+#: posterior means of the estimators (by name) -> named observables that are smooth functions of them
+Derived = Callable[[Mapping[str, Array]], Mapping[str, Array]]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,10 @@ class Target:
         integrated_out: names of the blocks integrated out exactly (e.g. a readout that is
             conditionally Gaussian given the hidden weights), reported beside the estimates.
         info: anything the theory wants reported about the network (sizes, scalings).
+        derived: observables that are not posterior means of one per-draw quantity but smooth functions
+            of such means (a predictive variance E[f²] − E[f]², the test error of the posterior-mean
+            predictor). Their Monte-Carlo error is that of the linearised per-draw series
+            Σ_k ∂g/∂m_k · x_k (delta method), so they carry an ESS and R-hat like any estimator.
     """
 
     dim: int
@@ -56,6 +62,7 @@ class Target:
     sampled: tuple[tuple[str, int], ...] = ()
     integrated_out: tuple[str, ...] = ()
     info: Mapping[str, Any] = field(default_factory=dict)
+    derived: Derived | None = None
 
     def logdensity(self, position: Array) -> Array:
         return self.log_prior(position) + self.log_likelihood(position)
