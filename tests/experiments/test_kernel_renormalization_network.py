@@ -15,7 +15,7 @@ from solvers.core.options import SolverOptions
 from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization.experiment import ExperimentSizes, build_target, theory_observables
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
-from tests.experiments.sampling_helpers import run_nuts
+from tests.experiments.sampling_helpers import product, run_nuts
 from tests.theories.test_kernel_renormalization_common import arrays, recipe_data
 from tests.theories.test_kernel_renormalization_exact_linear import ExactLinear
 
@@ -146,35 +146,42 @@ def _gp(activation: str, X, y, Xt, T: float, scale: float) -> tuple[np.ndarray, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("activation", ["erf", "relu"])
-def test_wide_network_converges_to_nngp_regression(activation: str) -> None:
-    """P = 4: the sampled predictive mean and variance approach GP regression with the NNGP kernel like 1/N1.
+def test_wide_network_converges_to_nngp_regression() -> None:
+    """P = 4: the sampled predictive mean and variance approach GP regression with the NNGP kernel like
+    1/N1, for erf (arcsine kernel) and ReLU (arc-cosine kernel).
 
     At finite width the network differs from the GP by O(1/N1) (the readout norm Q̄ − 1 = O(P/N1), and
-    fluctuations of the finite-width feature kernel). The test measures the deviation at N1 = 64 and 256:
-    N1·(experiment − GP) must agree between the two widths within 4 combined standard errors, and Q̄ − 1
-    must shrink like 1/N1 too. A limit other than the NNGP (a width-independent offset δ) makes N1·deviation
-    grow by 192 δ and fails.
+    fluctuations of the finite-width feature kernel). The deviation is measured at N1 = 32 and 128 (four
+    independent networks sampled as one product target): N1·(experiment − GP) must agree between the two
+    widths within 4 combined standard errors, for the mean, the variance and Q̄ − 1. A limit other than the
+    NNGP (a width-independent offset δ) makes N1·deviation grow by 96 δ and fails.
     """
     rng = np.random.default_rng(3)
     X, Xt = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
     y, yt = np.array([1.0, -1.0, 1.0, -1.0]), np.array([1.0, -1.0, 1.0])
-    T = 0.1
-    gp_mean, gp_var = _gp(activation, X, y, Xt, T, 1.0)
-    scaled = {}
-    for N1 in (64, 256):
-        target = build_target(_spec(arrays(X, y, Xt, yt), activation=activation, N1=N1, T=T))
-        run = run_nuts(target, warmup=200, draws=300)
-        assert run.divergences == 0
-        for name, est, ref in (
-            ("test_mean", run.estimate("test_mean"), gp_mean),
-            ("test_variance", run.derived(target)["test_variance"], gp_var),
-            ("Qbar", run.estimate("Qbar"), 1.0),
-        ):
-            assert np.all(est.rhat < 1.05), (name, est.rhat)
-            scaled.setdefault(name, []).append((N1 * (est.mean - ref), N1 * est.mcse))
-    for name, ((a, sa), (b, sb)) in scaled.items():
-        assert np.all(np.abs(b - a) <= 4 * np.hypot(sa, sb)), (name, a, b, sa, sb)
+    T, widths, activations = 0.1, (32, 128), ("erf", "relu")
+    targets = {
+        f"{act}{N1}": build_target(_spec(arrays(X, y, Xt, yt), activation=act, N1=N1, T=T))
+        for act in activations
+        for N1 in widths
+    }
+    joint = product(targets)
+    run = run_nuts(joint, warmup=150, draws=250)
+    derived = run.derived(joint)
+    assert run.divergences == 0
+    for act in activations:
+        gp_mean, gp_var = _gp(act, X, y, Xt, T, 1.0)
+        scaled: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for N1 in widths:
+            for name, est, ref in (
+                ("test_mean", run.estimate(f"{act}{N1}/test_mean"), gp_mean),
+                ("test_variance", derived[f"{act}{N1}/test_variance"], gp_var),
+                ("Qbar", run.estimate(f"{act}{N1}/Qbar"), 1.0),
+            ):
+                assert np.all(est.rhat < 1.05), (act, N1, name, est.rhat)
+                scaled.setdefault(name, []).append((N1 * (est.mean - ref), N1 * est.mcse))
+        for name, ((a, sa), (b, sb)) in scaled.items():
+            assert np.all(np.abs(b - a) <= 4 * np.hypot(sa, sb)), (act, name, a, b, sa, sb)
 
 
 @pytest.mark.slow

@@ -54,11 +54,15 @@ def _read_only(*arrays: np.ndarray) -> None:
         a.setflags(write=False)
 
 
+def draw_inputs(P: int, D: int, P_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Training inputs (P x D) then test inputs (P_test x D), x ~ N(0, I_D), from one seeded stream."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((P, D)), rng.standard_normal((P_test, D))
+
+
 def draw(P: int, D: int, P_test: int, seed: int) -> Data:
     """Training then test inputs x ~ N(0, I_D) from ``numpy.random.default_rng(seed)``."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((P, D))
-    Xt = rng.standard_normal((P_test, D))
+    X, Xt = draw_inputs(P, D, P_test, seed)
     perp, perp_t = X[:, 1:], Xt[:, 1:]
     train = SampleSet(X[:, 0].copy(), perp @ perp.T, np.einsum("ij,ij->i", perp, perp))
     test = SampleSet(Xt[:, 0].copy(), perp_t @ perp.T, np.einsum("ij,ij->i", perp_t, perp_t))
