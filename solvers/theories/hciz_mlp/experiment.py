@@ -22,7 +22,7 @@ Estimators (names as in the theory's report):
 
     generalization_error   ½ mean over test inputs of (f_W(x) − f_{W⁰}(x))²: half the Gibbs error on the
                            noiseless outputs, ε* by Nishimori (Δ excluded, as in the theory)
-    R2                     R_d Tr(S S⁰)/Tr(S⁰ S⁰), S = Wᵀ diag(v) W, R_d = 1 + γ (E v)² (one hidden layer)
+    R2                     R_d − Tr((S⁰ − S) S⁰)/(k d²), S = Wᵀ diag(v) W, R_d = 1 + γ (E v)² (one hidden layer)
     Q                      W_i·W⁰_i/‖W⁰_i‖² averaged over the units of each atom of P_v (one hidden layer; a
                            number for one-atom laws, a list in the theory's atom order for ``four_point``)
     Q_1 … Q_L              the same per layer for deep nets; Q_L per atom
@@ -33,12 +33,16 @@ Estimators (names as in the theory's report):
                            relabelling, but biased upwards by about √(2 ln k/d) where nothing is learned (a
                            maximum of k overlaps of size d^(-1/2))
 
-The overlaps are normalised by the teacher's own, so that the teacher has exactly the theory's
-self-overlaps (Q = 1, R2 = R_d, Nishimori). The theory's (1/d) W_i·W⁰_i and Tr(S S⁰)/(k d²) are the
-same as d → ∞ (‖W⁰_i‖²/d → 1, Tr(S⁰S⁰)/(k d²) → R_d), but at finite d they carry the O(d^(-1/2))
-fluctuations of the teacher's norms, which the normalisation removes. Q is measured in the teacher's
-labelling of the hidden units: a draw that specialised onto a permuted labelling reports Q ≈ 0 while
-its generalisation error, which is permutation invariant, is low.
+Q is normalised by each teacher unit's norm rather than by d (the theory's (1/d) W_i·W⁰_i, equal as
+d → ∞ since ‖W⁰_i‖²/d → 1): in the scalar channel of the theory the posterior mean of a unit is
+proportional to the teacher's weights, so W_i·W⁰_i scales with ‖W⁰_i‖², and the normalisation removes
+the O(d^(-1/2)) fluctuation of the teacher's norms (the teacher has Q = 1 exactly). R2 is the theory's
+R_d − mmse with the matrix error in its overlap form: by Nishimori E Tr((S⁰ − S)S⁰) = E‖S⁰ − ⟨S⟩‖², so
+its mean is the theory's Tr(S S⁰)/(k d²) = R_2 at d → ∞, without the O(d^(-1/2)) fluctuation of the
+teacher's ‖S⁰‖² (whose error does not scale with it); the teacher has R2 = R_d. Q is measured in the
+teacher's labelling of the hidden
+units: a draw that specialised onto a permuted labelling reports Q ≈ 0 while its generalisation error,
+which is permutation invariant, is low.
 """
 
 from __future__ import annotations
@@ -206,7 +210,7 @@ def build_target(spec: HCIZSpec, sizes: ExperimentSizes, seed: int = 0) -> Targe
             per_atom = jnp.stack([jnp.mean(last[g]) if g.size else jnp.nan for g in groups])
         if L == 1:
             M = weights[0] @ teacher[0].T
-            out["R2"] = R_d * (v @ (M * M) @ v) / self_overlap
+            out["R2"] = R_d - (self_overlap - v @ (M * M) @ v) / (k * d * d)
             if per_atom is not None:
                 out["Q"] = per_atom
         else:
