@@ -1,24 +1,29 @@
 """NUTS on a :class:`~solvers.experiments.target.Target` with BlackJAX, several chains, ArviZ errors.
 
-A small test helper, not the project's sampler: window adaptation per chain, then a ``lax.scan`` of
-``nuts.step`` with the target's estimators evaluated on every draw (positions are never stored), all
-chains vmapped under one jit. Monte-Carlo errors, ESS and split R-hat come from ArviZ; a derived
-observable g(posterior means) gets the error of its linearised per-draw series (delta method).
+A small test helper, not the project's sampler: Stan's window adaptation per chain, then NUTS
+transitions with the target's estimators evaluated on every draw (positions are never stored).
+Monte-Carlo errors, ESS and split R-hat come from ArviZ; a derived observable g(posterior means) gets
+the error of its linearised per-draw series (delta method).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import arviz as az
 import blackjax
 import jax
 import jax.numpy as jnp
 import numpy as np
-from blackjax.adaptation.base import get_filter_adapt_info_fn
+from blackjax.adaptation.window_adaptation import base as window_base
+from blackjax.adaptation.window_adaptation import build_schedule
 
 from solvers.experiments.target import Target
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Run:
     acceptance: float
     divergences: int
     step_sizes: np.ndarray
+    gradient_evaluations: int  # leapfrog steps of the sampling phase, all chains
 
     def estimate(self, name: str) -> Estimate:
         return _diagnose(self.draws[name])
@@ -120,30 +126,63 @@ def product(targets: Mapping[str, Target], init: Mapping[str, str] | None = None
     )
 
 
+def _strong(tree: T) -> T:
+    """Every leaf as an array of an explicit dtype: weakly typed scalars would make jit compile again."""
+    return jax.tree.map(lambda x: jnp.array(x, dtype=jnp.asarray(x).dtype), tree)
+
+
 def run_nuts(
     target: Target, *, init: str = "prior", chains: int = 4, warmup: int = 300, draws: int = 300, seed: int = 0
 ) -> Run:
-    """``chains`` NUTS chains from ``target.init[init]``, each with its own window adaptation."""
+    """``chains`` NUTS chains from ``target.init[init]``, each with Stan's window adaptation.
+
+    BlackJAX's own pieces (``nuts.build_kernel``, ``window_adaptation.base`` and ``build_schedule``),
+    driven step by step from Python: one compiled NUTS transition (step size and inverse mass matrix are
+    arguments) serves the adaptation and the sampling of every chain. On a CPU, compiling the adaptation
+    and sampling loops as programs of their own costs several times more than these small chains take to run.
+    """
     logdensity = target.logdensity
-    adapt = blackjax.window_adaptation(blackjax.nuts, logdensity, adaptation_info_fn=get_filter_adapt_info_fn())
-    initialise = target.init[init]
+    kernel = blackjax.nuts.build_kernel()
 
-    def chain(key: jax.Array) -> tuple[Mapping[str, jax.Array], jax.Array, jax.Array, jax.Array]:
-        k_init, k_warm, k_draw = jax.random.split(key, 3)
-        (state, params), _ = adapt.run(k_warm, initialise(k_init), num_steps=warmup)
-        kernel = blackjax.nuts(logdensity, **params)
+    @jax.jit
+    def transition(key, state, step_size, imm):
+        # the estimators ride along in warm-up too: one compiled program instead of two
+        state, info = kernel(key, state, logdensity, step_size, imm)
+        return state, info, target.estimators(state.position)
 
-        def one(state, k):
-            state, info = kernel.step(k, state)
-            return state, (target.estimators(state.position), info.acceptance_rate, info.is_divergent)
+    with warnings.catch_warnings():
+        # deprecated in favour of the whole-loop drivers, which would compile NUTS a second time
+        warnings.simplefilter("ignore", DeprecationWarning)
+        adapt_init, adapt_update, adapt_final = window_base(is_mass_matrix_diagonal=True)
+    adapt_update = jax.jit(adapt_update)
+    start = jax.jit(lambda key: blackjax.nuts.init(target.init[init](key), logdensity))
+    # stages as arrays of fixed dtype, the adaptation state strongly typed: every call reuses one program
+    schedule = [(jnp.array(stage, dtype=int), jnp.array(end, dtype=bool)) for stage, end in build_schedule(warmup)]
 
-        _, (est, acc, div) = jax.lax.scan(one, state, jax.random.split(k_draw, draws))
-        return est, acc, div, params["step_size"]
-
-    est, acc, div, step = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(seed), chains))
+    draws_out: list[dict[str, list[np.ndarray]]] = []
+    acc, div, steps, step_sizes = [], 0, 0, []
+    for key in np.asarray(jax.random.split(jax.random.PRNGKey(seed), chains)):
+        k_init, k_warm, k_draw = np.asarray(jax.random.split(key, 3))
+        state = start(k_init)
+        adaptation = _strong(adapt_init(state.position, 1.0))
+        for k, stage in zip(np.asarray(jax.random.split(k_warm, warmup)), schedule, strict=True):
+            state, info, _ = transition(k, state, adaptation.step_size, adaptation.inverse_mass_matrix)
+            adaptation = adapt_update(adaptation, stage, state.position, info.acceptance_rate)
+        step_size, imm = adapt_final(adaptation)
+        chain: dict[str, list[np.ndarray]] = {}
+        for k in np.asarray(jax.random.split(k_draw, draws)):
+            state, info, values = transition(k, state, step_size, imm)
+            for name, value in values.items():
+                chain.setdefault(name, []).append(value)
+            acc.append(info.acceptance_rate)
+            div += int(info.is_divergent)
+            steps += int(info.num_integration_steps)
+        draws_out.append({name: [np.asarray(v) for v in vs] for name, vs in chain.items()})
+        step_sizes.append(float(step_size))
     return Run(
-        draws={k: np.asarray(v) for k, v in est.items()},
-        acceptance=float(np.mean(acc)),
-        divergences=int(np.sum(div)),
-        step_sizes=np.asarray(step),
+        draws={name: np.stack([np.stack(c[name]) for c in draws_out]) for name in draws_out[0]},
+        acceptance=float(np.mean([float(a) for a in acc])),
+        divergences=div,
+        step_sizes=np.asarray(step_sizes),
+        gradient_evaluations=steps,
     )

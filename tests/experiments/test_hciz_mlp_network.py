@@ -169,13 +169,13 @@ def test_invalid_networks_are_refused() -> None:
 def test_prior_start_at_small_alpha_is_the_universal_branch() -> None:
     """he2_he3, γ = 1/2, Δ = 0.1, α = 1/4 (only the universal branch exists), d = 16 (k = 8, n = 64).
 
-    The generalisation error is averaged over 4 independent teachers and data sets (sampled as one
+    The generalisation error is averaged over 3 independent teachers and data sets (sampled as one
     product target); its error is the spread between them (which contains the Monte-Carlo errors). Finite-
     size allowance K_d/d: the finite network's self-overlap exceeds R_d by 1/d (the diagonal of WᵀW), and
     the matrix-denoising error at finite d carries an O(1/d) bias (≤ 3 mmse/d in its Monte Carlo tests).
     """
     spec = _spec(alpha=0.25, Delta=0.1, readout="ones")
-    d, m = 16, 4
+    d, m = 16, 3
     targets = {f"s{i}": build_target(spec, ExperimentSizes(d=d, n_test=2000), seed=i) for i in range(m)}
     run = run_nuts(product(targets), warmup=150, draws=200)
     universal = theory_observables(THEORY.solve(spec, SolverOptions()), branch="universal")

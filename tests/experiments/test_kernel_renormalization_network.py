@@ -191,7 +191,7 @@ def test_linear_network_matches_the_exact_finite_width_posterior() -> None:
     X, y, Xt, yt = recipe_data(P_test=10)
     T, N1 = 0.1, 10
     target = build_target(_spec(arrays(X, y, Xt, yt), activation="linear", N1=N1, T=T, lambda0=1.0, lambda1=1.0))
-    run = run_nuts(target, warmup=300, draws=500)
+    run = run_nuts(target, warmup=200, draws=300)
     exact = ExactLinear(X, y, Xt, yt, 1.0, 1.0, T).averages(N1)
     pairs = {
         "test_mean": exact["test_mean"],
