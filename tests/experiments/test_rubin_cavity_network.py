@@ -126,7 +126,7 @@ def test_aligned_neurons_appear_past_the_transition() -> None:
     sizes = ExperimentSizes(aligned_threshold=0.6, rho_bins=20, rho_range=1.5)
     targets = {"below": build_target(_finite(**base, T=1.0), sizes), "above": build_target(_finite(**base, T=0.2),
                                                                                               sizes)}
-    run = run_nuts(product(targets), warmup=150, draws=200)
+    run = run_nuts(product(targets), warmup=150, draws=150)
     assert run.divergences == 0
     R = {k: run.estimate(f"{k}/R") for k in targets}
     aligned = {k: run.estimate(f"{k}/aligned_fraction") for k in targets}
