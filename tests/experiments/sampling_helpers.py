@@ -1,6 +1,6 @@
 """NUTS on a :class:`~solvers.experiments.target.Target` with BlackJAX, several chains, ArviZ errors.
 
-A small test helper, not the project's sampler: Stan's window adaptation per chain, then NUTS
+For the tests only, not the project's sampler: Stan's window adaptation per chain, then NUTS
 transitions with the target's estimators evaluated on every draw (positions are never stored).
 Monte-Carlo errors, ESS and split R-hat come from ArviZ; a derived observable g(posterior means) gets
 the error of its linearised per-draw series (delta method).
