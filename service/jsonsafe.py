@@ -11,6 +11,21 @@ from typing import Any
 
 import numpy as np
 
+from solvers.core.results import SolveResult
+
+
+def result_diagnostics(res: SolveResult) -> dict[str, Any]:
+    """How one solve went, in the contract's words (wherever a solve is reported)."""
+    return {
+        "residual": res.residual,
+        "iterations": res.iterations,
+        "method": res.method,
+        "seconds": res.seconds,
+        "status": res.status.value,
+        "message": res.message,
+        "nfev": res.nfev,
+    }
+
 
 def _convert(obj: Any, path: str, bad: list[str]) -> Any:
     if isinstance(obj, dict):
@@ -25,6 +40,8 @@ def _convert(obj: Any, path: str, bad: list[str]) -> Any:
         if obj.dtype.kind in "biu" or (obj.dtype.kind == "f" and bool(np.all(np.isfinite(obj)))):
             return obj.tolist()
         return _convert(obj.tolist(), path, bad)
+    if isinstance(obj, SolveResult):
+        return _convert(result_diagnostics(obj), path, bad)
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, (int, np.integer)):

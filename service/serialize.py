@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from service.jsonsafe import json_safe
+from service.jsonsafe import json_safe, result_diagnostics
 from solvers.core.results import Attempt, Branch, Catalogue, Report, SolveResult
 from solvers.core.special_points import SpecialPoint
 from solvers.core.status import Status
@@ -22,18 +22,6 @@ from solvers.core.sweep import Sweep
 
 #: Keys of a sweep point, in the contract's order.
 POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")
-
-
-def _result_diagnostics(res: SolveResult) -> dict[str, Any]:
-    return {
-        "residual": res.residual,
-        "iterations": res.iterations,
-        "method": res.method,
-        "seconds": res.seconds,
-        "status": res.status.value,
-        "message": res.message,
-        "nfev": res.nfev,
-    }
 
 
 def branch_json(b: Branch) -> dict[str, Any]:
@@ -45,7 +33,7 @@ def branch_json(b: Branch) -> dict[str, Any]:
         "free_entropy": b.free_entropy,
         "order_parameters": dict(report.order_parameters),
         "observables": dict(report.observables),
-        "diagnostics": {**_result_diagnostics(b.result), "starts": list(b.starts),
+        "diagnostics": {**result_diagnostics(b.result), "starts": list(b.starts),
                         "stability_margin": b.stability_margin},
         "state": b.x,
     }

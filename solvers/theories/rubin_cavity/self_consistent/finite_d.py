@@ -27,18 +27,6 @@ from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.self_consistent.quadrature import panel_count, quadrature_problem
 
 
-def result_diagnostics(res: SolveResult) -> dict[str, Any]:
-    return {
-        "residual": res.residual,
-        "iterations": res.iterations,
-        "method": res.method,
-        "seconds": res.seconds,
-        "status": res.status.value,
-        "message": res.message,
-        "nfev": res.nfev,
-    }
-
-
 def finite_d_block(net: Network, result: SolveResult) -> dict[str, Any]:
     b, c = float(result.x[0]), float(result.x[1])
     block: dict[str, Any] = {
@@ -46,7 +34,7 @@ def finite_d_block(net: Network, result: SolveResult) -> dict[str, Any]:
         "b": b,
         "c": c,
         **learned_fractions(net.epsilon, b, c),
-        "diagnostics": result_diagnostics(result),
+        "diagnostics": result,  # the service reports a solve's diagnostics the same way everywhere
     }
     if not result.converged:
         return block
