@@ -50,6 +50,9 @@ class Target:
             of such means (a predictive variance E[f²] − E[f]², the test error of the posterior-mean
             predictor). Their Monte-Carlo error is that of the linearised per-draw series
             Σ_k ∂g/∂m_k · x_k (delta method), so they carry an ESS and R-hat like any estimator.
+        cache_key: optional canonical identifier (e.g. the spec's hash): targets with equal keys are the same
+            network and share compiled samplers within a process; without it, compiled samplers are cached per
+            Target object.
     """
 
     dim: int
@@ -63,6 +66,7 @@ class Target:
     integrated_out: tuple[str, ...] = ()
     info: Mapping[str, Any] = field(default_factory=dict)
     derived: Derived | None = None
+    cache_key: str | None = None
 
     def logdensity(self, position: Array) -> Array:
         return self.log_prior(position) + self.log_likelihood(position)
