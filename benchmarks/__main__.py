@@ -16,6 +16,7 @@ MODULES = [
     "benchmarks.bench_service",
     "benchmarks.bench_phase_diagram",
     "benchmarks.bench_phase_lines",
+    "benchmarks.bench_experiments",
 ]
 
 
