@@ -5,8 +5,8 @@ when there is no checkpoint yet, then ``n_draws`` kept draws of every chain, and
 the block's per-draw records. The PRNG key of sampler step s is ``fold_in(sampling_key, s)`` split over chains,
 so a run cut into blocks anywhere, stored and resumed, draws exactly what the uninterrupted run draws.
 
-Compiled functions are cached per (target, chain-determining options) within a process: repeated blocks, and
-targets rebuilt with the same ``Target.cache_key``, do not recompile.
+Compiled functions are cached within a process per target and per the options they depend on: repeated blocks,
+other seeds and initialisations, and targets rebuilt with the same ``Target.cache_key`` do not recompile.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def run_block(
     wanted = options.block_size if n_draws is None else n_draws
     if wanted < 0:
         raise ValueError(f"n_draws must be >= 0, got {n_draws}")
-    n = min(wanted, options.draws - checkpoint.draws_done)
+    n = max(0, min(wanted, options.draws - checkpoint.draws_done))
     compiled = _compiled(target, options, "block")
     state = _restore_state(compiled, checkpoint)
     params = {name: jnp.asarray(value) for name, value in checkpoint.parameters.items()}
