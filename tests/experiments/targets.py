@@ -157,6 +157,4 @@ ADJUSTED = {
 LANGEVIN = dict(method="langevin", step_size=float(LANGEVIN_STEP), chains=4, warmup=2000, draws=4000, thin=10)
 SGLD = dict(method="sgld", step_size=float(0.2 / np.linalg.eigvalsh(REGRESSION.precision).max()), batch_size=10,
             chains=4, warmup=500, draws=3000, thin=4)
-#: one-chain MALA on the regression, keeping positions
-ONE_CHAIN = dict(method="mala", chains=1, warmup=300, draws=400, keep_positions=True)
 BLOCK = 500

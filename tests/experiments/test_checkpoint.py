@@ -14,7 +14,6 @@ from tests.experiments.targets import (
     ADJUSTED,
     BLOCK,
     LANGEVIN,
-    ONE_CHAIN,
     PRODUCT,
     REGRESSION_TARGET,
     SGLD,
@@ -28,7 +27,7 @@ OPTIONS = {
     **{name: (PRODUCT, {**ADJUSTED[name]}) for name in ADJUSTED},
     "langevin": (PRODUCT, LANGEVIN),
     "sgld": (REGRESSION_TARGET, SGLD),
-    "mala-positions": (REGRESSION_TARGET, ONE_CHAIN),
+    "mala-positions": (PRODUCT, {**ADJUSTED["mala"], "keep_positions": True}),
 }
 OPTIONS = {
     name: (target, SamplerOptions(**{**fields, "draws": 60, "seed": 21, "block_size": BLOCK}))
