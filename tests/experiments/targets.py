@@ -142,7 +142,7 @@ def product_target(mean: np.ndarray, cov: np.ndarray, regression: LinearRegressi
 
 
 # Shared targets and options: tests that sample the same target with the same compile-relevant options reuse the
-# compiled code within a test session (only the seed, init and draws differ).
+# compiled code within one pytest run (only the seed, init and draws differ).
 MEAN, COV = ill_conditioned()
 REGRESSION = LinearRegression()
 PRODUCT = product_target(MEAN, COV, REGRESSION, key="tests.product")
