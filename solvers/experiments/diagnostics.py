@@ -8,13 +8,18 @@ chain carries no Monte-Carlo error (stderr 0; ESS and R-hat undefined, NaN) and 
 whose log-density never changes did not move, and fails it. R-hat compares chains: with one chain ArviZ leaves it
 undefined, so a one-chain run is never judged converged. A non-finite estimate or log-density in any draw
 makes the run a numerical error.
+
+A Target's derived observables (``Target.derived``: smooth functions g of the posterior means, such as a
+predictive variance E[f²] − E[f]²) are estimated at the means of the draws, g(m̂), with the Monte-Carlo error,
+ESS and R-hat of the linearised per-draw series g(m̂) + Σ_k ∂g/∂m_k (x_k − m̂_k) (the delta method); they are
+reported and judged like every other observable.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -85,6 +90,45 @@ def estimates_of(values: Mapping[str, np.ndarray]) -> tuple[dict[str, Estimate],
     return estimates, components
 
 
+def derived_series(target: Target, values: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """For each derived observable: (g at the means of ``values``, its linearised per-draw series).
+
+    ``values`` maps estimator names to draws (chains, draws, *shape). The Jacobian is applied by
+    ``jax.linearize`` (one linearisation, then one Jacobian-vector product per draw, vectorised), so a
+    derived observable of many means costs no dense Jacobian.
+    """
+    if target.derived is None:
+        return {}
+    import jax
+    import jax.numpy as jnp
+
+    first = next(iter(values.values()))
+    chains, n = first.shape[:2]
+    means = {k: jnp.asarray(v.mean(axis=(0, 1), dtype=np.float64).astype(v.dtype)) for k, v in values.items()}
+    at_means, linear = jax.linearize(lambda m: dict(target.derived(m)), means)
+    deltas = {k: jnp.asarray((v - np.asarray(means[k])).reshape(chains * n, *v.shape[2:])) for k, v in values.items()}
+    steps = jax.vmap(linear)(deltas)
+    out = {}
+    for name, value in at_means.items():
+        g = np.asarray(value)
+        out[name] = (g, g + np.asarray(steps[name]).reshape(chains, n, *g.shape))
+    return out
+
+
+def derived_estimates(
+    target: Target, values: Mapping[str, np.ndarray]
+) -> tuple[dict[str, Estimate], dict[str, list[_Component]]]:
+    """Estimates of the derived observables: mean g(m̂), errors and diagnostics of the linearised series."""
+    estimates, components = {}, {}
+    for name, (g, series) in derived_series(target, values).items():
+        if name in values:
+            raise ValueError(f"derived observable {name!r} has the name of an estimator")
+        est, comps = estimate(series)
+        mean = float(g) if g.ndim == 0 else g.astype(np.float64)
+        estimates[name], components[name] = replace(est, mean=mean), comps
+    return estimates, components
+
+
 def summarize(
     target: Target, options: SamplerOptions, checkpoint: Checkpoint, draws: Draws, *, time_limited: bool = False
 ) -> ExperimentResult:
@@ -92,6 +136,10 @@ def summarize(
     if draws.start != 0 or draws.stop != checkpoint.draws_done:
         raise ValueError(f"draws {draws.start}..{draws.stop} are not the run's {checkpoint.draws_done} draws")
     estimates, components = estimates_of(draws.estimates)
+    if draws.n:
+        more, more_components = derived_estimates(target, draws.estimates)
+        estimates.update(more)
+        components.update(more_components)
     judged = [(f"{name}{c.label}", c) for name, cs in components.items() for c in cs if c.finite and not c.constant]
     high_rhat = [(label, c.rhat) for label, c in judged if c.rhat > options.rhat_max]
     low_ess = [(label, c.ess_bulk) for label, c in judged if c.ess_bulk < options.ess_bulk_min]
