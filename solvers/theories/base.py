@@ -11,6 +11,13 @@ A theory declares the sizes that set its cost (``sizes``), with default limits (
 the service checks them against the instance's settings, so an instance can raise or lower every
 limit. Specs validate physics only (ranges, shapes), never sizes.
 
+Beside its equations a theory may state the finite network it describes (its *experiment*): a model of
+the finite sizes the network needs beyond the spec (``experiment_sizes``), a cheap check of a spec and
+sizes that returns their size-like quantities (``check_experiment``, no JAX), the sampler
+:class:`~solvers.experiments.target.Target` (``experiment``) and the theory's values of the network's
+estimators on each branch of a solve (``experiment_predictions``). A theory without one refuses with
+:class:`ExperimentRefused` naming ``model.theory``.
+
 Theories keep no mutable module state: whatever a solve learns (eigendecompositions, warm
 starts) lives on its bound problem; caches that pay across requests are keyed by immutable
 inputs and safe under threads.
@@ -21,8 +28,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from solvers.core.catalogue import solve_catalogue
@@ -32,8 +40,28 @@ from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep, run_sweep
 
+if TYPE_CHECKING:
+    from solvers.experiments.target import Target
+
 #: limit name -> (location of the field in the spec, value)
 Sizes = dict[str, tuple[tuple[str | int, ...], float]]
+#: estimator name -> the theory's value (a float, or an array of the estimator's shape)
+Predictions = dict[str, float | np.ndarray]
+#: Default limits of an experiment's size-like quantities (an instance may override each, ``SADDLELAB_LIMIT_<NAME>``):
+#: sampled parameters, and numbers held by the network's data (training and test inputs).
+EXPERIMENT_SIZE_LIMITS: dict[str, float] = {"experiment_parameters": 5_000_000, "experiment_data": 50_000_000}
+
+
+class ExperimentRefused(ValueError):
+    """A spec (or finite sizes) whose network cannot be sampled; ``loc`` names the field in the request.
+
+    ``loc`` starts with ``"model"`` (a field of the spec) or ``"sizes"`` (a field of the experiment sizes).
+    """
+
+    def __init__(self, loc: tuple[str | int, ...], reason: str):
+        super().__init__(f"{'.'.join(map(str, loc[1:] or loc))}: {reason}")
+        self.loc = tuple(loc)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -81,6 +109,47 @@ class Theory(ABC):
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         """The value of ``p`` that stands for the spec itself (0 for a single solve)."""
         return float(getattr(spec, parameter)) if parameter else 0.0
+
+    # ---- the finite network (experiment) ---------------------------------------------------------
+    #: The finite sizes of the network beyond the spec (a pydantic model), None when the theory states no network.
+    experiment_sizes: ClassVar[type[BaseModel] | None] = None
+    #: Default limits of the experiment's size-like quantities, by limit name (see :meth:`check_experiment`).
+    experiment_size_limits: ClassVar[dict[str, float]] = EXPERIMENT_SIZE_LIMITS
+    #: Small sizes for the theory's examples (what the contract tests sample, with the examples' specs).
+    experiment_example: ClassVar[Mapping[str, Any]] = {}
+
+    def experiment_sizes_for(self, spec: BaseModel) -> type[BaseModel]:
+        """The sizes model of this spec's network; raises :class:`ExperimentRefused` when there is none."""
+        if self.experiment_sizes is None:
+            raise ExperimentRefused(("model", "theory"), f"{self.name} states no finite network to sample")
+        return self.experiment_sizes
+
+    def experiment_example_sizes(self, spec: BaseModel) -> Mapping[str, Any]:
+        """Small experiment sizes for an example spec of this theory."""
+        return self.experiment_example
+
+    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
+        """Refuse (:class:`ExperimentRefused`) a network that cannot be sampled; else its size-like quantities.
+
+        Cheap and free of JAX, so the service checks a request before queueing it: limit name -> (location in
+        the request, value), ``experiment_parameters`` (the sampled dimension) among them.
+        """
+        self.experiment_sizes_for(spec)
+        return {}
+
+    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
+        """The posterior of the spec's finite network as a sampler Target (``seed``: teacher and data where the
+        spec does not fix them)."""
+        self.experiment_sizes_for(spec)
+        raise NotImplementedError(f"{self.name} declares experiment sizes but builds no network")
+
+    def experiment_predictions(
+        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
+    ) -> Predictions:
+        """The theory's value of every estimator of the network it has one for, on ``branch`` of a solve of the
+        same spec (default: the equilibrium)."""
+        self.experiment_sizes_for(spec)
+        return {}
 
     # ---- solve and sweep ---------------------------------------------------------------------------
     def solve(self, spec: BaseModel, options: SolverOptions) -> Catalogue:

@@ -7,7 +7,7 @@ so a mode is one class of its own and adding a mode is one entry in the family's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -16,7 +16,10 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep
-from solvers.theories.base import Sizes, Theory
+from solvers.theories.base import Predictions, Sizes, Theory
+
+if TYPE_CHECKING:
+    from solvers.experiments.target import Target
 
 
 class Modes(Theory):
@@ -30,6 +33,7 @@ class Modes(Theory):
         if cls.modes:
             cls.sweepable = tuple(dict.fromkeys(f for t in cls.modes.values() for f in t.sweepable))
             cls.size_limits = {k: v for t in cls.modes.values() for k, v in t.size_limits.items()}
+            cls.experiment_size_limits = {k: v for t in cls.modes.values() for k, v in t.experiment_size_limits.items()}
             cls.examples = tuple(e for t in cls.modes.values() for e in t.examples)
 
     def of(self, spec: BaseModel) -> Theory:
@@ -46,6 +50,23 @@ class Modes(Theory):
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         return self.of(spec).control_value(spec, parameter)
+
+    def experiment_sizes_for(self, spec: BaseModel) -> type[BaseModel]:
+        return self.of(spec).experiment_sizes_for(spec)
+
+    def experiment_example_sizes(self, spec: BaseModel) -> Mapping[str, Any]:
+        return self.of(spec).experiment_example_sizes(spec)
+
+    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
+        return self.of(spec).check_experiment(spec, sizes)
+
+    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
+        return self.of(spec).experiment(spec, sizes, seed)
+
+    def experiment_predictions(
+        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
+    ) -> Predictions:
+        return self.of(spec).experiment_predictions(spec, catalogue, sizes, branch)
 
     def solve(self, spec: BaseModel, options: SolverOptions) -> Catalogue:
         return self.of(spec).solve(spec, options)

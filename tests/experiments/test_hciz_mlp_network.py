@@ -18,7 +18,6 @@ from solvers.theories.hciz_mlp import THEORY
 from solvers.theories.hciz_mlp.experiment import ExperimentSizes, activation, build_target, theory_observables
 from solvers.theories.hciz_mlp.spec import HCIZSpec, build_activation
 from tests.experiments.sampling_helpers import product, run_nuts
-from tests.payloads import solve_json
 
 jax.config.update("jax_enable_x64", True)
 
@@ -147,8 +146,8 @@ def test_theory_names_match_the_estimators(fields: dict) -> None:
     spec = _spec(**fields)
     target = build_target(spec, ExperimentSizes(d=10, n_test=20))
     est = target.estimators(target.init["prior"](jax.random.PRNGKey(0)))
-    report = solve_json(THEORY, spec, SolverOptions())
-    for branch in [None, *[b["name"] for b in report["branches"]]]:
+    report = THEORY.solve(spec, SolverOptions())
+    for branch in [None, *[b.name for b in report.branches]]:
         theory = theory_observables(report, branch=branch)
         assert "generalization_error" in theory and set(theory) <= set(est), (set(theory), set(est))
         for key, value in theory.items():
@@ -179,7 +178,7 @@ def test_prior_start_at_small_alpha_is_the_universal_branch() -> None:
     d, m = 16, 3
     targets = {f"s{i}": build_target(spec, ExperimentSizes(d=d, n_test=2000), seed=i) for i in range(m)}
     run = run_nuts(product(targets), warmup=150, draws=200)
-    universal = theory_observables(solve_json(THEORY, spec, SolverOptions()), branch="universal")
+    universal = theory_observables(THEORY.solve(spec, SolverOptions()), branch="universal")
     est = [run.estimate(f"s{i}/generalization_error") for i in range(m)]
     assert run.divergences == 0 and all(e.rhat < 1.05 for e in est)
     eps = np.array([float(e.mean) for e in est])
@@ -200,7 +199,7 @@ def test_teacher_start_at_large_alpha_is_the_specialised_branch() -> None:
     d = 16
     run = run_nuts(build_target(spec, ExperimentSizes(d=d, n_test=2000), seed=0), init="teacher", warmup=150,
                    draws=150)
-    report = solve_json(THEORY, spec, SolverOptions())
+    report = THEORY.solve(spec, SolverOptions())
     special, universal = (theory_observables(report, branch=b) for b in ("specialized", "universal"))
     Q, eps = run.estimate("Q"), run.estimate("generalization_error")
     assert run.divergences == 0 and Q.rhat < 1.05 and eps.rhat < 1.05

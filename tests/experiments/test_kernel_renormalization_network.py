@@ -16,7 +16,6 @@ from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization.experiment import ExperimentSizes, build_target, theory_observables
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
 from tests.experiments.sampling_helpers import product, run_nuts
-from tests.payloads import solve_json
 from tests.theories.test_kernel_renormalization_common import arrays, recipe_data
 from tests.theories.test_kernel_renormalization_exact_linear import ExactLinear
 
@@ -113,7 +112,7 @@ def test_theory_names_match_the_estimators() -> None:
     est = target.estimators(target.init["prior"](jax.random.PRNGKey(0)))
     assert target.derived is not None
     names = {**est, **target.derived(est)}
-    theory = theory_observables(solve_json(THEORY, spec, SolverOptions()), sizes=sizes)
+    theory = theory_observables(THEORY.solve(spec, SolverOptions()), sizes=sizes)
     assert set(theory) == set(names)
     for key, value in theory.items():
         assert np.shape(value) == np.shape(names[key]), key
@@ -122,8 +121,10 @@ def test_theory_names_match_the_estimators() -> None:
 def test_invalid_networks_are_refused() -> None:
     with pytest.raises(ValueError, match="T"):
         build_target(_spec(_small_data(), T=0.0))
-    with pytest.raises(ValueError, match="N1"):
-        build_target(_spec(_small_data(), N1=10**7))
+    # sizes are left to the service's limits: the check names the field that sets the sampled dimension
+    big = _spec(_small_data(), N1=10**7)
+    n0 = len(big.data.X[0])
+    assert THEORY.check_experiment(big, ExperimentSizes())["experiment_parameters"] == (("model", "N1"), 1e7 * n0)
 
 
 # ---- sampled posteriors --------------------------------------------------------------------------

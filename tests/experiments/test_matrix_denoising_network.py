@@ -16,7 +16,6 @@ from solvers.theories.matrix_denoising import THEORY
 from solvers.theories.matrix_denoising.experiment import ExperimentSizes, build_target, theory_observables
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
 from tests.experiments.sampling_helpers import product, run_nuts
-from tests.payloads import solve_json
 
 jax.config.update("jax_enable_x64", True)
 
@@ -66,7 +65,7 @@ def test_the_teacher_is_a_perfect_estimate(readout: str) -> None:
 def test_theory_names_match_the_estimators() -> None:
     target = build_target(_spec(), ExperimentSizes(d=8))
     est = target.estimators(target.init["prior"](jax.random.PRNGKey(0)))
-    assert set(theory_observables(solve_json(THEORY, _spec(), SolverOptions()))) == set(est)
+    assert set(theory_observables(THEORY.solve(_spec(), SolverOptions()))) == set(est)
 
 
 @pytest.mark.slow
@@ -78,7 +77,7 @@ def test_sampled_mmse_and_overlap_match_the_theory() -> None:
     spec, d, m = _spec(), 16, 3
     targets = {f"s{i}": build_target(spec, ExperimentSizes(d=d), seed=i) for i in range(m)}
     run = run_nuts(product(targets), warmup=150, draws=150)
-    theory = theory_observables(solve_json(THEORY, spec, SolverOptions()))
+    theory = theory_observables(THEORY.solve(spec, SolverOptions()))
     assert run.divergences == 0
     for name in ("mmse", "overlap"):
         est = [run.estimate(f"s{i}/{name}") for i in range(m)]

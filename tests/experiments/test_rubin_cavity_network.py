@@ -16,7 +16,6 @@ from solvers.theories.rubin_cavity.experiment import ExperimentSizes, build_targ
 from solvers.theories.rubin_cavity.finite_sample.data import sample
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec, PotentialSpec, SelfConsistentSpec
 from tests.experiments.sampling_helpers import product, run_nuts
-from tests.payloads import solve_json
 
 jax.config.update("jax_enable_x64", True)
 
@@ -103,7 +102,7 @@ def test_theory_names_match_the_estimators() -> None:
         est = target.estimators(target.init["prior"](jax.random.PRNGKey(0)))
         assert target.derived is not None
         names = {**est, **target.derived(est)}
-        theory = theory_observables(solve_json(THEORY, spec, SolverOptions()))
+        theory = theory_observables(THEORY.solve(spec, SolverOptions()))
         assert {"b", "c", "R", "test_mse"} <= set(theory) <= set(names), (set(theory), set(names))
 
 

@@ -53,26 +53,19 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from solvers.core.results import Catalogue
 from solvers.experiments.target import Target
+from solvers.theories.base import ExperimentRefused, Predictions
 from solvers.theories.hciz_mlp.activations import build
+from solvers.theories.hciz_mlp.experiment_sizes import ExperimentSizes, check, training_samples, widths
 from solvers.theories.hciz_mlp.readouts import atoms
 from solvers.theories.hciz_mlp.spec import HCIZSpec, HermiteActivation, NamedActivation
 
-#: Largest number of sampled weights accepted.
-MAX_PARAMETERS = 5_000_000
+__all__ = ["ExperimentSizes", "activation", "build_target", "theory_observables"]
+
 #: Readout laws whose atoms are exact values of |v| (continuous laws have quadrature atoms instead).
 DISCRETE_READOUTS = ("ones", "rademacher", "four_point")
-
-
-class ExperimentSizes(BaseModel):
-    """The finite sizes of the network (the theory is the limit d → ∞ at fixed α, γ)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    d: int = Field(ge=2, le=2000, description="Input dimension d; widths k_l = round(γ_l d), n = round(α d²).")
-    n_test: int = Field(1000, ge=1, le=100_000, description="Test inputs of the generalisation error.")
 
 
 # ---- σ as a JAX function ---------------------------------------------------------------------------
@@ -110,8 +103,8 @@ def activation(act: object) -> Any:
         return _hermite_series(act.hermite)
     name = act.name if isinstance(act, NamedActivation) else str(act)
     if name == "sign":
-        raise ValueError("activation: sign has zero derivative almost everywhere; gradient-based samplers cannot "
-                         "sample its posterior")
+        raise ExperimentRefused(("model", "activation"), "sign has zero derivative almost everywhere; "
+                                "gradient-based samplers cannot sample its posterior")
     base = _NAMED[name]
     if not isinstance(act, NamedActivation) or not (act.remove_linear or act.unit_variance):
         return base
@@ -137,23 +130,16 @@ def _readouts(name: str, k: int, rng: np.random.Generator) -> np.ndarray:
 # ---- the target ------------------------------------------------------------------------------------
 def build_target(spec: HCIZSpec, sizes: ExperimentSizes, seed: int = 0) -> Target:
     """The Bayes-optimal posterior of the student's weights at input dimension ``sizes.d``."""
-    if spec.weight_prior != "gaussian":
-        raise ValueError("weight_prior: the experiment samples Gaussian weights only (a Rademacher prior is "
-                         "discrete; a continuous relaxation would be a different network)")
-    if not spec.Delta > 0:
-        raise ValueError("Delta: noiseless labels (Δ = 0) give a posterior supported on the interpolating weights, "
-                         "which a sampler cannot explore; use Δ > 0")
+    check(spec, sizes)  # the service checks the sizes against its limits before building
     sigma = activation(spec.activation)
     d, L = sizes.d, spec.depth
-    widths = [d] + [max(1, round(g * d)) for g in spec.gammas]
-    n = max(1, round(spec.alpha * d * d))
-    shapes = [(widths[l + 1], widths[l]) for l in range(L)]
+    dims = widths(spec, d)
+    n = training_samples(spec, d)
+    shapes = [(dims[l + 1], dims[l]) for l in range(L)]
     dim = sum(a * b for a, b in shapes)
-    if dim > MAX_PARAMETERS:
-        raise ValueError(f"d: the network has {dim} weights, more than the {MAX_PARAMETERS} a sampler accepts")
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
     teacher_np = [streams[0].standard_normal(shp) for shp in shapes]
-    k = widths[-1]
+    k = dims[-1]
     v_np = _readouts(spec.readout, k, streams[1])
     X = jnp.asarray(streams[2].standard_normal((n, d)))
     noise = np.sqrt(spec.Delta) * streams[3].standard_normal(n)
@@ -169,7 +155,7 @@ def build_target(spec: HCIZSpec, sizes: ExperimentSizes, seed: int = 0) -> Targe
     def forward(weights: list[jax.Array], inputs: jax.Array) -> jax.Array:
         h = inputs
         for l, W in enumerate(weights):
-            h = sigma(h @ W.T / math.sqrt(widths[l]))
+            h = sigma(h @ W.T / math.sqrt(dims[l]))
         return h @ v / math.sqrt(k)
 
     y = forward(teacher, X) + jnp.asarray(noise)
@@ -243,47 +229,46 @@ def build_target(spec: HCIZSpec, sizes: ExperimentSizes, seed: int = 0) -> Targe
         integrated_out=(),
         info={
             "network": "teacher–student MLP, Bayes-optimal posterior, readout known",
-            "d": d, "widths": widths[1:], "n": n, "n_test": sizes.n_test, "depth": L,
-            "alpha_effective": n / d**2, "gamma_effective": [w / d for w in widths[1:]],
+            "d": d, "widths": dims[1:], "n": n, "n_test": sizes.n_test, "depth": L,
+            "alpha_effective": n / d**2, "gamma_effective": [w / d for w in dims[1:]],
             "Delta": Delta, "readout": spec.readout, "v": [float(abs(x)) for x in v_np], "seed": seed,
             "teacher_self_overlap_R2": self_overlap / (k * d * d) if L == 1 else None,  # → R_d as d → ∞
         },
     )
 
 
-def _branch(report: dict[str, Any], branch: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    if branch is None:
-        return report["order_parameters"], report["observables"]
-    for b in report["branches"]:
-        if b["name"] == branch:
-            return b["order_parameters"], b["observables"]
-    raise KeyError(f"no branch {branch!r} in the report (branches: {[b['name'] for b in report['branches']]})")
-
-
-def theory_observables(report: dict[str, Any], *, branch: str | None = None) -> dict[str, Any]:
-    """The theory's values of the estimators (same names), from a solve of the same spec.
+def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Predictions:
+    """The theory's values of the estimators (same names), on one branch of a solve of the same spec.
 
     ``branch`` picks a branch by name (``universal``, ``specialized``, …; default: the equilibrium). Q of a
     continuous readout law is reported per quadrature atom, which has no finite-network counterpart
     beyond ``Q_weighted``.
     """
-    op, obs = _branch(report, branch)
-    out: dict[str, Any] = {"generalization_error": obs["generalization_error"]}
+    found = catalogue.get(branch) if branch is not None else catalogue.equilibrium_branch
+    if found is None or found.report is None:
+        names = [b.name for b in catalogue.branches]
+        raise KeyError(f"no branch {branch!r} with a report in the solve (branches: {names})")
+    op, obs = found.report.order_parameters, found.report.observables
+    out: Predictions = {"generalization_error": float(obs["generalization_error"])}
     Q = op["Q"]
     # several atoms that are not the four-point law's |v| ∈ {1, 3}/√5: quadrature atoms of a continuous law
     four_point = np.array([1.0, 3.0]) / math.sqrt(5.0)
     continuous = "v" in op and not (len(op["v"]) == 2 and np.allclose(np.sort(op["v"]), four_point))
+
+    def figure(q: Any) -> float | np.ndarray:
+        return np.asarray(q, dtype=float) if isinstance(q, (list, tuple, np.ndarray)) else float(q)
+
     if obs.get("R_d") is None:  # reduced deep model: Q = [Q_1, …, Q_{L−1}, Q_L(v)]
         for l, q in enumerate(Q[:-1]):
-            out[f"Q_{l + 1}"] = q
+            out[f"Q_{l + 1}"] = float(q)
         last = Q[-1]
         if not continuous:
-            out[f"Q_{len(Q)}"] = last
+            out[f"Q_{len(Q)}"] = figure(last)
     else:
         last = Q
-        out["R2"] = op["R2"]
+        out["R2"] = float(op["R2"])
         if not continuous:
-            out["Q"] = Q
+            out["Q"] = figure(Q)
     v2 = np.asarray(op["v"]) ** 2 if "v" in op else np.ones(1)
     p = np.asarray(op["v_probability"]) if "v_probability" in op else np.ones(1)
     out["Q_weighted"] = float(np.sum(p * v2 * np.asarray(last)) / np.sum(p * v2))

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.theories.base import Example, Sizes, Theory
+from solvers.core.results import Catalogue
+from solvers.theories.base import Example, Predictions, Sizes, Theory
+from solvers.theories.hciz_mlp import experiment_sizes
 from solvers.theories.hciz_mlp.problems import deep_problem, shallow_problem
 from solvers.theories.hciz_mlp.spec import HCIZSpec
+
+if TYPE_CHECKING:
+    from solvers.experiments.target import Target
 
 #: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``): one order
 #: parameter per layer, and one power per Hermite coefficient in every evaluation of the covariance.
@@ -57,3 +63,22 @@ class HCIZTheory(Theory):
             raise ValueError(f"{parameter!r} is not sweepable")
         build = deep_problem if spec.depth >= 2 else shallow_problem
         return build(spec, parameter, None if options is None else options.quadrature_order)
+
+    # ---- the finite network ---------------------------------------------------------------------
+    experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
+    experiment_example: ClassVar[Mapping[str, Any]] = {"d": 8, "n_test": 50}
+
+    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
+        return experiment_sizes.check(cast(HCIZSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
+
+    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
+        from solvers.theories.hciz_mlp.experiment import build_target
+
+        return build_target(cast(HCIZSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes), seed)
+
+    def experiment_predictions(
+        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
+    ) -> Predictions:
+        from solvers.theories.hciz_mlp.experiment import theory_observables
+
+        return theory_observables(catalogue, branch=branch)

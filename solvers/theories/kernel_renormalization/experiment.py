@@ -31,28 +31,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from solvers.core.results import Catalogue
 from solvers.experiments.gaussian_readout import GaussianReadout
 from solvers.experiments.target import Target
+from solvers.theories.base import Predictions
 from solvers.theories.kernel_renormalization.datasets import materialize
+from solvers.theories.kernel_renormalization.experiment_sizes import ExperimentSizes, check
 from solvers.theories.kernel_renormalization.kernels import input_covariance, propagate
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
 
-#: Largest number of sampled hidden weights accepted.
-MAX_PARAMETERS = 5_000_000
-
-
-class ExperimentSizes(BaseModel):
-    """The spec fixes the network; this only bounds what each draw returns."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    test_points: int = Field(
-        100, ge=1, le=10_000,
-        description="Per-test-point estimators (test_mean, test_second_moment) cover the first this many test "
-        "inputs; the generalisation error always uses all of them.",
-    )
+__all__ = ["ExperimentSizes", "activation", "build_target", "theory_observables"]
 
 
 def activation(name: str) -> Any:
@@ -80,14 +69,11 @@ def build_target(spec: KernelRenormalizationSpec, sizes: ExperimentSizes | None 
     ``seed`` is unused: the spec's data (and their seed) define the network completely.
     """
     sizes = sizes or ExperimentSizes()
-    if not spec.T > 0:
-        raise ValueError("T: the experiment samples a finite-temperature posterior; T = 0 has none (use T > 0)")
+    check(spec, sizes)  # the service checks the sizes against its limits before building
     ds = materialize(spec.data)
     N0, N1, L, P = ds.N0, int(spec.N1), int(spec.depth), ds.P
     shapes = [("W1", (N1, N0))] + [(f"W{l}", (N1, N1)) for l in range(2, L + 1)]
     dim = sum(math.prod(s) for _, s in shapes)
-    if dim > MAX_PARAMETERS:
-        raise ValueError(f"N1: the network has {dim} hidden weights, more than the {MAX_PARAMETERS} a sampler accepts")
     lam0, lam1, T = float(spec.lambda0), float(spec.lambda1), float(spec.T)
     precisions = [lam0] + [lam1] * (L - 1)
     sigma = activation(spec.activation)
@@ -174,40 +160,37 @@ def build_target(spec: KernelRenormalizationSpec, sizes: ExperimentSizes | None 
     )
 
 
-def _branch(report: dict[str, Any], branch: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    if branch is None:
-        return report["order_parameters"], report["observables"]
-    for b in report["branches"]:
-        if b["name"] == branch:
-            return b["order_parameters"], b["observables"]
-    raise KeyError(f"no branch {branch!r} in the report (branches: {[b['name'] for b in report['branches']]})")
-
-
 def theory_observables(
-    report: dict[str, Any], *, sizes: ExperimentSizes | None = None, branch: str | None = None
-) -> dict[str, Any]:
-    """The theory's values of every estimator (same names), from a solve of the same spec.
+    catalogue: Catalogue, *, sizes: ExperimentSizes | None = None, branch: str | None = None
+) -> Predictions:
+    """The theory's values of the estimators (same names), on one branch of a solve of the same spec.
 
     ``branch`` picks a branch by name (default: the equilibrium); ``sizes`` must be those of the
-    experiment, so that the per-test-point lists cover the same test inputs.
+    experiment, so that the per-test-point arrays cover the same test inputs. Quantities the branch's
+    report leaves undefined (a failed solve) are left out.
     """
     sizes = sizes or ExperimentSizes()
-    op, obs = _branch(report, branch)
+    found = catalogue.get(branch) if branch is not None else catalogue.equilibrium_branch
+    if found is None or found.report is None:
+        names = [b.name for b in catalogue.branches]
+        raise KeyError(f"no branch {branch!r} with a report in the solve (branches: {names})")
+    op, obs = found.report.order_parameters, found.report.observables
     n = sizes.test_points
-    qbar = op["Qbar"]
-    out: dict[str, Any] = {
-        "Qbar": float(qbar[-1] if isinstance(qbar, list) else qbar),
-        "generalization_error": obs["generalization_error"],
-        "train_error": obs["train_error"],
-    }
-    if obs.get("test_mean") is not None:
-        mean, var = np.asarray(obs["test_mean"][:n]), np.asarray(obs["test_variance"][:n])
+    out: Predictions = {}
+    qbar = op.get("Qbar")
+    if qbar is not None:
+        out["Qbar"] = float(qbar[-1] if isinstance(qbar, (list, tuple, np.ndarray)) else qbar)
+    for name in ("generalization_error", "train_error"):
+        if obs.get(name) is not None:
+            out[name] = float(obs[name])
+    if obs.get("test_mean") is not None and obs.get("test_variance") is not None:
+        mean, var = np.asarray(obs["test_mean"], dtype=float)[:n], np.asarray(obs["test_variance"], dtype=float)[:n]
         out.update({"test_mean": mean, "test_variance": var, "test_second_moment": mean**2 + var})
     cd = obs.get("class_distance")
     if cd is not None:
-        out["class_distance.D2"] = cd["D2"]
-        out["class_distance.delta"] = cd["delta1"] + cd["delta2"]
+        out["class_distance.D2"] = float(cd["D2"])
+        out["class_distance.delta"] = float(cd["delta1"] + cd["delta2"])
     wc = obs.get("weight_correlations")
     if wc is not None:
-        out["weight_correlations.trace"] = wc["trace_lambda1"] + wc["trace_lambda2"]
+        out["weight_correlations.trace"] = float(wc["trace_lambda1"] + wc["trace_lambda2"])
     return out

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.theories.base import Example, Sizes, Theory
+from solvers.core.results import Catalogue
+from solvers.theories.base import Example, Predictions, Sizes, Theory
+from solvers.theories.kernel_renormalization import experiment_sizes
 from solvers.theories.kernel_renormalization.model import SWEEPABLE, Model
 from solvers.theories.kernel_renormalization.problem import KernelRenormalizationProblem
 from solvers.theories.kernel_renormalization.spec import ArraysData, KernelRenormalizationSpec, TeacherData
+
+if TYPE_CHECKING:
+    from solvers.experiments.target import Target
 
 #: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``): the solver
 #: diagonalises a P×P kernel, stores a P_test×P cross kernel and P×N0 inputs, and maps one layer per
@@ -56,3 +61,21 @@ class KernelRenormalizationTheory(Theory):
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return KernelRenormalizationProblem(Model(_spec(spec)), parameter).build()
+
+    # ---- the finite network ---------------------------------------------------------------------
+    experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
+
+    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
+        return experiment_sizes.check(_spec(spec), cast(experiment_sizes.ExperimentSizes, sizes))
+
+    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
+        from solvers.theories.kernel_renormalization.experiment import build_target
+
+        return build_target(_spec(spec), cast(experiment_sizes.ExperimentSizes, sizes), seed)
+
+    def experiment_predictions(
+        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
+    ) -> Predictions:
+        from solvers.theories.kernel_renormalization.experiment import theory_observables
+
+        return theory_observables(catalogue, sizes=cast(experiment_sizes.ExperimentSizes, sizes), branch=branch)

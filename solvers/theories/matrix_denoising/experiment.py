@@ -33,21 +33,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from solvers.core.results import Catalogue
 from solvers.experiments.target import Target
+from solvers.theories.base import Predictions
+from solvers.theories.matrix_denoising.experiment_sizes import ExperimentSizes, check, rank
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
 
-#: Largest number of sampled weights accepted.
-MAX_PARAMETERS = 5_000_000
-
-
-class ExperimentSizes(BaseModel):
-    """The finite size of the problem (the theory is the limit d → ∞ at fixed γ)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    d: int = Field(ge=2, le=2000, description="Dimension d of S̃ (d × d); W is k × d with k = round(γ d).")
+__all__ = ["ExperimentSizes", "build_target", "theory_observables"]
 
 
 def _readouts(name: str, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -66,10 +59,9 @@ def _readouts(name: str, k: int, rng: np.random.Generator) -> np.ndarray:
 
 def build_target(spec: MatrixDenoisingSpec, sizes: ExperimentSizes, seed: int = 0) -> Target:
     """The posterior of W given one observation Y at dimension ``sizes.d``."""
+    check(spec, sizes)  # the service checks the sizes against its limits before building
     d = sizes.d
-    k = max(1, round(spec.gamma * d))
-    if k * d > MAX_PARAMETERS:
-        raise ValueError(f"d: W has {k * d} entries, more than the {MAX_PARAMETERS} a sampler accepts")
+    k = rank(spec, d)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]
     W0 = streams[0].standard_normal((k, d))
     v_np = _readouts(spec.readout, k, streams[1])
@@ -125,9 +117,11 @@ def build_target(spec: MatrixDenoisingSpec, sizes: ExperimentSizes, seed: int = 
     )
 
 
-def theory_observables(report: dict[str, Any], *, branch: str | None = None) -> dict[str, Any]:
+def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Predictions:
     """The theory's mmse and overlap (its single branch ``bayes_optimal``)."""
-    obs = report["observables"]
-    if branch is not None:
-        obs = next(b["observables"] for b in report["branches"] if b["name"] == branch)
-    return {"mmse": obs["mmse"], "overlap": obs["overlap"]}
+    found = catalogue.get(branch) if branch is not None else catalogue.equilibrium_branch
+    if found is None or found.report is None:
+        names = [b.name for b in catalogue.branches]
+        raise KeyError(f"no branch {branch!r} with a report in the solve (branches: {names})")
+    obs = found.report.observables
+    return {name: float(obs[name]) for name in ("mmse", "overlap") if obs.get(name) is not None}

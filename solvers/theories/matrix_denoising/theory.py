@@ -10,17 +10,22 @@ quadrature of direct evaluations).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Report
-from solvers.theories.base import Example, Theory
+from solvers.core.results import Catalogue, Report
+from solvers.theories.base import Example, Predictions, Sizes, Theory
+from solvers.theories.matrix_denoising import experiment_sizes
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
 from solvers.theories.matrix_denoising.values import DenoisingValues, values_at
+
+if TYPE_CHECKING:
+    from solvers.experiments.target import Target
 
 BRANCH = "bayes_optimal"
 
@@ -67,3 +72,22 @@ class MatrixDenoisingTheory(Theory):
             names=("overlap",),
             report=report,
         )
+
+    # ---- the finite problem -----------------------------------------------------------------------
+    experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
+    experiment_example: ClassVar[Mapping[str, Any]] = {"d": 8}
+
+    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
+        return experiment_sizes.check(cast(MatrixDenoisingSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
+
+    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
+        from solvers.theories.matrix_denoising.experiment import build_target
+
+        return build_target(cast(MatrixDenoisingSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes), seed)
+
+    def experiment_predictions(
+        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
+    ) -> Predictions:
+        from solvers.theories.matrix_denoising.experiment import theory_observables
+
+        return theory_observables(catalogue, branch=branch)

@@ -37,41 +37,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from solvers.core.results import Catalogue
 from solvers.experiments.gaussian_readout import GaussianReadout
 from solvers.experiments.target import Target
+from solvers.theories.base import ExperimentRefused, Predictions
 from solvers.theories.rubin_cavity.common.erf_projections import teacher
+from solvers.theories.rubin_cavity.experiment_sizes import ExperimentSizes, check, integral
 from solvers.theories.rubin_cavity.finite_sample.data import draw_inputs
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec, PotentialSpec, SelfConsistentSpec
 
-#: Largest number of sampled hidden weights accepted.
-MAX_PARAMETERS = 5_000_000
-
-
-class ExperimentSizes(BaseModel):
-    """What the network needs beyond the spec (the self-consistent theory is a population theory)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    P_test: int = Field(
-        500, ge=1, le=20_000,
-        description="Test inputs for mode self_consistent (finite_sample uses the spec's P_test).",
-    )
-    aligned_threshold: float = Field(
-        0.5, gt=0, le=10,
-        description="A neuron counts as aligned when |ρ| = |w·e| exceeds this (the theory's barrier between the "
-        "centre well, width of order (σ_w²/D)^(1/2), and the aligned well ρ* ≈ 0.7–1 lies in between; put it "
-        "there).",
-    )
-    rho_bins: int = Field(40, ge=2, le=1000, description="Number of equal bins of the ρ histogram.")
-    rho_range: float = Field(1.5, gt=0, le=100, description="The ρ histogram covers [−rho_range, rho_range].")
-
-
-def _integral(value: float, field: str) -> int:
-    if value != round(value) or value < 1:
-        raise ValueError(f"{field}: a finite network needs an integer ≥ 1 (got {value})")
-    return round(value)
+__all__ = ["ExperimentSizes", "build_target", "theory_observables"]
 
 
 def build_target(
@@ -80,15 +56,14 @@ def build_target(
     """The posterior of the hidden weights of the spec's network, readout integrated out."""
     sizes = sizes or ExperimentSizes()
     if isinstance(spec, PotentialSpec):
-        raise ValueError("mode: the potential mode has no network (b, c are given, not learned); use finite_sample "
-                         "or self_consistent")
-    N, D, P = _integral(spec.N, "N"), _integral(spec.D, "D"), _integral(spec.P, "P")
+        raise ExperimentRefused(("model", "mode"), "the potential mode has no network (b, c are given, not learned); "
+                                "use finite_sample or self_consistent")
+    check(spec, sizes)  # the service checks the sizes against its limits before building
+    N, D, P = integral(spec.N, "N"), integral(spec.D, "D"), integral(spec.P, "P")
     if isinstance(spec, FiniteSampleSpec):
         P_test, data_seed = spec.P_test, spec.seed
     else:
         P_test, data_seed = sizes.P_test, seed
-    if N * D > MAX_PARAMETERS:
-        raise ValueError(f"N: the network has {N * D} hidden weights, more than the {MAX_PARAMETERS} a sampler accepts")
     X_np, Xt_np = draw_inputs(P, D, P_test, data_seed)
     y_np, yt_np = teacher(X_np[:, 0], spec.epsilon), teacher(Xt_np[:, 0], spec.epsilon)
     H = np.column_stack([X_np[:, 0], X_np[:, 0] ** 3 - 3.0 * X_np[:, 0]])
@@ -159,45 +134,37 @@ def build_target(
     )
 
 
-def _branch(report: dict[str, Any], branch: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    if branch is None:
-        return report["order_parameters"], report["observables"]
-    for b in report["branches"]:
-        if b["name"] == branch:
-            return b["order_parameters"], b["observables"]
-    raise KeyError(f"no branch {branch!r} in the report (branches: {[b['name'] for b in report['branches']]})")
-
-
-def _aligned_weight(wells: list[dict[str, Any]] | None) -> float | None:
+def _aligned_weight(wells: Any) -> float | None:
     if not wells:
         return None
     return float(sum(w["weight"] for w in wells if w["kind"] == "aligned"))
 
 
-def theory_observables(report: dict[str, Any], *, branch: str | None = None) -> dict[str, Any]:
-    """The theory's values of the estimators (same names), from a solve of the same spec.
+def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Predictions:
+    """The theory's values of the estimators (same names), on one branch of a solve of the same spec.
 
     finite_sample: its (b, c, R), well weights and measured test error on the same data. self_consistent:
-    the finite-D solution (``observables.finite_D``, at the network's D) when it converged, else the
+    the finite-D solution (the catalogue's ``finite_D`` note, at the network's D) when it converged, else the
     D → ∞ saddle point. ``aligned_fraction`` is the theory's mass of the aligned wells (basins split at the
     barrier), which the experiment counts with a fixed threshold.
     """
-    op, obs = _branch(report, branch)
-    finite_d = obs.get("finite_D")
-    src = finite_d if (finite_d is not None and finite_d.get("converged")) else None
-    if src is not None:
-        b, c, R = src["b"], src["c"], src.get("R", op["R"])
-        wells, cov = src.get("potential_wells"), src.get("weight_covariance", obs.get("weight_covariance"))
-        test_mse = src["test_mse"]
+    found = catalogue.get(branch) if branch is not None else catalogue.equilibrium_branch
+    if found is None or found.report is None:
+        names = [b.name for b in catalogue.branches]
+        raise KeyError(f"no branch {branch!r} with a report in the solve (branches: {names})")
+    op, obs = found.report.order_parameters, found.report.observables
+    notes = catalogue.notes.observables if catalogue.notes is not None else {}
+    finite_d = notes.get("finite_D")
+    if finite_d is not None and finite_d.get("converged"):
+        b, c, R = finite_d["b"], finite_d["c"], finite_d.get("R", op.get("R"))
+        wells = finite_d.get("potential_wells")
+        cov = finite_d.get("weight_covariance", obs.get("weight_covariance"))
+        test_mse = finite_d.get("test_mse")
     else:
-        b, c, R = op["b"], op["c"], op["R"]
+        b, c, R = op.get("b"), op.get("c"), op.get("R")
         wells, cov, test_mse = obs.get("potential_wells"), obs.get("weight_covariance"), obs.get("test_mse")
-    out: dict[str, Any] = {"b": b, "c": c, "R": R, "test_mse": test_mse}
-    aligned = _aligned_weight(wells)
-    if aligned is not None:
-        out["aligned_fraction"] = aligned
-    if cov is not None and cov.get("perpendicular") is not None:
-        out["weight_covariance.perpendicular"] = cov["perpendicular"]
-    if obs.get("test_mse_measured") is not None:
-        out["test_mse_measured"] = obs["test_mse_measured"]
-    return {k: v for k, v in out.items() if v is not None}
+    out: dict[str, Any] = {"b": b, "c": c, "R": R, "test_mse": test_mse, "aligned_fraction": _aligned_weight(wells)}
+    if cov is not None:
+        out["weight_covariance.perpendicular"] = cov.get("perpendicular")
+    out["test_mse_measured"] = obs.get("test_mse_measured")
+    return {k: float(v) for k, v in out.items() if v is not None}

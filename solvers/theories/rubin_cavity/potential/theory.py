@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.theories.base import Example, Theory
+from solvers.theories.base import Example, ExperimentRefused, Theory
 from solvers.theories.rubin_cavity.potential.problem import potential_problem
 from solvers.theories.rubin_cavity.specs import PotentialSpec
 
@@ -30,3 +30,7 @@ class PotentialTheory(Theory):
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return potential_problem(spec, parameter)  # type: ignore[arg-type]
+
+    def experiment_sizes_for(self, spec: BaseModel) -> type[BaseModel]:
+        raise ExperimentRefused(("model", "mode"), "the potential mode has no network (b, c are given, not learned); "
+                                "use finite_sample or self_consistent")
