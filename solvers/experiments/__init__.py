@@ -7,6 +7,7 @@ load without it, and the samplers load JAX when first used (``from solvers.exper
     sample(target, options) -> Run(result, draws, checkpoint)                        # all of it, in-process
     summarize(target, options, checkpoint, draws) -> ExperimentResult
     to_inference_data(draws) -> arviz.InferenceData
+    chain_options(options, c), join_chains(checkpoints, blocks)                       # chains run apart, joined
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from solvers.experiments.chains import chain_options, chain_seed, join_chains
 from solvers.experiments.checkpoint import Checkpoint, WarmupSummary
 from solvers.experiments.draws import Draws, concatenate
 from solvers.experiments.langevin_dictionary import LangevinPosterior, PaperLangevin, paper_run_for, posterior_of
@@ -44,7 +46,10 @@ __all__ = [
     "SamplerOptions",
     "Status",
     "WarmupSummary",
+    "chain_options",
+    "chain_seed",
     "concatenate",
+    "join_chains",
     "paper_run_for",
     "posterior_of",
     *_LAZY,
