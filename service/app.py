@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.errors import render_errors
 from service.middleware import ApiKeys, BodyLimit
 from service.ratelimit import RateCounter, RateLimit
-from service.routers import health, jobs, solve, theories
+from service.routers import experiments, health, jobs, solve, theories
 from service.settings import Settings, get_settings
 from service.state import AppState
 from solvers import SOLVER_VERSION
@@ -23,7 +23,8 @@ DESCRIPTION = """
 SaddleLab solves the order-parameter equations of statistical-mechanics theories of feature
 learning in Bayesian neural networks: every branch, the equilibrium by free entropy, spinodals
 and first-order transitions along sweeps, with honest diagnostics. Solves are cached by the
-canonical hash of their spec; sweeps and phase diagrams run as jobs.
+canonical hash of their spec; sweeps and phase diagrams run as jobs. Experiments sample the finite
+network a theory describes (BlackJAX), chain by chain on the workers, beside the theory's solve.
 """
 
 
@@ -33,9 +34,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        jobs = app.state.saddlelab.jobs
-        if hasattr(jobs, "shutdown"):
-            jobs.shutdown()
+        for backend in (app.state.saddlelab.jobs, app.state.saddlelab.experiments):
+            if hasattr(backend, "shutdown"):
+                backend.shutdown()
 
     app = FastAPI(title="SaddleLab", version=SOLVER_VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.saddlelab = AppState.build(settings)
@@ -55,7 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail},
                             headers=getattr(exc, "headers", None))
 
-    for router in (health.router, theories.router, solve.router, jobs.router):
+    for router in (health.router, theories.router, solve.router, jobs.router, experiments.router):
         app.include_router(router)
     # Starlette runs the last-added middleware first: body limit, then keys, then the rate limit.
     state = app.state.saddlelab

@@ -20,10 +20,11 @@ T = TypeVar("T")
 
 
 class RedisLink:
-    def __init__(self, url: str, retry_seconds: float = 2.0, timeout: float = 1.0):
+    def __init__(self, url: str | None, retry_seconds: float = 2.0, timeout: float = 1.0,
+                 client: redis.Redis | None = None):
         self.url = url
         self.retry_seconds = retry_seconds
-        self.client = redis.Redis.from_url(
+        self.client = client if client is not None else redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=10
         )
         self._down_since: float | None = None

@@ -2,23 +2,27 @@
 
 Every response, stored sweep point and job result is made here from the typed objects of
 :mod:`solvers.core` (catalogues, branches, special points, sweeps). The output never carries NaN
-or Infinity (:func:`service.jsonsafe.json_safe`). Each branch also carries its ``state`` (the
+or Infinity (:func:`service.jsonsafe.json_safe`). Experiments (the sampled finite network, with the
+theory's comparison) are made here too. Each branch also carries its ``state`` (the
 solution vector), so that a stored point can be turned back into a catalogue and a sweep resumed
 from it without solving it again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from service.jsonsafe import json_safe, result_diagnostics
-from solvers.core.results import Attempt, Branch, Catalogue, Report, SolveResult
+from solvers.core.results import Attempt, Branch, Catalogue, Notes, Report, SolveResult
 from solvers.core.special_points import SpecialPoint
 from solvers.core.status import Status
 from solvers.core.sweep import Sweep
+from solvers.experiments.draws import Draws
+from solvers.experiments.results import Estimate, ExperimentResult, SamplerDiagnostics
 
 #: Keys of a sweep point, in the contract's order.
 POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")
@@ -184,3 +188,122 @@ def catalogue_from_json(point: Mapping[str, Any]) -> Catalogue:
         attempts=tuple(Attempt(s, b.result.status, b.result.residual, b.result.iterations)
                        for b in branches for s in (b.starts or (b.name,))),
     )
+
+
+def catalogue_from_solution(body: Mapping[str, Any]) -> Catalogue:
+    """A single solve's response body (a cache hit) as the catalogue it was made from, notes included.
+
+    The notes' observables are the top-level observables that are not the equilibrium branch's own (that is
+    how :func:`solution_json` merged them); values come back as plain JSON (lists, not arrays).
+    """
+    cat = catalogue_from_json({**body, "parameter": 0.0})
+    eq = cat.equilibrium_branch
+    own = eq.report.observables if eq is not None and eq.report is not None else {}
+    noted = {k: v for k, v in (body.get("observables") or {}).items() if k not in own}
+    return cat.replace(notes=Notes(observables=noted)) if noted else cat
+
+
+# ---------------------------------------------------------------------------------------------
+# experiments: the sampled finite network beside the theory
+# ---------------------------------------------------------------------------------------------
+
+
+def estimate_json(est: Estimate) -> dict[str, Any]:
+    """One observable's figures: mean, Monte-Carlo error, bulk ESS (``ess``), tail ESS and split R-hat."""
+    return {"mean": est.mean, "stderr": est.stderr, "ess": est.ess_bulk, "ess_tail": est.ess_tail, "rhat": est.rhat}
+
+
+def comparison_json(predictions: Mapping[str, Mapping[str, Any]], estimates: Mapping[str, Estimate]) -> dict[str, Any]:
+    """Per branch, per observable both sides report: theory, experiment, stderr and z = (experiment − theory)/stderr.
+
+    Vector observables compare component by component (lists). z is null where the Monte-Carlo error is zero
+    or undefined.
+    """
+    out: dict[str, Any] = {}
+    for branch, predicted in predictions.items():
+        rows: dict[str, Any] = {}
+        for name, value in predicted.items():
+            est = estimates.get(name)
+            if est is None:
+                continue
+            theory, mean = np.asarray(value, dtype=float), np.asarray(est.mean, dtype=float)
+            if theory.shape != mean.shape:
+                continue
+            stderr = np.asarray(est.stderr, dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z = np.where(stderr > 0, (mean - theory) / np.where(stderr > 0, stderr, 1.0), np.nan)
+            rows[name] = {"theory": theory, "experiment": mean, "stderr": stderr, "z": z}
+        out[branch] = rows
+    return out
+
+
+def _sampler_json(d: SamplerDiagnostics) -> dict[str, Any]:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(d).items()}
+
+
+def experiment_point_json(
+    parameter: float | None,
+    result: ExperimentResult,
+    network: Mapping[str, Any],
+    solve: Mapping[str, Any],
+    comparison: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One experiment (one parameter value): the estimates with their diagnostics, the sampler's diagnostics, and
+    ``theory``: the solve of the same spec (every branch) with its ``comparison`` to the estimates."""
+    return json_safe({
+        "parameter": parameter,
+        "converged": result.converged,
+        "status": result.status.value,
+        "message": result.message,
+        "observables": {name: estimate_json(est) for name, est in result.estimates.items()},
+        "sampler": _sampler_json(result.sampler),
+        "draws": result.draws,
+        "chains": result.chains,
+        "gradient_evaluations": result.gradient_evaluations,
+        "seconds": result.seconds,
+        "device": result.device,
+        "init": result.init,
+        "sampled": [{"name": name, "size": size} for name, size in result.sampled],
+        "integrated_out": list(result.integrated_out),
+        "network": dict(network),
+        "theory": {**solve, "comparison": comparison},
+    })
+
+
+def draws_series_json(
+    point: int, parameter: float | None, draws: Draws, max_draws: int, max_components: int
+) -> dict[str, Any]:
+    """The per-draw series of one experiment, bounded: every ``thin``-th kept draw (at most ``max_draws`` per chain)
+    of every estimator (the first ``max_components`` components of a vector one), and the sampler's statistics.
+
+    ``components`` gives each estimator's full shape; ``draw`` the indices (kept draws after warmup) of the
+    series. Non-finite values are null (and listed under ``non_finite``).
+    """
+    stride = max(1, -(-draws.n // max(1, max_draws)))
+    take = np.arange(0, draws.n, stride)
+
+    def bounded(a: np.ndarray) -> np.ndarray:
+        a = a[:, take]
+        if a.ndim > 2:
+            a = a.reshape(a.shape[0], a.shape[1], -1)[:, :, :max_components]
+        return a
+
+    stats: dict[str, Any] = {
+        "lp": draws.logdensity[:, take],
+        "diverging": (draws.divergences[:, take] > 0),
+        "n_steps": draws.gradient_evaluations[:, take],
+        "nonfinite": draws.nonfinite[:, take],
+    }
+    if not np.all(np.isnan(draws.acceptance)):
+        stats["acceptance_rate"] = draws.acceptance[:, take]
+    return json_safe({
+        "point": point,
+        "parameter": parameter,
+        "chains": draws.chains,
+        "draws": draws.n,
+        "thin": int(stride),
+        "draw": take,
+        "components": {name: list(a.shape[2:]) for name, a in draws.estimates.items()},
+        "posterior": {name: bounded(a) for name, a in draws.estimates.items()},
+        "sample_stats": stats,
+    })

@@ -78,6 +78,18 @@ class Settings:
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Seconds between attempts to reach Redis again after an outage.
     redis_retry_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_RETRY_SECONDS", 2.0))
+    #: Seconds each chain of an experiment may sample, warmup included (caps the sampler's time_limit; checked
+    #: between blocks of draws, and not part of an experiment's key).
+    experiment_time_limit: float = field(default_factory=lambda: _float("SADDLELAB_EXPERIMENT_TIME_LIMIT", 3600.0))
+    #: Floating point of the samplers: "float64" (JAX's x64 mode, set per process) or "float32".
+    experiment_precision: str = field(default_factory=lambda: os.environ.get("SADDLELAB_EXPERIMENT_PRECISION",
+                                                                             "float64"))
+    #: Per-draw series served by ``GET /v1/experiments/{id}/draws``: at most this many draws per chain (thinned) …
+    experiment_series_draws: int = field(default_factory=lambda: _int("SADDLELAB_EXPERIMENT_SERIES_DRAWS", 1000))
+    #: … and at most this many components of a vector observable (its first ones).
+    experiment_series_components: int = field(
+        default_factory=lambda: _int("SADDLELAB_EXPERIMENT_SERIES_COMPONENTS", 64)
+    )
     #: Problem-size limits overriding the theories' defaults, by limit name
     #: (``SADDLELAB_LIMIT_<NAME>=value``, e.g. ``SADDLELAB_LIMIT_KERNEL_P=3000``).
     limits: dict[str, float] = field(default_factory=_limits)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 from service.cache import Cache
 from service.keys import spec_hash
 from service.schemas import SolveResponse
-from service.serialize import solution_json
+from service.serialize import catalogue_from_solution, solution_json
 from service.settings import Settings
 from service.singleflight import SingleFlight
 from solvers.core.options import SolverOptions
@@ -64,15 +64,19 @@ class SolveService:
         return hit
 
     def solve(self, model: BaseModel, options: SolverOptions | None) -> dict[str, Any]:
+        return self.catalogue(model, options)[0]
+
+    def catalogue(self, model: BaseModel, options: SolverOptions | None) -> tuple[dict[str, Any], Catalogue]:
+        """The solve's response body and the typed catalogue behind it (rebuilt from the body on a cache hit)."""
         options = options or SolverOptions()
         key = spec_hash(model, options)
         hit = self.lookup(key)
         if hit is not None:
-            return {**hit, "cached": True}
+            return {**hit, "cached": True}, catalogue_from_solution(hit)
         with self.flight.hold(key):
             hit = self.lookup(key)  # computed by whoever held the key before us
             if hit is not None:
-                return {**hit, "cached": True}
+                return {**hit, "cached": True}, catalogue_from_solution(hit)
             try:
                 cat = compute(model, options, self.settings)
             except Exception:
@@ -83,4 +87,4 @@ class SolveService:
             # not the equations': it is returned, never cached.
             if cat.cacheable:
                 self.cache.set(key, result)
-        return {**result, "cached": False}
+        return {**result, "cached": False}, cat

@@ -22,6 +22,7 @@ class AppState:
     solver: SolveService
     jobs: Any
     secret: InstanceSecret
+    experiments: Any = None
 
     @classmethod
     def build(cls, settings: Settings) -> AppState:
@@ -30,10 +31,16 @@ class AppState:
         cache: Cache = RedisCache(link, settings.cache_ttl) if link else MemoryCache(settings.memory_cache_size)
         solver = SolveService(cache, SingleFlight(link), settings)
         jobs: Any
+        experiments: Any
         if link is not None:
-            from service.jobs.rq_backend import RQJobs  # imported lazily: the embedded default needs no RQ
+            from service.experiments.rq_backend import RQExperiments  # lazily: the embedded default needs no RQ
+            from service.jobs.rq_backend import RQJobs
 
             jobs = RQJobs(link, settings, secret)
+            experiments = RQExperiments(link, settings, secret)
         else:
+            from service.experiments.local import LocalExperiments
+
             jobs = LocalJobs(settings.local_workers, secret)
-        return cls(settings, link, cache, solver, jobs, secret)
+            experiments = LocalExperiments(solver, settings.local_workers)
+        return cls(settings, link, cache, solver, jobs, secret, experiments)

@@ -21,6 +21,17 @@ Method = Literal["nuts", "hmc", "mala", "langevin", "sgld"]
 ADJUSTED = ("nuts", "hmc", "mala")
 UNADJUSTED = ("langevin", "sgld")
 
+#: Default limits of a sampler run's sizes (a service may override each by name, like a theory's size limits):
+#: chains; kept draws per chain; sampler steps per chain (warmup + draws × thin); the work of the whole experiment,
+#: parameters × chains × steps summed over its points; and the kept draws it holds, chains × draws × points.
+SAMPLER_SIZE_LIMITS: dict[str, float] = {
+    "experiment_chains": 64,
+    "experiment_draws": 100_000,
+    "experiment_steps": 10_000_000,
+    "experiment_work": 1e13,
+    "experiment_stored_draws": 2_000_000,
+}
+
 #: Fields that do not change a chain's draws: a checkpoint may be resumed with other values of these.
 NON_CHAIN_FIELDS = frozenset({"draws", "block_size", "keep_positions", "time_limit", "rhat_max", "ess_bulk_min"})
 
@@ -156,3 +167,18 @@ class SamplerOptions(BaseModel):
     def chain_fingerprint(self) -> str:
         """Canonical text of the fields that determine the draws (a checkpoint resumes only with equal ones)."""
         return json.dumps(self.model_dump(exclude=set(NON_CHAIN_FIELDS)), sort_keys=True)
+
+
+def sampler_sizes(
+    options: SamplerOptions, parameters: float, points: int = 1
+) -> dict[str, tuple[tuple[str, ...], float]]:
+    """The size-like quantities of a run of ``options`` on a network of ``parameters`` sampled numbers, repeated at
+    ``points`` parameter values: limit name -> (location of the field in a request, value)."""
+    steps = options.warmup + options.draws * options.thin
+    return {
+        "experiment_chains": (("sampler", "chains"), float(options.chains)),
+        "experiment_draws": (("sampler", "draws"), float(options.draws)),
+        "experiment_steps": (("sampler", "draws"), float(steps)),
+        "experiment_work": (("sampler", "draws"), float(parameters) * options.chains * steps * points),
+        "experiment_stored_draws": (("sampler", "draws"), float(options.chains * options.draws * points)),
+    }

@@ -115,6 +115,10 @@ class Theory(ABC):
     experiment_sizes: ClassVar[type[BaseModel] | None] = None
     #: Default limits of the experiment's size-like quantities, by limit name (see :meth:`check_experiment`).
     experiment_size_limits: ClassVar[dict[str, float]] = EXPERIMENT_SIZE_LIMITS
+    #: Named initialisations of the network's chains (``SamplerOptions.init``).
+    experiment_inits: ClassVar[tuple[str, ...]] = ("prior",)
+    #: The network has a minibatch likelihood (SGLD).
+    experiment_minibatch: ClassVar[bool] = False
     #: Small sizes for the theory's examples (what the contract tests sample, with the examples' specs).
     experiment_example: ClassVar[Mapping[str, Any]] = {}
 
@@ -123,6 +127,12 @@ class Theory(ABC):
         if self.experiment_sizes is None:
             raise ExperimentRefused(("model", "theory"), f"{self.name} states no finite network to sample")
         return self.experiment_sizes
+
+    def experiment_inits_for(self, spec: BaseModel) -> tuple[str, ...]:
+        return self.experiment_inits
+
+    def experiment_minibatch_for(self, spec: BaseModel) -> bool:
+        return self.experiment_minibatch
 
     def experiment_example_sizes(self, spec: BaseModel) -> Mapping[str, Any]:
         """Small experiment sizes for an example spec of this theory."""

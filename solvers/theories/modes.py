@@ -54,6 +54,12 @@ class Modes(Theory):
     def experiment_sizes_for(self, spec: BaseModel) -> type[BaseModel]:
         return self.of(spec).experiment_sizes_for(spec)
 
+    def experiment_inits_for(self, spec: BaseModel) -> tuple[str, ...]:
+        return self.of(spec).experiment_inits_for(spec)
+
+    def experiment_minibatch_for(self, spec: BaseModel) -> bool:
+        return self.of(spec).experiment_minibatch_for(spec)
+
     def experiment_example_sizes(self, spec: BaseModel) -> Mapping[str, Any]:
         return self.of(spec).experiment_example_sizes(spec)
 

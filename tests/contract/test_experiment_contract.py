@@ -64,3 +64,16 @@ def test_a_theory_without_a_network_refuses_naming_the_theory() -> None:
     with pytest.raises(ExperimentRefused) as refused:
         Bare().experiment_sizes_for(object())  # type: ignore[arg-type]
     assert refused.value.loc == ("model", "theory")
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_declared_inits_and_minibatch_are_the_networks(name: str, k: int) -> None:
+    theory = registry()[name]
+    spec = SPEC.validate_python(dict(theory.examples[k].spec))
+    try:
+        sizes = theory.experiment_sizes_for(spec).model_validate(dict(theory.experiment_example_sizes(spec)))
+    except ExperimentRefused:
+        return
+    target = theory.experiment(spec, sizes)
+    assert set(theory.experiment_inits_for(spec)) == set(target.init)
+    assert theory.experiment_minibatch_for(spec) == (target.minibatch_log_likelihood is not None)

@@ -66,6 +66,8 @@ class HCIZTheory(Theory):
 
     # ---- the finite network ---------------------------------------------------------------------
     experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
+    experiment_inits: ClassVar[tuple[str, ...]] = ("prior", "teacher")
+    experiment_minibatch: ClassVar[bool] = True
     experiment_example: ClassVar[Mapping[str, Any]] = {"d": 8, "n_test": 50}
 
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:

@@ -75,6 +75,7 @@ class MatrixDenoisingTheory(Theory):
 
     # ---- the finite problem -----------------------------------------------------------------------
     experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
+    experiment_inits: ClassVar[tuple[str, ...]] = ("prior", "teacher")
     experiment_example: ClassVar[Mapping[str, Any]] = {"d": 8}
 
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:

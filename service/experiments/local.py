@@ -1,0 +1,119 @@
+"""The in-process executor of experiments, used when no Redis is configured.
+
+The same API as the RQ backend (:mod:`service.experiments.rq_backend`): submit (deduplicated by the
+experiment's key, bounded per owner), status with progress in draws, the per-draw series, cancel. Each chain
+of each point is one task of a thread pool; chains of one point share one network and its compiled samplers.
+Checkpoints and blocks are kept in memory (:class:`~service.experiments.store.MemoryStore`), so a failed or
+cancelled experiment submitted again resumes its chains; nothing survives a restart of the process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from service.experiments.runner import Cancelled, assemble_point, finalize, n_chains, n_points, run_chain
+from service.experiments.store import ACTIVE, MemoryStore
+from service.jobs.backend import JobLimitExceeded
+from service.solving import SolveService
+
+log = logging.getLogger("saddlelab.experiments")
+
+
+class LocalExperiments:
+    kind = "local"
+
+    def __init__(self, solver: SolveService, workers: int = 2):
+        self.solver = solver
+        self.store = MemoryStore()
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="saddlelab-experiment")
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
+        job_id = payload["key"]
+        with self._lock:
+            status = self.store.status(job_id)
+            if status is not None and status not in ("failed", "cancelled"):
+                return job_id, True
+            if limit and self._active(owner) >= limit:
+                raise JobLimitExceeded(limit)
+            self.store.create(job_id)
+            self._jobs[job_id] = {"payload": payload, "owner": owner, "created": time.time(), "started": None,
+                                  "cancel": threading.Event()}
+        for point in range(n_points(payload)):
+            for chain in range(n_chains(payload)):
+                self._pool.submit(self._run, job_id, point, chain)
+        return job_id, False
+
+    def _run(self, job_id: str, point: int, chain: int) -> None:
+        job = self._jobs[job_id]
+        payload = job["payload"]
+        if job["cancel"].is_set() or self.store.status(job_id) not in ACTIVE:
+            return
+        if self.store.set_status(job_id, "running", ("queued",)):
+            job["started"] = time.time()
+        try:
+            run_chain(payload, point, chain, self.store, should_stop=job["cancel"].is_set,
+                      who={"worker": threading.current_thread().name})
+            if assemble_point(payload, point, self.store, self.solver):
+                finalize(payload, self.store, job["started"])
+        except Cancelled:
+            self.store.record(job_id, {"point": point, "chain": chain, "event": "cancelled"})
+        except Exception as exc:  # a failed chain fails its experiment, with the reason
+            log.exception("experiment %s point %s chain %s failed", job_id, point, chain)
+            self.store.fail(job_id, f"point {point} chain {chain}: {type(exc).__name__}: {exc}")
+
+    def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:
+        job = self._jobs.get(job_id)
+        status = self.store.status(job_id)
+        if job is None or status is None:
+            return None
+        payload = job["payload"]
+        points, chains = n_points(payload), n_chains(payload)
+        total = points * chains * int(payload["sampler"]["draws"])
+        result = self.store.result_text(job_id) if status == "finished" else None
+        chains_done = sum(len(self.store.chains_done(job_id, p)) for p in range(points))
+        out: dict[str, Any] = {
+            "job_id": job_id,
+            "status": status,
+            "kind": "experiment" if payload["values"] is None else "learning_curve",
+            "backend": self.kind,
+            "created": job["created"],
+            "progress": {"done": total if result else min(total, self.store.progress(job_id, points, chains)),
+                         "total": total},
+            "chains": {"done": chains_done, "total": points * chains},
+            "points": {"done": len(self.store.points_done(job_id)), "total": points},
+            "result": None if result is None else json.loads(result),
+            "error": self.store.error(job_id),
+        }
+        if detail:
+            out["executions"] = self.store.executions(job_id)
+        return out
+
+    def series(self, job_id: str, point: int) -> str | None:
+        return self.store.series_text(job_id, point) if job_id in self._jobs else None
+
+    def cancel(self, job_id: str) -> bool:
+        job = self._jobs.get(job_id)
+        if job is None:
+            return False
+        job["cancel"].set()
+        self.store.set_status(job_id, "cancelled", ACTIVE)
+        return True
+
+    def _active(self, owner: str | None) -> int:
+        return sum(1 for j, job in self._jobs.items() if job["owner"] == owner and self.store.status(j) in ACTIVE)
+
+    def active_for(self, owner: str | None) -> int:
+        with self._lock:
+            return self._active(owner)
+
+    def shutdown(self) -> None:
+        for job in self._jobs.values():
+            job["cancel"].set()
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,141 @@
+"""Validate an experiment request into a plain, hashable job payload: one limit check, then the key.
+
+Everything that can be refused is refused here, with a 422 naming the field: a theory (or mode) without a
+network, a network that cannot be sampled (``T = 0``, a discrete prior, …), sizes that do not fit the theory's
+sizes model, an unknown initialisation, SGLD without minibatches, and every size-like quantity — the theory's,
+its network's (sampled parameters, data held) and the sampler's (chains, draws, steps, work) — above the
+instance's limit of that name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from service.errors import field_error, relocate
+from service.experiments.schemas import ExperimentRequest
+from service.keys import spec_hash
+from service.limits import check_limits, check_sizes
+from service.schemas import Range
+from service.settings import Settings
+from service.sweep_plan import expand
+from solvers.core.options import SolverOptions
+from solvers.experiments.options import SAMPLER_SIZE_LIMITS, SamplerOptions, sampler_sizes
+from solvers.theories import get as get_theory
+from solvers.theories.base import ExperimentRefused, Theory
+
+#: Default limit of the points (parameter values) of one learning curve.
+POINT_LIMITS = {"experiment_points": 100}
+PRECISIONS = ("float32", "float64")
+
+
+def _refused(exc: ExperimentRefused, parameter: str | None = None, index: int = 0) -> Exception:
+    """A 422 at the refused field; at the value of a learning curve when the varied field is the one refused."""
+    if parameter is not None and exc.loc == ("model", parameter):
+        return field_error(["values", index], str(exc))
+    return field_error(list(exc.loc), exc.reason)
+
+
+def _points(req: ExperimentRequest, theory: Theory, settings: Settings) -> list[tuple[float | None, BaseModel]]:
+    """(value, spec at that value) per point; one point (value None) without a learning curve."""
+    model = req.model
+    if req.parameter is None:
+        return [(None, model)]
+    allowed = theory.sweepable_for(model)
+    if req.parameter not in allowed:
+        raise field_error(["parameter"], f"'{req.parameter}' cannot be varied for this spec; one of {sorted(allowed)}",
+                          value=req.parameter)
+    limit = settings.limit("experiment_points", POINT_LIMITS["experiment_points"])
+    if isinstance(req.values, Range) and req.values.num > limit:
+        raise field_error(["values", "num"], f"{req.values.num} values exceed the limit experiment_points={limit:g}")
+    values = expand(req.values)  # type: ignore[arg-type]
+    if not values:
+        raise field_error(["values"], "at least one value is needed")
+    if len(values) > limit:
+        raise field_error(["values"], f"{len(values)} values exceed the limit experiment_points={limit:g}")
+    cls, base = type(model), model.model_dump()
+    points = []
+    for i, v in enumerate(values):
+        try:
+            at = cls.model_validate({**base, req.parameter: v}, strict=False)
+        except ValidationError as exc:
+            raise relocate(exc, ["values", i]) from None
+        check_sizes(at, settings, prefix=("values", i))
+        points.append((v, at))
+    return points
+
+
+def _sizes(req: ExperimentRequest, theory: Theory) -> BaseModel:
+    try:
+        sizes_model = theory.experiment_sizes_for(req.model)
+    except ExperimentRefused as exc:
+        raise _refused(exc) from None
+    try:
+        return sizes_model.model_validate(req.sizes or {})
+    except ValidationError as exc:
+        raise relocate(exc, ["sizes"]) from None
+
+
+def _sampler(req: ExperimentRequest, theory: Theory) -> SamplerOptions:
+    options = req.sampler or SamplerOptions()
+    inits = theory.experiment_inits_for(req.model)
+    if options.init not in inits:
+        raise field_error(["sampler", "init"], f"unknown init {options.init!r}; this network has {list(inits)}",
+                          value=options.init)
+    if options.method == "sgld" and not theory.experiment_minibatch_for(req.model):
+        raise field_error(["sampler", "method"], "sgld needs a minibatch likelihood, which this network has not "
+                          "(its readout is integrated out over the whole data set, or it has no data set)",
+                          value="sgld")
+    if options.keep_positions:
+        raise field_error(["sampler", "keep_positions"], "the service keeps the estimators' draws, not the "
+                          "network's parameters", value=True)
+    return options
+
+
+def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
+    """Validated payload: theory, spec, sizes, seeds, sampler and solver options, points, key, instance caps."""
+    model = req.model
+    theory = get_theory(model.theory)  # type: ignore[attr-defined]
+    check_sizes(model, settings)
+    sizes = _sizes(req, theory)
+    options = _sampler(req, theory)
+    points = _points(req, theory, settings)
+    parameters = 0.0
+    for i, (_, spec) in enumerate(points):
+        try:
+            declared = theory.check_experiment(spec, sizes)
+        except ExperimentRefused as exc:
+            raise _refused(exc, req.parameter, i) from None
+        if req.parameter is not None:  # a size set by the varied field is named by its value
+            declared = {k: (("values", i) if loc == ("model", req.parameter) else loc, v)
+                        for k, (loc, v) in declared.items()}
+        check_limits(declared, theory.experiment_size_limits, settings)
+        parameters = max(parameters, declared.get("experiment_parameters", ((), 0.0))[1])
+    check_limits(sampler_sizes(options, parameters, len(points)), SAMPLER_SIZE_LIMITS, settings)
+    precision = settings.experiment_precision
+    if precision not in PRECISIONS:
+        raise ValueError(f"SADDLELAB_EXPERIMENT_PRECISION must be one of {PRECISIONS}, not {precision!r}")
+    solver = req.solver or SolverOptions()
+    values = None if req.parameter is None else [v for v, _ in points]
+    key = spec_hash(model, solver, kind="experiment", sizes=sizes.model_dump(mode="json"),
+                    network_seed=req.network_seed, sampler=options.model_dump(mode="json"),
+                    parameter=req.parameter, values=values, precision=precision)
+    cap = settings.experiment_time_limit
+    limit = options.time_limit if options.time_limit is not None else cap
+    return {
+        "key": key,
+        "theory": theory.name,
+        "model": model.model_dump(mode="json"),
+        "sizes": sizes.model_dump(mode="json"),
+        "network_seed": req.network_seed,
+        "sampler": options.model_dump(mode="json"),
+        "parameter": req.parameter,
+        "values": values,
+        "solver": solver.model_dump(mode="json"),
+        "precision": precision,
+        # The instance's caps travel with the job to the workers; they are not part of the key.
+        "time_limit": min(limit, cap) if cap else limit,
+        "solve_time_limit": settings.solve_time_limit,
+        "series": {"draws": settings.experiment_series_draws, "components": settings.experiment_series_components},
+    }

@@ -1,0 +1,82 @@
+"""``/v1/experiments``: sample the finite network behind a theory, beside the theory's solve of the same spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from service.deps import get_state
+from service.experiments.plan import plan
+from service.experiments.schemas import ExperimentAccepted, ExperimentRequest, ExperimentStatus
+from service.jobs.backend import JobLimitExceeded, QueueUnavailable
+from service.state import AppState
+
+router = APIRouter(prefix="/v1", tags=["experiments"])
+
+DETAIL = Query(False, description="Also return the log of the chains' executions.")
+POINT = Query(0, ge=0, description="Index of the point (parameter value) of a learning curve; 0 for an experiment.")
+
+
+def _unavailable(exc: QueueUnavailable) -> HTTPException:
+    return HTTPException(503, detail=f"the job queue is unavailable: {exc}")
+
+
+@router.post(
+    "/experiments",
+    status_code=202,
+    response_model=ExperimentAccepted,
+    summary="Sample the finite network of a spec (or a learning curve of them) as a job, beside the theory",
+    responses={
+        422: {"description": "Invalid spec, sizes or sampler options, a theory without a network, or a size above "
+                             "the instance's limit; the error names the field."},
+        429: {"description": "The API key already has max_jobs_per_key unfinished experiments."},
+        503: {"description": "The job queue (Redis) cannot be reached."},
+    },
+)
+def submit_experiment(req: ExperimentRequest, request: Request, state: AppState = Depends(get_state)) -> Any:
+    payload = plan(req, state.settings)
+    owner = getattr(request.state, "api_key", None)
+    try:
+        job_id, dedup = state.experiments.submit(payload, owner=owner, limit=state.settings.max_jobs_per_key)
+    except JobLimitExceeded as exc:
+        raise HTTPException(429, detail=str(exc)) from None
+    except QueueUnavailable as exc:
+        raise _unavailable(exc) from None
+    body = ExperimentAccepted(job_id=job_id, status_url=f"/v1/experiments/{job_id}", deduplicated=dedup)
+    return JSONResponse(status_code=202, content=body.model_dump())
+
+
+@router.api_route(
+    "/experiments/{job_id}",
+    methods=["GET", "DELETE"],
+    response_model=ExperimentStatus,
+    summary="GET: status, progress (draws) and result of an experiment. DELETE: cancel it (returns its status).",
+    responses={404: {"description": "No such experiment."}, 503: {"description": "The job queue is unavailable."}},
+)
+def experiment(job_id: str, request: Request, detail: bool = DETAIL, state: AppState = Depends(get_state)) -> Any:
+    try:
+        if request.method == "DELETE" and not state.experiments.cancel(job_id):
+            raise HTTPException(404, detail=f"no experiment {job_id}")
+        status = state.experiments.status(job_id, detail=detail)
+    except QueueUnavailable as exc:
+        raise _unavailable(exc) from None
+    if status is None:
+        raise HTTPException(404, detail=f"no experiment {job_id}")
+    return status
+
+
+@router.get(
+    "/experiments/{job_id}/draws",
+    summary="Per-draw series of a finished point: every estimator (bounded, thinned) and the sampler's statistics",
+    responses={404: {"description": "No such experiment, or the point is not assembled yet."}},
+)
+def draws(job_id: str, point: int = POINT, state: AppState = Depends(get_state)) -> Any:
+    try:
+        text = state.experiments.series(job_id, point)
+    except QueueUnavailable as exc:
+        raise _unavailable(exc) from None
+    if text is None:
+        raise HTTPException(404, detail=f"no draws of point {point} of experiment {job_id} (yet)")
+    return Response(content=text, media_type="application/json")
