@@ -84,6 +84,11 @@ class Settings:
     #: Floating point of the samplers: "float64" (JAX's x64 mode, set per process) or "float32".
     experiment_precision: str = field(default_factory=lambda: os.environ.get("SADDLELAB_EXPERIMENT_PRECISION",
                                                                              "float64"))
+    #: Directory of JAX's persistent compilation cache, shared by the processes that sample (every RQ work horse
+    #: compiles its chain's sampler; from the cache it loads it instead). Empty: no cache.
+    jax_cache_dir: str = field(default_factory=lambda: os.environ.get(
+        "SADDLELAB_JAX_CACHE_DIR", os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                                "saddlelab", "jax")))
     #: Per-draw series served by ``GET /v1/experiments/{id}/draws``: at most this many draws per chain (thinned) …
     experiment_series_draws: int = field(default_factory=lambda: _int("SADDLELAB_EXPERIMENT_SERIES_DRAWS", 1000))
     #: … and at most this many components of a vector observable (its first ones).

@@ -27,6 +27,7 @@ from service.experiments.store import ExperimentStore
 from service.keys import spec_hash
 from service.schemas import ModelSpec
 from service.serialize import comparison_json, draws_series_json, experiment_point_json
+from service.settings import get_settings
 from service.solving import SolveService
 from solvers.core.options import SolverOptions
 from solvers.experiments.chains import chain_options, join_chains, time_spent
@@ -53,12 +54,18 @@ def dumps(obj: Any) -> str:
 
 
 def use_precision(precision: str) -> None:
-    """JAX's floating point for this process (x64 is a global switch, set before any network is built)."""
+    """JAX's floating point for this process (x64 is a global switch, set before any network is built), and its
+    persistent compilation cache (``SADDLELAB_JAX_CACHE_DIR``), so that a chain's sampler compiles once per
+    machine rather than once per work horse."""
     import jax
 
     wanted = precision == "float64"
     if bool(jax.config.jax_enable_x64) != wanted:
         jax.config.update("jax_enable_x64", wanted)
+    cache = get_settings().jax_cache_dir
+    if cache and jax.config.jax_compilation_cache_dir != cache:
+        jax.config.update("jax_compilation_cache_dir", cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 def n_points(payload: dict[str, Any]) -> int:
@@ -148,9 +155,9 @@ def run_chain(
     raise an exception of its own, e.g. to hand the chain back to the queue).
     """
     job_id = payload["key"]
+    use_precision(payload["precision"])
     if chain in store.chains_done(job_id, point):
         return {"outcome": "already complete"}
-    use_precision(payload["precision"])
     options = chain_options(sampler_options(payload), chain)
     target = target_for(payload, point)
     checkpoint, _ = _stored(store, job_id, point, chain)  # (the blocks are checked, kept where stored)
@@ -199,6 +206,7 @@ def assemble_point(payload: dict[str, Any], point: int, store: ExperimentStore, 
         return point in store.points_done(job_id)  # assembled meanwhile by another execution
     from solvers.experiments import summarize
 
+    use_precision(payload["precision"])
     checkpoint, draws = join_chains([cp for cp, _ in stored], [blocks for _, blocks in stored])  # type: ignore[misc]
     target = target_for(payload, point)
     options = sampler_options(payload)

@@ -1,0 +1,188 @@
+"""An experiment's state in Redis: its record, each chain's checkpoint and blocks, its points and result.
+
+Keys, all with the instance's ``result_ttl``:
+
+- ``saddlelab:experiment:<id>`` (hash): payload, status, hashed owner, points, chains, timestamps, error,
+  job timeout, TTL, and ``rq:<point>:<chain>`` = the RQ job carrying each chain now;
+- ``…:chain:<point>:<chain>`` (hash): ``checkpoint`` (the last one), ``draws`` (kept draws it has), and
+  ``block:<first draw>`` = each block's draws, written together by one script, only forwards;
+- ``…:done:<point>`` (hash chain -> outcome JSON): the completed chains;
+- ``…:point:<point>``, ``…:series:<point>`` (strings): the assembled point and its per-draw series, written
+  once (``SET NX``), after which the point's chain hashes are dropped; ``…:points`` (set): the assembled points;
+- ``…:result`` (string): the result; ``…:log`` (list): one record per start and end of a chain's execution;
+- ``saddlelab:owner:<hash of the API key>:experiments`` (set): the owner's experiments, for the per-key limit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import redis
+
+from service.jobs.store import _FINISH, _SET_STATUS, _dumps, _text
+
+# The checkpoint and the block it follows go together, and never backwards (a chain run twice draws the same).
+_SAVE_CHAIN = """
+local cur = redis.call('HGET', KEYS[1], 'draws')
+if cur and tonumber(cur) > tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'checkpoint', ARGV[2], 'draws', ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[1], 'block:' .. ARGV[3], ARGV[4]) end
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+# A point is stored once; then its chains' checkpoints and blocks are no longer needed.
+_PUT_POINT = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[4]) == false then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4])
+redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
+return 1
+"""
+
+
+class ExperimentKeys:
+    def __init__(self, job_id: str):
+        self.id = job_id
+        self.meta = f"saddlelab:experiment:{job_id}"
+        self.result = f"{self.meta}:result"
+        self.log = f"{self.meta}:log"
+        self.points = f"{self.meta}:points"
+
+    def chain(self, point: int, chain: int) -> str:
+        return f"{self.meta}:chain:{point}:{chain}"
+
+    def done(self, point: int) -> str:
+        return f"{self.meta}:done:{point}"
+
+    def point(self, point: int) -> str:
+        return f"{self.meta}:point:{point}"
+
+    def series(self, point: int) -> str:
+        return f"{self.meta}:series:{point}"
+
+    @staticmethod
+    def owner(tag: str) -> str:
+        return f"saddlelab:owner:{tag}:experiments"
+
+
+class RedisStore:
+    """:class:`~service.experiments.store.ExperimentStore` in Redis; used by the API and inside the workers."""
+
+    def __init__(self, client: redis.Redis, ttl: int):
+        self.r = client
+        self.ttl = int(ttl)
+        self._set_status = client.register_script(_SET_STATUS)
+        self._finish = client.register_script(_FINISH)
+        self._save_chain = client.register_script(_SAVE_CHAIN)
+        self._put_point = client.register_script(_PUT_POINT)
+
+    # ---- the record -------------------------------------------------------------------------
+    def meta(self, job_id: str) -> dict[str, str] | None:
+        raw = self.r.hgetall(ExperimentKeys(job_id).meta)
+        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+
+    @staticmethod
+    def payload(meta: dict[str, str]) -> dict[str, Any]:
+        return json.loads(meta["payload"])
+
+    def status(self, job_id: str) -> str | None:
+        raw = self.r.hget(ExperimentKeys(job_id).meta, "status")
+        return None if raw is None else _text(raw)
+
+    def set_status(self, job_id: str, status: str, allowed: tuple[str, ...]) -> bool:
+        return bool(self._set_status(keys=[ExperimentKeys(job_id).meta], args=[status, time.time(), *allowed]))
+
+    def fail(self, job_id: str, error: str) -> None:
+        if self.set_status(job_id, "failed", ("queued", "running")):
+            self.r.hset(ExperimentKeys(job_id).meta, "error", error)
+
+    def mark_started(self, job_id: str) -> float:
+        """Running from now (once); the time the first chain started."""
+        keys = ExperimentKeys(job_id)
+        self.set_status(job_id, "running", ("queued",))
+        self.r.hsetnx(keys.meta, "started", time.time())
+        return float(_text(self.r.hget(keys.meta, "started")))
+
+    def record(self, job_id: str, entry: dict[str, Any]) -> None:
+        key = ExperimentKeys(job_id).log
+        with self.r.pipeline(transaction=False) as p:
+            p.rpush(key, _dumps({"time": time.time(), **entry}))
+            p.expire(key, self.ttl)
+            p.execute()
+
+    def executions(self, job_id: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.r.lrange(ExperimentKeys(job_id).log, 0, -1)]
+
+    # ---- chains -----------------------------------------------------------------------------
+    def load_chain(self, job_id: str, point: int, chain: int) -> tuple[bytes | None, dict[int, bytes]]:
+        raw = self.r.hgetall(ExperimentKeys(job_id).chain(point, chain))
+        fields = {_text(k): v for k, v in raw.items()}
+        blocks = {int(k.split(":", 1)[1]): v for k, v in fields.items() if k.startswith("block:")}
+        return fields.get("checkpoint"), blocks
+
+    def save_chain(self, job_id: str, point: int, chain: int, checkpoint: bytes, draws_done: int,
+                   block: tuple[int, bytes] | None) -> bool:
+        start, data = ("", b"") if block is None else (str(block[0]), block[1])
+        return bool(self._save_chain(keys=[ExperimentKeys(job_id).chain(point, chain)],
+                                     args=[draws_done, checkpoint, start, data, self.ttl]))
+
+    def complete_chain(self, job_id: str, point: int, chain: int, outcome: dict[str, Any]) -> None:
+        key = ExperimentKeys(job_id).done(point)
+        with self.r.pipeline(transaction=False) as p:
+            p.hsetnx(key, str(chain), _dumps(outcome))
+            p.expire(key, self.ttl)
+            p.execute()
+
+    def chains_done(self, job_id: str, point: int) -> dict[int, dict[str, Any]]:
+        raw = self.r.hgetall(ExperimentKeys(job_id).done(point))
+        return {int(k): json.loads(v) for k, v in raw.items()}
+
+    def progress(self, job_id: str, points: int, chains: int) -> int:
+        keys = ExperimentKeys(job_id)
+        with self.r.pipeline(transaction=False) as p:
+            for point in range(points):
+                p.hgetall(keys.done(point))
+                for chain in range(chains):
+                    p.hget(keys.chain(point, chain), "draws")
+            out = p.execute()
+        total = 0
+        for point in range(points):
+            done = {int(k): json.loads(v) for k, v in out[point * (chains + 1)].items()}
+            drawing = out[point * (chains + 1) + 1:(point + 1) * (chains + 1)]
+            for chain in range(chains):
+                if chain in done:
+                    total += int(done[chain].get("draws", 0))
+                elif drawing[chain] is not None:
+                    total += int(drawing[chain])
+        return total
+
+    # ---- points and result ------------------------------------------------------------------
+    def put_point(self, job_id: str, point: int, point_json: str, series_json: str) -> bool:
+        keys = ExperimentKeys(job_id)
+        chains = int(self.r.hget(keys.meta, "chains") or 0)
+        return bool(self._put_point(
+            keys=[keys.point(point), keys.series(point), keys.points, *(keys.chain(point, c) for c in range(chains))],
+            args=[point_json, series_json, point, self.ttl],
+        ))
+
+    def points_done(self, job_id: str) -> set[int]:
+        return {int(x) for x in self.r.smembers(ExperimentKeys(job_id).points)}
+
+    def point_text(self, job_id: str, point: int) -> str | None:
+        raw = self.r.get(ExperimentKeys(job_id).point(point))
+        return None if raw is None else _text(raw)
+
+    def series_text(self, job_id: str, point: int) -> str | None:
+        raw = self.r.get(ExperimentKeys(job_id).series(point))
+        return None if raw is None else _text(raw)
+
+    def finish(self, job_id: str, result_json: str) -> bool:
+        keys = ExperimentKeys(job_id)
+        return bool(self._finish(keys=[keys.meta, keys.result], args=[result_json, self.ttl, time.time()]))
+
+    def result_text(self, job_id: str) -> str | None:
+        raw = self.r.get(ExperimentKeys(job_id).result)
+        return None if raw is None else _text(raw)

@@ -1,0 +1,257 @@
+"""Experiments on RQ workers: the API side (submit, status, series, cancel).
+
+An experiment's id is its key (the hash of spec, sizes, network seed, sampler and solver options, points and
+precision), so identical submissions share one job. Every chain of every point is one RQ job
+(``service.experiments.task.run_chain_job``) on the sweeps' queue, so chains spread over every worker of the
+lab. A chain stores its checkpoint and the block just drawn after every block (:mod:`.redis_store`); a chain
+whose worker dies is found by RQ's abandoned-job detection (the worker's short heartbeat) and retried, and
+the retry resumes after the last stored block. A failed or cancelled experiment submitted again resumes every
+chain where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from rq import Queue, Retry
+from rq.command import send_stop_job_command
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
+
+from service.experiments.redis_store import ExperimentKeys, RedisStore
+from service.experiments.runner import finalize, n_chains, n_points
+from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable
+from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL
+from service.jobs.store import _dumps, _text, owner_tag
+from service.redis_link import RedisLink
+from service.secrets import InstanceSecret
+from service.settings import Settings
+
+log = logging.getLogger("saddlelab.experiments")
+
+TASK = "service.experiments.task.run_chain_job"
+_REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+
+
+def enqueue_chain(queue: Queue, job_id: str, point: int, chain: int, timeout: int, pipeline: Any = None) -> str:
+    """Put one chain on the queue; returns the RQ job id."""
+    rid = f"saddlelab-exp-{job_id[:16]}-{point}-{chain}-{uuid.uuid4().hex[:8]}"
+    queue.enqueue_call(
+        TASK,
+        args=(job_id, point, chain),
+        job_id=rid,
+        timeout=int(timeout),
+        result_ttl=RQ_RESULT_TTL,
+        failure_ttl=RQ_RESULT_TTL * 24,
+        retry=Retry(max=ABANDON_RETRIES),
+        description=f"saddlelab experiment {job_id[:12]} point {point} chain {chain}",
+        pipeline=pipeline,
+    )
+    return rid
+
+
+class RQExperiments:
+    kind = "rq"
+
+    def __init__(self, link: RedisLink, settings: Settings, secret: InstanceSecret):
+        self.link = link
+        self.settings = settings
+        self.secret = secret
+        self.store = RedisStore(link.client, settings.result_ttl)
+        self.queue = Queue(QUEUE, connection=link.client, serializer=JSONSerializer)
+        self._reconciled: dict[str, float] = {}
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except _REDIS_ERRORS as exc:
+            raise QueueUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+    # ---- submit -----------------------------------------------------------------------------
+    def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
+        return self._guard(lambda: self._submit(payload, owner, limit))
+
+    def _submit(self, payload: dict[str, Any], owner: str | None, limit: int) -> tuple[str, bool]:
+        job_id = payload["key"]
+        keys = ExperimentKeys(job_id)
+        owner_key = ExperimentKeys.owner(owner_tag(owner, self.secret))
+        points, chains = n_points(payload), n_chains(payload)
+        r = self.link.client
+        with r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(keys.meta, owner_key)
+                    status = pipe.hget(keys.meta, "status")
+                    status = _text(status) if status is not None else None
+                    if status in ACTIVE or (status == "finished" and pipe.exists(keys.result)):
+                        return job_id, True
+                    if limit and self._active(owner_key) >= limit:
+                        raise JobLimitExceeded(limit)
+                    # chains and points of an earlier run of the same key (failed, cancelled) are kept
+                    assembled = self.store.points_done(job_id)
+                    done = {p: self.store.chains_done(job_id, p) for p in range(points) if p not in assembled}
+                    pipe.multi()
+                    pipe.delete(keys.meta, keys.result)
+                    meta: dict[str, Any] = {
+                        "payload": _dumps(payload),
+                        "status": "queued",
+                        "owner": owner_tag(owner, self.secret),
+                        "kind": "experiment" if payload["values"] is None else "learning_curve",
+                        "points": points,
+                        "chains": chains,
+                        "total": points * chains * int(payload["sampler"]["draws"]),
+                        "created": time.time(),
+                        "updated": time.time(),
+                        "job_timeout": self.settings.job_timeout,
+                        "ttl": self.store.ttl,
+                    }
+                    for p, finished in done.items():
+                        # a point whose chains all finished but which was not assembled: one job assembles it
+                        missing = [c for c in range(chains) if c not in finished] or [0]
+                        for c in missing:
+                                meta[f"rq:{p}:{c}"] = enqueue_chain(self.queue, job_id, p, c,
+                                                                    self.settings.job_timeout, pipe)
+                    pipe.hset(keys.meta, mapping=meta)
+                    pipe.expire(keys.meta, self.store.ttl)
+                    pipe.sadd(owner_key, job_id)
+                    pipe.expire(owner_key, self.store.ttl)
+                    pipe.execute()
+                    break
+                except redis.WatchError:
+                    continue
+        if len(assembled) == points:
+            finalize(payload, self.store)
+        return job_id, False
+
+    def _active(self, owner_key: str) -> int:
+        r = self.link.client
+        members = [_text(m) for m in r.smembers(owner_key)]
+        if not members:
+            return 0
+        with r.pipeline(transaction=False) as p:
+            for m in members:
+                p.hget(ExperimentKeys(m).meta, "status")
+            statuses = p.execute()
+        gone = [m for m, s in zip(members, statuses, strict=True) if s is None]
+        if gone:
+            r.srem(owner_key, *gone)
+        active = [m for m, s in zip(members, statuses, strict=True) if s is not None and _text(s) in ACTIVE]
+        return sum(1 for m in active if self._reconcile(m) in ACTIVE)
+
+    def active_for(self, owner: str | None) -> int:
+        return self._guard(lambda: self._active(ExperimentKeys.owner(owner_tag(owner, self.secret))))
+
+    # ---- status -----------------------------------------------------------------------------
+    def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:
+        return self._guard(lambda: self._status(job_id, detail))
+
+    def _status(self, job_id: str, detail: bool) -> dict[str, Any] | None:
+        meta = self.store.meta(job_id)
+        if meta is None:
+            return None
+        if meta["status"] in ACTIVE and time.monotonic() - self._reconciled.get(job_id, -1e9) > RECONCILE_EVERY:
+            self._reconcile(job_id, meta)
+            meta = self.store.meta(job_id) or meta
+        points, chains, total, status = int(meta["points"]), int(meta["chains"]), int(meta["total"]), meta["status"]
+        out: dict[str, Any] = {
+            "job_id": job_id,
+            "status": status,
+            "kind": meta.get("kind"),
+            "backend": self.kind,
+            "created": float(meta["created"]),
+            "result": None,
+            "error": meta.get("error"),
+        }
+        chains_done = sum(len(self.store.chains_done(job_id, p)) for p in range(points))
+        if status == "finished":
+            raw = self.store.result_text(job_id)
+            if raw is None:  # the result expired before the record did
+                out.update(status="failed", error="the result has expired (result_ttl); submit the experiment again")
+                done = 0
+            else:
+                out["result"] = json.loads(raw)
+                done = total
+        else:
+            done = min(total, self.store.progress(job_id, points, chains))
+        out["progress"] = {"done": done, "total": total}
+        out["chains"] = {"done": chains_done, "total": points * chains}
+        out["points"] = {"done": len(self.store.points_done(job_id)), "total": points}
+        if detail:
+            out["executions"] = self.store.executions(job_id)
+        return out
+
+    def series(self, job_id: str, point: int) -> str | None:
+        return self._guard(lambda: self.store.series_text(job_id, point))
+
+    def _reconcile(self, job_id: str, meta: dict[str, str] | None = None) -> str | None:
+        """An active experiment whose chain failed for good in RQ (retries used up, lost) is marked failed."""
+        meta = meta or self.store.meta(job_id)
+        if meta is None:
+            return None
+        if len(self._reconciled) > 10_000:
+            self._reconciled.clear()
+        self._reconciled[job_id] = time.monotonic()
+        if meta["status"] not in ACTIVE:
+            return meta["status"]
+        points, chains = int(meta["points"]), int(meta["chains"])
+        assembled = self.store.points_done(job_id)
+        pending = [(p, c, meta.get(f"rq:{p}:{c}")) for p in range(points) if p not in assembled
+                   for c in range(chains) if c not in self.store.chains_done(job_id, p)]
+        ids = [rid for _, _, rid in pending if rid]
+        jobs = dict(zip(ids, Job.fetch_many(ids, connection=self.link.client, serializer=JSONSerializer),
+                        strict=True)) if ids else {}
+        for p, c, rid in pending:
+            job = jobs.get(rid) if rid else None
+            if job is None:
+                fresh = self.store.meta(job_id) or {}
+                if c in self.store.chains_done(job_id, p) or fresh.get(f"rq:{p}:{c}") != rid:
+                    continue
+                self.store.fail(job_id, f"point {p} chain {c} was lost from the queue")
+                break
+            st = job.get_status(refresh=False)
+            if st == JobStatus.FAILED:
+                self.store.fail(job_id, f"point {p} chain {c} failed on its worker")
+                break
+            if st in (JobStatus.STOPPED, JobStatus.CANCELED):
+                self.store.fail(job_id, f"point {p} chain {c} was stopped outside SaddleLab")
+                break
+        fresh = self.store.meta(job_id)
+        return fresh["status"] if fresh else None
+
+    # ---- cancel -----------------------------------------------------------------------------
+    def cancel(self, job_id: str) -> bool:
+        return self._guard(lambda: self._cancel(job_id))
+
+    def _cancel(self, job_id: str) -> bool:
+        meta = self.store.meta(job_id)
+        if meta is None:
+            return False
+        if not self.store.set_status(job_id, "cancelled", ACTIVE):
+            return True
+        self.store.record(job_id, {"event": "cancel_requested"})
+        r = self.link.client
+        for field, rid in meta.items():
+            if not field.startswith("rq:"):
+                continue
+            try:
+                job = Job.fetch(rid, connection=r, serializer=JSONSerializer)
+            except NoSuchJobError:
+                continue
+            st = job.get_status(refresh=False)
+            if st in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+                job.cancel()
+            elif st == JobStatus.STARTED:
+                with contextlib.suppress(InvalidJobOperation):
+                    send_stop_job_command(r, rid, serializer=JSONSerializer)
+        return True
+
+    def shutdown(self) -> None:
+        return None

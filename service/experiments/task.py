@@ -1,0 +1,101 @@
+"""The task an RQ worker runs for an experiment: one chain of one point, stored block by block.
+
+A chain whose worker dies is found by RQ's abandoned-job detection (the worker's short heartbeat TTL, see
+:mod:`service.worker`) and retried; the retry reads the stored checkpoint and continues after the last block.
+A worker asked to stop (SIGTERM) hands its chain back to the queue after the current block. The execution
+that completes a point's last chain assembles the point (solving the same spec through the cached solve path
+in Redis), and the one that assembles the last point stores the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+import redis
+from rq import Queue, get_current_job
+from rq.serializers import JSONSerializer
+from rq.timeouts import JobTimeoutException
+
+from service.cache import RedisCache
+from service.experiments.redis_store import ExperimentKeys, RedisStore
+from service.experiments.rq_backend import enqueue_chain
+from service.experiments.runner import Cancelled, assemble_point, finalize, run_chain
+from service.jobs.backend import ACTIVE
+from service.jobs.rq_backend import QUEUE
+from service.jobs.store import _text
+from service.jobs.task import CANCEL_POLL, HANDOFF, HandedOff
+from service.redis_link import RedisLink
+from service.settings import get_settings
+from service.singleflight import SingleFlight
+from service.solving import SolveService
+
+log = logging.getLogger("saddlelab.experiments")
+
+
+def _solver(client: redis.Redis, payload: dict[str, Any]) -> SolveService:
+    """The API's cached solve path, on the worker's Redis, with the per-solve cap that travelled with the job."""
+    settings = dataclasses.replace(get_settings(), solve_time_limit=float(payload["solve_time_limit"]))
+    link = RedisLink(None, client=client)
+    return SolveService(RedisCache(link, settings.cache_ttl), SingleFlight(link), settings)
+
+
+def run_chain_job(job_id: str, point: int, chain: int) -> dict[str, Any]:
+    """Run (or finish) one chain of an experiment; every block is stored as soon as it exists."""
+    current = get_current_job()
+    client = current.connection if current is not None else redis.Redis.from_url(os.environ["REDIS_URL"])
+    store = RedisStore(client, ttl=0)
+    meta = store.meta(job_id)
+    if meta is None:
+        return {"outcome": "expired"}
+    store.ttl = int(meta["ttl"])
+    if meta["status"] not in ACTIVE:
+        return {"outcome": meta["status"]}
+    payload = store.payload(meta)
+    started = store.mark_started(job_id)
+    who = {"rq_job": current.id if current is not None else None,
+           "worker": os.environ.get("RQ_WORKER_ID") or socket.gethostname(), "pid": os.getpid()}
+    last_check = [0.0]
+
+    def should_stop() -> bool:
+        if HANDOFF.is_set():
+            raise HandedOff()
+        now = time.monotonic()
+        if now - last_check[0] < CANCEL_POLL:
+            return False
+        last_check[0] = now
+        st = client.hget(ExperimentKeys(job_id).meta, "status")
+        return st is None or _text(st) == "cancelled"
+
+    where = {"point": point, "chain": chain, **who}
+    try:
+        out = run_chain(payload, point, chain, store, should_stop=should_stop, who=who)
+        if assemble_point(payload, point, store, _solver(client, payload)):
+            finalize(payload, store, started)
+    except Cancelled:
+        store.record(job_id, {**where, "event": "cancelled"})
+        return {"outcome": "cancelled"}
+    except HandedOff:
+        queue = Queue(QUEUE, connection=client, serializer=JSONSerializer)
+        with client.pipeline() as p:
+            rid = enqueue_chain(queue, job_id, point, chain, int(meta.get("job_timeout", 3600)), p)
+            p.hset(ExperimentKeys(job_id).meta, f"rq:{point}:{chain}", rid)
+            p.execute()
+        store.record(job_id, {**where, "event": "handed_off", "next_rq_job": rid})
+        return {"outcome": "handed off"}
+    except JobTimeoutException:
+        store.fail(job_id, f"point {point} chain {chain} exceeded the job timeout of {meta.get('job_timeout')} s")
+        store.record(job_id, {**where, "event": "failed", "error": "job timeout"})
+        return {"outcome": "timeout"}
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        raise  # Redis itself is gone: let RQ retry the chain when it is back
+    except Exception as exc:  # a failing chain fails its experiment, with the reason
+        log.exception("point %s chain %s of experiment %s failed", point, chain, job_id)
+        store.fail(job_id, f"point {point} chain {chain}: {type(exc).__name__}: {exc}")
+        store.record(job_id, {**where, "event": "failed", "error": f"{type(exc).__name__}: {exc}"})
+        return {"outcome": "failed"}
+    return out
