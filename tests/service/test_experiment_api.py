@@ -202,3 +202,24 @@ def test_nan_in_the_request_is_refused(api: TestClient) -> None:
                  headers={"content-type": "application/json"})
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["body", "sampler", "time_limit"]
+
+
+def test_a_cancelled_experiment_stops_and_resumes_its_chains_when_submitted_again(api: TestClient) -> None:
+    long = {**SAMPLER, "draws": 100_000, "block_size": 30, "seed": 5}
+    job_id = submit(api, sampler=long)["job_id"]
+    deadline = time.monotonic() + 120
+    while api.get(f"/v1/experiments/{job_id}").json()["progress"]["done"] < 60:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert api.delete(f"/v1/experiments/{job_id}").json()["status"] == "cancelled"
+    time.sleep(0.5)  # a chain stops at its next block
+    stopped = api.get(f"/v1/experiments/{job_id}").json()["progress"]["done"]
+    time.sleep(0.5)
+    assert api.get(f"/v1/experiments/{job_id}").json()["progress"]["done"] == stopped
+    again = submit(api, sampler=long)
+    assert again["job_id"] == job_id and not again["deduplicated"]
+    while not [e for e in api.get(f"/v1/experiments/{job_id}", params={"detail": "true"}).json()["executions"]
+               if e["event"] == "started" and e["resumed_from"]]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    api.delete(f"/v1/experiments/{job_id}")
