@@ -3,6 +3,8 @@
     from clients import Client
     lab = Client("http://lab-server:8000", api_key="...")
     result = lab.sweep({"theory": "rubin_cavity", "mode": "potential"}, "u", {"start": 20, "stop": 40, "num": 41})
+    run = lab.experiment(spec, sampler={"chains": 4, "draws": 2000}, sizes={"d": 64})   # the finite network
+    run.to_inference_data()                                                            # ArviZ
 """
 
 from clients.client import Client, values_spec
@@ -20,11 +22,13 @@ from clients.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from clients.tables import rows, series, to_csv
+from clients.experiments import ExperimentResult, inference_data, points_of
+from clients.tables import experiment_csv, experiment_rows, rows, series, to_csv
 
 __all__ = [
     "Client",
     "ConnectionFailed",
+    "ExperimentResult",
     "InvalidRequest",
     "JobCancelled",
     "JobFailed",
@@ -36,6 +40,10 @@ __all__ = [
     "ServiceUnavailable",
     "TooManyRequests",
     "Unauthorized",
+    "experiment_csv",
+    "experiment_rows",
+    "inference_data",
+    "points_of",
     "rows",
     "series",
     "to_csv",

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -22,6 +22,7 @@ from clients.errors import (
     ServiceUnavailable,
     from_response,
 )
+from clients.experiments import ExperimentResult
 
 TERMINAL = ("finished", "failed", "cancelled")
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -133,26 +134,31 @@ class Client:
         """Cancel a job; returns its status."""
         return self._request("DELETE", f"/v1/jobs/{job_id}")
 
-    def wait(self, job_id: str, progress: bool = True, timeout: float | None = None) -> dict[str, Any]:
-        """Block until the job ends; return its result (raise :class:`JobFailed` / :class:`JobCancelled`)."""
+    def wait(self, job_id: str, progress: bool = True, timeout: float | None = None,
+             status: Callable[[str], dict[str, Any]] | None = None, unit: str = "pt") -> dict[str, Any]:
+        """Block until the job ends; return its result (raise :class:`JobFailed` / :class:`JobCancelled`).
+
+        ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments).
+        """
+        read = status or self.job
         deadline = None if timeout is None else time.monotonic() + timeout
-        bar = _ProgressBar(job_id) if progress else None
+        bar = _ProgressBar(job_id, unit) if progress else None
         failures = 0
         try:
             while True:
                 try:
-                    status = self.job(job_id)
+                    status_ = read(job_id)
                     failures = 0
                 except (ConnectionFailed, ServiceUnavailable):
                     failures += 1  # a restarting server or a Redis blip: keep waiting a little
                     if failures > 5:
                         raise
-                    status = None
-                if status is not None:
+                    status_ = None
+                if status_ is not None:
                     if bar is not None:
-                        bar.update(status)
-                    if status["status"] in TERMINAL:
-                        return _outcome(status)
+                        bar.update(status_)
+                    if status_["status"] in TERMINAL:
+                        return _outcome(status_)
                 if deadline is not None and time.monotonic() > deadline:
                     raise JobTimeout(f"job {job_id} still running after {timeout} s", job_id)
                 time.sleep(self.poll_interval)
@@ -174,6 +180,65 @@ class Client:
         accepted = self.submit_sweep(model, parameter, values, method=method, solver=solver)
         return self.wait(accepted["job_id"], progress=progress, timeout=timeout)
 
+    # ---- experiments ------------------------------------------------------------------------
+    def submit_experiment(
+        self,
+        model: Mapping[str, Any],
+        sampler: Mapping[str, Any] | None = None,
+        *,
+        sizes: Mapping[str, Any] | None = None,
+        parameter: str | None = None,
+        values: Values | None = None,
+        network_seed: int = 0,
+        solver: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Start sampling the spec's finite network (a learning curve with ``parameter`` and ``values``)."""
+        body: dict[str, Any] = {"model": dict(model), "network_seed": network_seed}
+        for key, value in (("sampler", sampler), ("sizes", sizes), ("solver", solver)):
+            if value is not None:
+                body[key] = dict(value)
+        if parameter is not None:
+            body["parameter"] = parameter
+            body["values"] = values_spec(values)
+        accepted = self._request("POST", "/v1/experiments", json=body)
+        self.last_job_id = accepted["job_id"]
+        return accepted
+
+    def experiment_status(self, job_id: str, detail: bool = False) -> dict[str, Any]:
+        """Status, progress (draws) and (when finished) result of an experiment."""
+        return self._request("GET", f"/v1/experiments/{job_id}", params={"detail": "true"} if detail else None)
+
+    def experiment_draws(self, job_id: str, point: int = 0) -> dict[str, Any]:
+        """The per-draw series of one point of a finished experiment (bounded and thinned by the server)."""
+        return self._request("GET", f"/v1/experiments/{job_id}/draws", params={"point": point})
+
+    def cancel_experiment(self, job_id: str) -> dict[str, Any]:
+        return self._request("DELETE", f"/v1/experiments/{job_id}")
+
+    def experiment(
+        self,
+        model: Mapping[str, Any],
+        sampler: Mapping[str, Any] | None = None,
+        *,
+        sizes: Mapping[str, Any] | None = None,
+        parameter: str | None = None,
+        values: Values | None = None,
+        network_seed: int = 0,
+        solver: Mapping[str, Any] | None = None,
+        progress: bool = True,
+        timeout: float | None = None,
+    ) -> ExperimentResult:
+        """Sample the spec's finite network to the end, with a progress bar in draws; returns the result.
+
+        ``result["observables"][name]`` holds ``mean``, ``stderr``, ``ess``, ``rhat``; ``result["theory"]`` the
+        solve of the same spec with a ``comparison`` per branch; ``result.to_inference_data()`` ArviZ output.
+        """
+        accepted = self.submit_experiment(model, sampler, sizes=sizes, parameter=parameter, values=values,
+                                          network_seed=network_seed, solver=solver)
+        job_id = accepted["job_id"]
+        data = self.wait(job_id, progress=progress, timeout=timeout, status=self.experiment_status, unit="draw")
+        return ExperimentResult(data, job_id, lambda point: self.experiment_draws(job_id, point))
+
 
 def _outcome(status: dict[str, Any]) -> dict[str, Any]:
     if status["status"] == "finished":
@@ -186,8 +251,9 @@ def _outcome(status: dict[str, Any]) -> dict[str, Any]:
 class _ProgressBar:
     """A tqdm bar when tqdm is installed (notebook-aware via tqdm.auto); nothing otherwise."""
 
-    def __init__(self, job_id: str):
+    def __init__(self, job_id: str, unit: str = "pt"):
         self.job_id = job_id
+        self.unit = unit
         self._bar: Any = None
         try:
             from tqdm.auto import tqdm
@@ -201,7 +267,8 @@ class _ProgressBar:
             return
         done, total = status["progress"]["done"], status["progress"]["total"]
         if self._bar is None:
-            self._bar = self._tqdm(total=total, desc=f"job {self.job_id[:8]}", unit="pt", leave=True)
+            self._bar = self._tqdm(total=total, desc=f"job {self.job_id[:8]}", unit=self.unit,
+                                   leave=True)
         self._bar.set_postfix_str(status["status"], refresh=False)
         self._bar.update(max(0, done - self._bar.n))
 

@@ -4,7 +4,9 @@
 - :func:`branch_diagram`: every branch of a sweep, stable solid and unstable dashed, the
   equilibrium highlighted, spinodals and first-order points marked;
 - :func:`potential`: a potential with its wells (and barriers) marked;
-- :func:`phase_diagram`: the equilibrium branch over a two-parameter grid, with the transition lines.
+- :func:`phase_diagram`: the equilibrium branch over a two-parameter grid, with the transition lines;
+- :func:`theory_vs_experiment`: the theory's branches as lines, the sampled finite network as points with
+  error bars, along a learning curve or a sweep in T.
 
 Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given).
 """
@@ -215,3 +217,112 @@ def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True)
     ax.set_ylabel(p1)
     ax.legend(loc="best", fontsize=7)
     return ax
+
+
+def _x_of(point: dict[str, Any], x: float | None) -> float:
+    if x is not None:
+        return float(x)
+    if point.get("parameter") is None:
+        raise ValueError("a single experiment has no parameter value; pass x= or run a learning curve")
+    return float(point["parameter"])
+
+
+def _component(value: Any, component: int | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        if component is None:
+            raise ValueError("a vector observable: pass component=")
+        value = value[component]
+    return None if value is None else float(value)
+
+
+def theory_vs_experiment(
+    results: Any,
+    observable: str = "generalization_error",
+    ax: Any = None,
+    *,
+    branches: list[str] | None = None,
+    component: int | None = None,
+    sweep: dict[str, Any] | None = None,
+    sweep_quantity: str | None = None,
+    sigmas: float = 1.0,
+    x: float | None = None,
+    logx: bool = False,
+) -> Any:
+    """The theory's branches as lines and the experiment as points with error bars, along a learning curve or a
+    sweep in any parameter (T, α, …).
+
+    ``results``: an experiment result (a learning curve, or one experiment with ``x=``), or a mapping label ->
+    result (e.g. two initialisations), each drawn as its own markers with ±``sigmas`` Monte-Carlo standard errors.
+    The theory's lines are each branch's value at the experiments' parameter values (from each point's
+    ``theory.comparison``), or, with ``sweep`` (a ``/v1/sweeps`` result in the same parameter), every branch of
+    the sweep, stable solid and unstable dashed, for the quantity ``sweep_quantity`` (dotted path into the
+    branch's order parameters / observables, e.g. ``class_distance.D2``; default: ``observable``).
+    """
+    from clients.experiments import points_of
+
+    ax = _axes(ax)
+    runs = dict(results) if isinstance(results, dict) and "kind" not in results else {"experiment": results}
+    colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    if sweep is not None:
+        quantity = sweep_quantity or observable
+        for k, name in enumerate(branch_names(sweep)):
+            if branches is not None and name not in branches:
+                continue
+            xs, ys, st = [], [], []
+            for pt in sweep["points"]:
+                b = next((b for b in pt.get("branches", []) if b["name"] == name and b.get("converged")), None)
+                xs.append(pt["parameter"])
+                ys.append(_path_value(b, quantity) if b is not None else None)
+                st.append(b.get("stable") if b is not None else None)
+            labelled = False
+            for rx, ry, stable in _runs(xs, ys, st):
+                ax.plot(rx, ry, color=colors[k % len(colors)], linestyle="-" if stable else "--", linewidth=1.3,
+                        label=None if labelled else f"theory: {name}")
+                labelled = True
+    else:
+        first = next(iter(runs.values()))
+        lines: dict[str, tuple[list[float], list[float]]] = {}
+        for pt in points_of(first):
+            for name, rows in (pt.get("theory", {}).get("comparison") or {}).items():
+                if branches is not None and name not in branches:
+                    continue
+                value = _component((rows.get(observable) or {}).get("theory"), component)
+                xs, ys = lines.setdefault(name, ([], []))
+                xs.append(_x_of(pt, x))
+                ys.append(float("nan") if value is None else value)
+        for k, (name, (xs, ys)) in enumerate(lines.items()):
+            order = sorted(range(len(xs)), key=xs.__getitem__)
+            ax.plot([xs[i] for i in order], [ys[i] for i in order], color=colors[k % len(colors)], linewidth=1.3,
+                    label=f"theory: {name}")
+    markers = ["o", "s", "^", "D", "v"]
+    for k, (label, result) in enumerate(runs.items()):
+        xs, ys, es = [], [], []
+        for pt in points_of(result):
+            est = (pt.get("observables") or {}).get(observable)
+            if est is None:
+                continue
+            mean, err = _component(est["mean"], component), _component(est["stderr"], component)
+            if mean is None:
+                continue
+            xs.append(_x_of(pt, x))
+            ys.append(mean)
+            es.append(sigmas * (err or 0.0))
+        ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)], color="k" if len(runs) == 1 else f"C{k + 3}",
+                    markersize=5, capsize=3, linestyle="none", label=f"{label} (±{sigmas:g} s.e.)")
+    ax.set_xscale("log" if logx else "linear")
+    first = next(iter(runs.values()))
+    ax.set_xlabel(first.get("parameter") or "parameter")
+    ax.set_ylabel(observable if component is None else f"{observable}[{component}]")
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def _path_value(entry: dict[str, Any], path: str) -> float | None:
+    """A dotted path into a branch's order parameters or observables (``class_distance.D2``)."""
+    head, *rest = path.split(".")
+    value = value_of(entry, head)
+    for key in rest:
+        value = value.get(key) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

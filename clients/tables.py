@@ -85,3 +85,36 @@ def branch_names(result: dict[str, Any]) -> list[str]:
             if b["name"] not in names:
                 names.append(b["name"])
     return names
+
+
+def experiment_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One dict per point and scalar observable of an experiment: the parameter value, the estimate with its
+    figures, and per branch of the theory its value and z (``theory:<branch>``, ``z:<branch>``)."""
+    points = result.get("points") or [result]
+    out = []
+    for pt in points:
+        comparison = (pt.get("theory") or {}).get("comparison") or {}
+        for name, est in (pt.get("observables") or {}).items():
+            if not isinstance(est.get("mean"), SCALAR):
+                continue
+            row: dict[str, Any] = {"parameter": pt.get("parameter"), "observable": name, "status": pt.get("status"),
+                                   **{k: est.get(k) for k in ("mean", "stderr", "ess", "ess_tail", "rhat")}}
+            for branch, rows_ in comparison.items():
+                if name in rows_ and isinstance(rows_[name].get("theory"), SCALAR):
+                    row[f"theory:{branch}"] = rows_[name]["theory"]
+                    row[f"z:{branch}"] = rows_[name]["z"]
+            out.append(row)
+    return out
+
+
+def experiment_csv(result: dict[str, Any]) -> str:
+    """CSV text of :func:`experiment_rows`."""
+    table = experiment_rows(result)
+    columns: list[str] = []
+    for r in table:
+        columns.extend(k for k in r if k not in columns)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    return buf.getvalue()

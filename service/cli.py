@@ -5,6 +5,7 @@
     saddlelab solve SPEC.json            # one solve, JSON on stdout
     saddlelab sweep SPEC.json --parameter u --start 20 --stop 40 --num 41 [--format csv] [-o out.csv]
     saddlelab sweep SPEC.json --parameter b --values 0.25,0.3 --parameter u --values 20,25,30   # phase diagram
+    saddlelab experiment SPEC.json --chains 4 --draws 2000 [--sizes '{"d": 64}'] [--parameter T --values 0.1,1]
     saddlelab job ID | cancel ID | theories | health
 
 The client commands talk to ``--url`` (default $SADDLELAB_URL or http://127.0.0.1:8000) with
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clients import Client, SaddleLabError, to_csv
+from clients import Client, SaddleLabError, experiment_csv, to_csv
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -72,6 +73,29 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--solver", default=None, help="JSON file with solver options")
     p.add_argument("--format", choices=["json", "csv"], default="json", help="output format (default: json)")
     p.add_argument("--branch", default=None, help="CSV: columns of this branch instead of the equilibrium")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
+    _client_options(p)
+    _output_option(p)
+
+    p = sub.add_parser("experiment", help="sample the spec's finite network beside the theory and wait for the result")
+    p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
+    p.add_argument("--method", default=None, help="nuts, hmc, mala, langevin, sgld (default: nuts)")
+    p.add_argument("--chains", type=int, default=None, help="chains (each one job; default 4)")
+    p.add_argument("--warmup", type=int, default=None, help="warmup steps per chain (default 1000)")
+    p.add_argument("--draws", type=int, default=None, help="kept draws per chain (default 1000)")
+    p.add_argument("--thin", type=int, default=None, help="steps per kept draw (default 1)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the chains (default 0)")
+    p.add_argument("--init", default=None, help="initialisation: prior, or teacher where the network has one")
+    p.add_argument("--sampler", default=None, help="JSON file with further sampler options")
+    p.add_argument("--sizes", default=None, help="the network's finite sizes: inline JSON or a JSON file")
+    p.add_argument("--network-seed", type=int, default=None, help="seed of the teacher and data (default 0)")
+    p.add_argument("--parameter", action="append", default=[], help="a learning curve in this field")
+    p.add_argument("--start", action="append", type=float, default=[], help="first value")
+    p.add_argument("--stop", action="append", type=float, default=[], help="last value, included")
+    p.add_argument("--num", action="append", type=int, default=[], help="number of values")
+    p.add_argument("--values", action="append", default=[], help="comma-separated values")
+    p.add_argument("--format", choices=["json", "csv"], default="json", help="csv: one row per point and observable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
     _client_options(p)
@@ -234,6 +258,61 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inline_or_file(text: str) -> Any:
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--sizes is not valid JSON: {exc}") from None
+    return _read_json(text)
+
+
+def experiment_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The request body from the spec file and the flags (flags win over the file's sampler options)."""
+    model, solver, rest = _request_parts(args.spec, None)
+    sampler = dict(rest.get("sampler") or {})
+    if args.sampler:
+        sampler.update(_read_json(args.sampler))
+    for name in ("method", "chains", "warmup", "draws", "thin", "seed", "init"):
+        if getattr(args, name) is not None:
+            sampler[name] = getattr(args, name)
+    body: dict[str, Any] = {"model": model, "sampler": sampler}
+    sizes = _inline_or_file(args.sizes) if args.sizes else rest.get("sizes")
+    if sizes is not None:
+        body["sizes"] = sizes
+    if solver is not None:
+        body["solver"] = solver
+    seed = args.network_seed if args.network_seed is not None else rest.get("network_seed")
+    if seed is not None:
+        body["network_seed"] = seed
+    if args.parameter or "parameter" in rest:
+        parameter, values = sweep_axes(args, rest)
+        if not isinstance(parameter, str):
+            raise UsageError("an experiment takes one --parameter (a learning curve)")
+        body["parameter"], body["values"] = parameter, values
+    return body
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    body = experiment_request(args)
+    with _client(args) as c:
+        accepted = c.submit_experiment(body["model"], body["sampler"], sizes=body.get("sizes"),
+                                       parameter=body.get("parameter"), values=body.get("values"),
+                                       network_seed=body.get("network_seed", 0), solver=body.get("solver"))
+        if args.detach:
+            _emit(_dump(accepted), args.output)
+            return 0
+        try:
+            result = c.wait(accepted["job_id"], progress=not args.no_progress, status=c.experiment_status,
+                            unit="draw")
+        except KeyboardInterrupt:
+            print(f"\ninterrupted; the experiment goes on: GET /v1/experiments/{accepted['job_id']}", file=sys.stderr)
+            return 130
+    _emit(experiment_csv(result) if args.format == "csv" else _dump(result), args.output)
+    return 0
+
+
 def cmd_job(args: argparse.Namespace) -> int:
     with _client(args) as c:
         _emit(_dump(c.job(args.job_id, detail=args.detail)), args.output)
@@ -265,6 +344,7 @@ COMMANDS = {
     "worker": cmd_worker,
     "solve": cmd_solve,
     "sweep": cmd_sweep,
+    "experiment": cmd_experiment,
     "job": cmd_job,
     "cancel": cmd_cancel,
     "theories": cmd_theories,
