@@ -29,3 +29,25 @@ def test_readout_posterior_equals_dense_formulas(P: int, N: int) -> None:
     assert np.allclose(pred_mean, phi_new @ mean, rtol=1e-10, atol=1e-12)
     assert np.allclose(pred_var, np.einsum("ij,jk,ik->i", phi_new, cov, phi_new), rtol=1e-10, atol=1e-12)
     assert float(post.second_moment_norm()) == pytest.approx(mean @ mean + np.trace(cov), rel=1e-10)
+
+
+@pytest.mark.parametrize(("P", "N"), [(7, 3), (3, 7)])
+def test_log_marginal_gradient_equals_central_differences(P: int, N: int) -> None:
+    """The hand-written gradient of the marginal likelihood, through the features, against central differences of
+    the dense log-density (both Cholesky forms)."""
+    rng = np.random.default_rng(P + 7 * N)
+    x, w, y = rng.standard_normal((P, 2)), rng.standard_normal((N, 2)), rng.standard_normal(P)
+    s, T = 0.7, 0.3
+
+    def dense(w_flat: np.ndarray) -> float:
+        phi = np.tanh(x @ w_flat.reshape(N, 2).T)
+        return float(multivariate_normal(np.zeros(P), s * phi @ phi.T + T * np.eye(P)).logpdf(y))
+
+    def ours(w_flat: jax.Array) -> jax.Array:
+        return GaussianReadout(jnp.tanh(jnp.asarray(x) @ w_flat.reshape(N, 2).T), jnp.asarray(y), s, T).log_marginal()
+
+    grad = np.asarray(jax.grad(ours)(jnp.asarray(w.ravel())))
+    h = 1e-6
+    steps = np.eye(w.size) * h
+    numeric = np.array([(dense(w.ravel() + e) - dense(w.ravel() - e)) / (2 * h) for e in steps])
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)

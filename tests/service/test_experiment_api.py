@@ -223,3 +223,15 @@ def test_a_cancelled_experiment_stops_and_resumes_its_chains_when_submitted_agai
         assert time.monotonic() < deadline
         time.sleep(0.05)
     api.delete(f"/v1/experiments/{job_id}")
+
+
+def test_run_experiment_in_process_gives_the_api_result(finished: dict[str, Any]) -> None:
+    """The scripts' entry point (no server) plans and runs the same experiment: the same key, the same draws."""
+    from service.experiments.local import run_experiment
+
+    seen: list[str] = []
+    result = run_experiment({"model": HCIZ, "sizes": SIZES, "sampler": SAMPLER}, settings=settings(), poll=0.05,
+                            on_status=lambda s: seen.append(s["status"]))
+    assert seen[-1] == "finished"
+    assert result["experiment_hash"] == finished["result"]["experiment_hash"]
+    assert result["observables"] == finished["result"]["observables"]
