@@ -13,7 +13,7 @@ class Ratio:
     value: float
     goal: float
     unit: str = "×"
-    #: "<=": the value must not exceed the goal; ">=": it must reach it.
+    #: "<=": the value must not exceed the goal; ">=": it must reach it; "report": a figure without a goal.
     sense: str = "<="
     note: str = ""
 
@@ -22,6 +22,8 @@ class Ratio:
         return self.value <= self.goal if self.sense == "<=" else self.value >= self.goal
 
     def row(self) -> str:
+        if self.sense == "report":
+            return f"| {self.name} | {self.value:.3g} {self.unit} | — | — | {self.note} |"
         mark = "yes" if self.met else "NO"
         goal = f"{self.sense} {self.goal:g} {self.unit}"
         return f"| {self.name} | {self.value:.3g} {self.unit} | {goal} | {mark} | {self.note} |"
