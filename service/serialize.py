@@ -16,7 +16,7 @@ import numpy as np
 
 from service.jsonsafe import json_safe, result_diagnostics
 from solvers.core.results import Attempt, Branch, Catalogue, Report, SolveResult
-from solvers.core.special_points import SpecialPoint
+from solvers.core.special_points import BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
 from solvers.core.sweep import Sweep
 
@@ -84,6 +84,18 @@ def point_json(value: float, cat: Catalogue) -> dict[str, Any]:
     return json_safe({"parameter": float(value), **{k: body[k] for k in POINT_KEYS[1:]}})
 
 
+def bifurcation_json(bp: BifurcationPoint) -> dict[str, Any]:
+    """A branch point's type and normal form: g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6."""
+    nf = bp.coefficients
+    return {
+        "type": bp.type,
+        "criticality": bp.criticality,
+        "parameter": bp.parameter,
+        "coefficients": {"a": nf.a, "b11": nf.b11, "b20": nf.b20, "c": nf.c},
+        "kernel": bp.kernel[0],
+    }
+
+
 def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": sp.transition,
@@ -96,6 +108,8 @@ def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
     }
     if sp.event is not None:
         out["event"] = sp.event
+    if sp.bifurcation is not None:
+        out["bifurcation"] = bifurcation_json(sp.bifurcation)
     if sp.state:
         out["state"] = dict(sp.state)
     return out
