@@ -33,7 +33,7 @@ from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.special_points import SpecialKind, SpecialPoint
+from solvers.core.special_points import BifurcationPoint, SpecialKind, SpecialPoint
 
 #: σ_min(F_x) and ⟨ŵ, F_p⟩ (relative to the Jacobian's size) below which a stability loss is a branch point.
 BRANCH_POINT_DEFECT = 1e-6
@@ -141,13 +141,26 @@ def bifurcating_starts(problem: Problem, sp: SpecialPoint, options: SolverOption
     if bp is None:
         return []
     out: list[tuple[float, np.ndarray]] = []
-    for start in branch_off(line_problem(problem), bp, line_options(options)):
+    for start in branch_off(line_problem(problem), bp, line_options(options), bifurcating_only=True):
         if not start.bifurcating:
             continue
         x = np.array(start.x, dtype=float)
-        if problem.project is not None:
-            inside = np.asarray(problem.project(x.copy()), dtype=float)
-            if not np.allclose(inside, x, rtol=0.0, atol=1e-14):
-                continue
-        out.append((float(start.parameter), x))
+        if inside_domain(problem, x):
+            out.append((float(start.parameter), x))
     return out
+
+
+def bifurcating_tangents(bp: BifurcationPoint) -> list[np.ndarray]:
+    """Unit directions in (x, p) of the branches that split off at ``bp`` (each one way; the other is its negative)."""
+    n = bp.x.size
+    if bp.type == "pitchfork":
+        return [t for t in bp.tangents if abs(float(t[n])) < 1e-12][:1]
+    return [t for i, t in enumerate(bp.tangents) if i != bp.found_on]
+
+
+def inside_domain(problem: Problem, x: np.ndarray) -> bool:
+    """``project`` leaves x where it is."""
+    if problem.project is None:
+        return True
+    return bool(np.allclose(np.asarray(problem.project(np.array(x, dtype=float)), dtype=float), x, rtol=0.0,
+                            atol=1e-14))

@@ -176,6 +176,8 @@ class Detector:
         #: What a refined location is good to: the root finder's tolerance, or the solves' residual tolerance
         #: when that is coarser (each evaluation is a solve converged to it).
         self.precision = refinement_precision(options)
+        #: The branch points classified so far (typed bifurcations).
+        self._branch_points: list[SpecialPoint] = []
 
     def inside(self, p: float) -> bool:
         return self.p_lo - 1e-9 * self.width <= p <= self.p_hi + 1e-9 * self.width
@@ -206,8 +208,18 @@ class Detector:
             detail=f"local stability of '{lost}' changes",
             x=found[1] if found else None,
         )
-        # A branch point (pitchfork, transcritical) is reported as a bifurcation with its type.
-        return classify_loss(self.problem, sp, [(a.p, a.x), (b.p, b.x)], self.width, self.options)
+        # A branch point (pitchfork, transcritical) is reported as a bifurcation with its type; one met again
+        # from another branch (the branch that splits off loses stability there too) is not classified twice.
+        known = next((k for k in self._branch_points if sp.x is not None and same_branch_point(self.problem, k, sp)),
+                     None)
+        if known is not None:
+            lost = ", ".join(repr(n) for n in sp.branches)
+            return sp.replace(kind=SpecialKind.BIFURCATION, bifurcation=known.bifurcation,
+                              detail=f"{known.bifurcation.describe()}: {lost} loses stability at this branch point")  # type: ignore[union-attr]
+        sp = classify_loss(self.problem, sp, [(a.p, a.x), (b.p, b.x)], self.width, self.options)
+        if sp.bifurcation is not None:
+            self._branch_points.append(sp)
+        return sp
 
     # ---- events --------------------------------------------------------------------------------
     def events(self, track: Track) -> list[SpecialPoint]:
@@ -317,6 +329,15 @@ class Detector:
         return float(fa - fb)
 
 
+def same_branch_point(problem: Problem, a: SpecialPoint, b: SpecialPoint) -> bool:
+    """Two special points at one location: the same parameter (to BRANCH_POINT_REL) and the same state."""
+    if abs(a.parameter - b.parameter) > BRANCH_POINT_REL * max(1.0, abs(b.parameter)):
+        return False
+    if a.x is None or b.x is None:
+        return True
+    return same_solution(problem, np.asarray(a.x), np.asarray(b.x), tol=1e-4)
+
+
 def merge_branch_points(points: list[SpecialPoint], problem: Problem | None = None) -> list[SpecialPoint]:
     """One record per branch point, naming every branch through it.
 
@@ -331,17 +352,14 @@ def merge_branch_points(points: list[SpecialPoint], problem: Problem | None = No
     def near(a: SpecialPoint, b: SpecialPoint) -> bool:
         return abs(a.parameter - b.parameter) <= BRANCH_POINT_REL * max(1.0, abs(b.parameter))
 
-    def same_state(a: SpecialPoint, b: SpecialPoint) -> bool:
-        if a.x is None or b.x is None or problem is None:
-            return True
-        return same_solution(problem, np.asarray(a.x), np.asarray(b.x), tol=1e-4)
+    def same(a: SpecialPoint, b: SpecialPoint) -> bool:
+        return same_branch_point(problem, a, b) if problem is not None else near(a, b)
 
     out: list[SpecialPoint] = []
     for t in points:
         k = None
         if t.kind is SpecialKind.BIFURCATION:
-            k = next((i for i, u in enumerate(out)
-                      if u.kind is SpecialKind.BIFURCATION and near(t, u) and same_state(t, u)), None)
+            k = next((i for i, u in enumerate(out) if u.kind is SpecialKind.BIFURCATION and same(t, u)), None)
         if k is None:
             out.append(t)
         else:

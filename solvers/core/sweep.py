@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.branch_points import bifurcating_starts
+from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
 from solvers.core.catalogue import build_catalogue, same_solution, solve_catalogue
 from solvers.core.continuation import Curve, CurvePoint, Frame, OnStep, trace_curve
 from solvers.core.detect import (
@@ -34,6 +34,7 @@ from solvers.core.detect import (
     merge_branch_points,
     polish,
     refinement_precision,
+    same_branch_point,
     with_branches,
 )
 from solvers.core.options import SolverOptions
@@ -335,10 +336,14 @@ def _switch_branches(
     named: list[tuple[SpecialPoint, str]] = []
     for _ in range(SWITCH_ROUNDS):
         todo = [sp for _, pts in found for sp in pts if sp.kind is SpecialKind.BIFURCATION and sp.bifurcation
-                is not None and not any(sp.same_as(d) for d in done)]
+                is not None]
         added = 0
         for sp in todo:
+            if any(same_branch_point(problem, sp, d) for d in done):
+                continue  # one branch point met from several branches is switched once
             done.append(sp)
+            if _leaves_along_curves(problem, curves, sp, detector.width, options):
+                continue  # every branch that splits off here is traced already
             for p, x in bifurcating_starts(problem, sp, options):
                 if len(curves) >= MAX_CURVES or not detector.inside(p):
                     continue
@@ -366,6 +371,38 @@ def _switch_branches(
             names = [name for origin, name in named if origin is sp]
             if names:
                 pts[i] = with_branches(sp, names, "branches off")
+
+
+def _leaves_along_curves(
+    problem: Problem, curves: list[Curve], sp: SpecialPoint, width: float, options: SolverOptions
+) -> bool:
+    """Every bifurcating direction at ``sp`` (both ways, within the domain) is followed by a traced curve.
+
+    A curve follows a direction when it has a point within two of its largest steps of the branch
+    point, in that direction (cosine above 0.9, in the curves' own coordinates (x, p / width)).
+    """
+    bp = sp.bifurcation
+    assert bp is not None
+    n = bp.x.size
+    zb = np.concatenate([bp.x, [bp.parameter / width]])
+    reach = 2 * options.continuation.ds_max
+    offsets = [np.array([np.concatenate([q.x, [q.p / width]]) for q in c.points]) - zb for c in curves if c.points]
+    for tangent in bifurcating_tangents(bp):
+        t = np.concatenate([tangent[:n], [tangent[n] / width]])
+        t = t / np.linalg.norm(t)
+        for d in (t, -t):
+            if not inside_domain(problem, bp.x + 1e-6 * d[:n]):
+                continue
+            followed = False
+            for off in offsets:
+                dist = np.linalg.norm(off, axis=1)
+                near = (dist > 0) & (dist <= reach)
+                if np.any(off[near] @ d > 0.9 * dist[near]):
+                    followed = True
+                    break
+            if not followed:
+                return False
+    return True
 
 
 def _away_from(curve: Curve, start: tuple[float, np.ndarray], origin: SpecialPoint, width: float) -> CurvePoint:
