@@ -126,3 +126,27 @@ def test_hciz_relu_universal_stability_line_is_where_its_linearisation_says() ->
     ((_, alpha_star),) = at_spec.points
     assert alpha_star == pytest.approx(0.339165, abs=5e-7)
     assert np.max(np.abs(one.F(at_spec.states[0][0], alpha_star))) <= 1e-9
+
+
+def test_hciz_tanh_spinodal_and_first_order_lines_through_the_one_dimensional_reference() -> None:
+    """At Δ = 0.1 the (Δ, α) lines cross the spinodal and first-order point of the 1-D reduction (tanh, γ = 1/2)."""
+    from scipy.optimize import minimize_scalar
+
+    from tests.theories.test_hciz_mlp_transitions import alpha_of, phi
+
+    fold = minimize_scalar(alpha_of, bounds=(0.05, 0.99), method="bounded", options={"xatol": 1e-12})
+    q_e = brentq(lambda q: phi(q, alpha_of(q)) - phi(0.0, alpha_of(q)), float(fold.x) + 1e-6, 0.999, xtol=1e-14)
+    hciz = get("hciz_mlp")
+    spec = hciz.spec_model.model_validate(
+        {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "Delta": 0.1, "alpha": 4.0}
+    )
+    problem = hciz.two_parameter_problem(spec, ("Delta", "alpha"))
+    box = ((0.05, 0.2), (2.0, 8.0))
+    res = trace_boundaries(problem, *box)
+    assert sorted(line.kind for line in res.lines) == ["first_order", "fold"]
+    for line in res.lines:  # every end on the box, also where a line leaves near a corner
+        for end in line.ends:
+            assert box[0][0] <= end.point[0] <= box[0][1] and box[1][0] <= end.point[1] <= box[1][1]
+    at = {line.kind: resample_line(problem, line, [0.1], *box).points[0][1] for line in res.lines}
+    assert at["fold"] == pytest.approx(float(fold.fun), rel=1e-7)
+    assert at["first_order"] == pytest.approx(alpha_of(q_e), rel=1e-7)
