@@ -2,7 +2,10 @@
 
 Continuation finds branches by solving the catalogue at a few seed values (the ends and some
 interior points), traces each new branch through the whole range, and then assembles, at every
-requested value, all solutions on all traced curves (polished by Newton). The grid method solves
+requested value, all solutions on all traced curves (polished by Newton). At every bifurcation it
+finds (a stability loss at a simple branch point, typed from the normal form) it starts the
+branches that split off and traces them too, so a branch that bifurcates from a symmetric one is
+found whatever the named starts (:func:`_switch_branches`). The grid method solves
 every value independently, warm-started from the previous one. Both hand their solutions to the
 one detector (:mod:`solvers.core.detect`) as tracks, so special points are found and refined the
 same way whatever the method.

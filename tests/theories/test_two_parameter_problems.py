@@ -150,3 +150,15 @@ def test_hciz_tanh_spinodal_and_first_order_lines_through_the_one_dimensional_re
     at = {line.kind: resample_line(problem, line, [0.1], *box).points[0][1] for line in res.lines}
     assert at["fold"] == pytest.approx(float(fold.fun), rel=1e-7)
     assert at["first_order"] == pytest.approx(alpha_of(q_e), rel=1e-7)
+
+
+def test_kernel_renormalization_through_the_default_has_no_line_and_says_why() -> None:
+    """The default lifts the bound problem unchanged; a box in which the scans see no special point says so."""
+    kr = get("kernel_renormalization")
+    spec = kr.spec_model.model_validate({"theory": "kernel_renormalization", "activation": "erf", "N1": 20, "T": 0.1,
+                                         "data": {"kind": "teacher", "P": 30, "P_test": 10, "N0": 8, "seed": 0}})
+    problem = kr.two_parameter_problem(spec, ("T", "N1"))
+    x0 = next(iter(kr.problem(spec, "N1").starts(20.0).values()))
+    np.testing.assert_array_equal(problem.F(x0, np.array([0.1, 20.0])), kr.problem(spec, "N1").F(x0, 20.0))
+    res = trace_boundaries(problem, (0.05, 0.2), (10.0, 40.0), LineOptions(seeds=2))
+    assert res.lines == () and "no special point along N1" in res.reason
