@@ -59,18 +59,37 @@ def has_margin(problem: Problem) -> bool:
     )
 
 
-def line_problem(problem: Problem) -> OneParameterProblem:
-    """The engine's problem as the lines engine's one-parameter problem, with the sweep's own stability margin."""
+def _remembered(fn: Callable[[np.ndarray, float], np.ndarray]) -> Callable[[np.ndarray, float], np.ndarray]:
+    """``fn`` evaluated once per point: the normal form's stencils meet the same points more than once."""
+    seen: dict[tuple[bytes, float], np.ndarray] = {}
+
+    def once(x: np.ndarray, p: float) -> np.ndarray:
+        key = (np.asarray(x, dtype=float).tobytes(), float(p))
+        hit = seen.get(key)
+        if hit is None:
+            hit = seen[key] = fn(x, p)
+        return hit.copy()
+
+    return once
+
+
+def line_problem(problem: Problem, *, remember: bool = False) -> OneParameterProblem:
+    """The engine's problem as the lines engine's one-parameter problem, with the sweep's own stability margin.
+
+    ``remember``: evaluate the residual and the Jacobian once per point (for one classification, whose
+    finite-difference stencils overlap; not for continuation, which never returns to a point).
+    """
 
     def margin(x: np.ndarray, p: float) -> float:
         m = stability_margin(problem, x, p)
         return float("nan") if m is None else float(m)
 
+    keep = _remembered if remember else (lambda fn: fn)
     jac = problem.jacobian
     return OneParameterProblem(
-        F=_nan_on_failure(problem.F, problem.dim),
+        F=keep(_nan_on_failure(problem.F, problem.dim)),
         dim=problem.dim,
-        jacobian=None if jac is None else _nan_on_failure(jac, problem.dim),
+        jacobian=None if jac is None else keep(_nan_on_failure(jac, problem.dim)),
         free_entropy=problem.free_entropy,
         stability=margin if has_margin(problem) else None,
         canonical=problem.canonical,
@@ -99,7 +118,7 @@ def classify_loss(
     """
     if sp.x is None or not problem.looks_for(SpecialKind.BIFURCATION):
         return sp
-    one = line_problem(problem)
+    one = line_problem(problem, remember=True)
     model = model_of(one, 1)
     x, p = np.asarray(sp.x, dtype=float), float(sp.parameter)
     xs = one.x_scale()
