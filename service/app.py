@@ -33,9 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        jobs = app.state.saddlelab.jobs
-        if hasattr(jobs, "shutdown"):
-            jobs.shutdown()
+        app.state.saddlelab.close()
 
     app = FastAPI(title="SaddleLab", version=SOLVER_VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.saddlelab = AppState.build(settings)
