@@ -31,9 +31,20 @@ UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, 
 FULL_MEMORY_SECONDS = 10.0
 
 
+#: redis-py's own class for the ``OOM`` reply (recent versions); older ones raise a plain ResponseError.
+_OUT_OF_MEMORY: tuple[type[BaseException], ...] = tuple(
+    c for c in (getattr(redis.exceptions, "OutOfMemoryError", None),) if c is not None
+)
+
+
 def is_full(exc: BaseException) -> bool:
     """A write refused because Redis is at ``maxmemory`` with ``noeviction`` (the ``OOM`` error reply)."""
-    return isinstance(exc, redis.exceptions.ResponseError) and str(exc).startswith("OOM")
+    if _OUT_OF_MEMORY and isinstance(exc, _OUT_OF_MEMORY):
+        return True
+    text = str(exc)
+    return isinstance(exc, redis.exceptions.ResponseError) and (
+        text.startswith("OOM") or "used memory > 'maxmemory'" in text
+    )
 
 
 def is_transient(exc: BaseException) -> bool:
