@@ -40,7 +40,7 @@ Sizes = dict[str, tuple[tuple[str | int, ...], float]]
 
 #: Memory of one solve of a theory that declares no estimate of its own: state vectors, Jacobians and
 #: quadrature tables of a few thousand points, plus the numerical libraries' working buffers (measured:
-#: under 100 MiB for every such theory's examples, tests/service/test_memory_estimates.py).
+#: at most 15 MiB for every such theory's examples, tests/service/test_memory_estimates.py).
 DEFAULT_MEMORY_BYTES = 256 * 2**20
 
 
