@@ -24,13 +24,17 @@ the child comes back as :class:`ChildFailed` carrying the traceback text, a Memo
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import multiprocessing
+import os
 import resource
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from multiprocessing import context, forkserver, popen_forkserver, reduction, spawn, util
 from typing import Any
 
 #: Modules every child has imported before it starts (see :mod:`service.warm`).
@@ -40,6 +44,39 @@ SELF_DESTRUCT_MARGIN = 10.0
 
 _CTX = multiprocessing.get_context("forkserver")
 _CTX.set_forkserver_preload(PRELOAD)
+
+
+class _Popen(popen_forkserver.Popen):
+    """The fork server's launch without re-running the parent's ``__main__`` in the child.
+
+    multiprocessing re-imports the main module in every child (to find functions defined there); our
+    targets live in importable modules, and re-running a main script (a notebook's, a benchmark's, one that
+    builds an app at import) would cost a second per solve. Otherwise this is CPython's ``_launch``.
+    """
+
+    def _launch(self, process_obj: Any) -> None:
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_name", None)
+        prep_data.pop("init_main_from_path", None)
+        buf = io.BytesIO()
+        context.set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            context.set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+        parent_w = os.dup(w)  # the child's sentinel of this process, as in CPython
+        self.finalizer = util.Finalize(self, util.close_fds, (parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _Process(context.ForkServerProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> _Popen:
+        return _Popen(process_obj)
 
 Send = Callable[[Any], None]
 
@@ -124,7 +161,7 @@ def run_child(
     """
     recv, send = _CTX.Pipe(duplex=False)
     alarm = seconds + SELF_DESTRUCT_MARGIN if seconds else None
-    proc = _CTX.Process(target=_child_main, args=(send, target, args, memory_bytes, alarm), daemon=True)
+    proc = _Process(target=_child_main, args=(send, target, args, memory_bytes, alarm), daemon=True)
     started = time.monotonic()
     proc.start()
     send.close()
@@ -161,7 +198,12 @@ def run_child(
     finally:
         recv.close()
         if proc.is_alive():
-            proc.kill()
-        proc.join(10)
-        with contextlib.suppress(ValueError):
-            proc.close()
+            proc.kill()  # done or given up on: nothing of it is needed any more
+        # The fork server reports the exit a little later; the answer does not wait for that.
+        threading.Thread(target=_reap, args=(proc,), daemon=True, name="saddlelab-reap").start()
+
+
+def _reap(proc: Any) -> None:
+    proc.join(30)
+    with contextlib.suppress(ValueError):
+        proc.close()
