@@ -289,8 +289,7 @@ class RQJobs:
         done = self.store.lines_done(key)
         pending = [(c, meta.get(f"rq:{c}")) for c in range(n) if c not in done]
         ids = [rid for _, rid in pending if rid]
-        jobs = dict(zip(ids, Job.fetch_many(ids, connection=self.link.client, serializer=JSONSerializer),
-                        strict=True)) if ids else {}
+        jobs = _fetch_jobs(self.link.client, ids)
         try:
             for c, rid in pending:
                 job = jobs.get(rid) if rid else None
@@ -350,6 +349,25 @@ class RQJobs:
 
     def shutdown(self) -> None:
         return None
+
+
+def _fetch_jobs(client: Any, ids: list[str]) -> dict[str, Job | None]:
+    """RQ's jobs by id, read in a plain pipeline: a full Redis refuses a MULTI (as ``Job.fetch_many`` sends) even
+    when it holds only reads, but still serves the reads themselves."""
+    if not ids:
+        return {}
+    with client.pipeline(transaction=False) as pipe:
+        for rid in ids:
+            pipe.hgetall(Job.key_for(rid))
+        rows = pipe.execute()
+    jobs: dict[str, Job | None] = {}
+    for rid, row in zip(ids, rows, strict=True):
+        job = None
+        if row:
+            job = Job(rid, connection=client, serializer=JSONSerializer)
+            job.restore(row)
+        jobs[rid] = job
+    return jobs
 
 
 def _failure_reason(job: Job) -> str:
