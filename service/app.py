@@ -34,9 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        for backend in (app.state.saddlelab.jobs, app.state.saddlelab.experiments):
-            if hasattr(backend, "shutdown"):
-                backend.shutdown()
+        app.state.saddlelab.close()
 
     app = FastAPI(title="SaddleLab", version=SOLVER_VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.saddlelab = AppState.build(settings)

@@ -7,6 +7,7 @@ from typing import Any
 
 from service.cache import Cache, MemoryCache, RedisCache
 from service.jobs.local import LocalJobs
+from service.redis_health import RedisHealth
 from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
 from service.settings import Settings
@@ -22,6 +23,7 @@ class AppState:
     solver: SolveService
     jobs: Any
     secret: InstanceSecret
+    health: RedisHealth | None = None
     experiments: Any = None
 
     @classmethod
@@ -41,6 +43,13 @@ class AppState:
         else:
             from service.experiments.local import LocalExperiments
 
-            jobs = LocalJobs(settings.local_workers, secret)
+            jobs = LocalJobs(settings.local_workers, secret, settings)
             experiments = LocalExperiments(solver, settings.local_workers)
-        return cls(settings, link, cache, solver, jobs, secret, experiments)
+        return cls(settings, link, cache, solver, jobs, secret, RedisHealth(link) if link else None, experiments)
+
+    def close(self) -> None:
+        for backend in (self.jobs, self.experiments):
+            if backend is not None:
+                backend.shutdown()
+        if self.health is not None:
+            self.health.close()

@@ -21,7 +21,18 @@ from typing import Any
 
 import redis
 
-from service.jobs.store import _FINISH, _SET_STATUS, _dumps, _text
+from service.jobs.store import _SET_STATUS, _text
+from service.serialize import dumps as _dumps
+
+# Store the assembled result only while the experiment is still active (not cancelled or failed meanwhile).
+_FINISH = """
+local cur = redis.call('HGET', KEYS[1], 'status')
+if cur ~= 'queued' and cur ~= 'running' then return 0 end
+redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
+redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
 
 # The checkpoint and the block it follows go together, and never backwards (a chain run twice draws the same).
 _SAVE_CHAIN = """

@@ -28,11 +28,12 @@ from rq.serializers import JSONSerializer
 
 from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.runner import finalize, n_chains, n_points
-from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable
+from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable, owner_tag
 from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL
-from service.jobs.store import _dumps, _text, owner_tag
+from service.jobs.store import _text
 from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
+from service.serialize import dumps as _dumps
 from service.settings import Settings
 
 log = logging.getLogger("saddlelab.experiments")

@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.hciz_mlp import experiment_sizes
-from solvers.theories.hciz_mlp.problems import deep_problem, shallow_problem
+from solvers.theories.hciz_mlp.problems import deep_problem, plane_problem, shallow_problem
 from solvers.theories.hciz_mlp.spec import HCIZSpec
+from solvers.theories.two_parameter import field_bounds, lift
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -63,6 +65,16 @@ class HCIZTheory(Theory):
             raise ValueError(f"{parameter!r} is not sweepable")
         build = deep_problem if spec.depth >= 2 else shallow_problem
         return build(spec, parameter, None if options is None else options.quadrature_order)
+
+    def two_parameter_problem(
+        self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    ) -> TwoParameterProblem:
+        """Native: one bound problem over the plane, α an argument of the map and a model per (γ, Δ)."""
+        assert isinstance(spec, HCIZSpec)
+        pair = self.check_pair(spec, parameters)
+        problem = plane_problem(spec, pair, None if options is None else options.quadrature_order)
+        bounds = (field_bounds(spec, pair[0]), field_bounds(spec, pair[1]))
+        return lift(lambda lam: (problem, lam), problem, pair, bounds)
 
     # ---- the finite network ---------------------------------------------------------------------
     experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
