@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.cache import Cache, MemoryCache, RedisCache
+from service.experiments.owned import MemoryHoldings, OwnedExperiments, RedisHoldings
 from service.jobs.local import LocalJobs
 from service.redis_health import RedisHealth
 from service.redis_link import RedisLink
@@ -39,12 +40,13 @@ class AppState:
             from service.jobs.rq_backend import RQJobs
 
             jobs = RQJobs(link, settings, secret)
-            experiments = RQExperiments(link, settings, secret)
+            holdings = RedisHoldings(link.client, settings.result_ttl)
+            experiments = OwnedExperiments(RQExperiments(link, settings), holdings, secret)
         else:
             from service.experiments.local import LocalExperiments
 
             jobs = LocalJobs(settings.local_workers, secret, settings)
-            experiments = LocalExperiments(solver, settings.local_workers)
+            experiments = OwnedExperiments(LocalExperiments(solver, settings.local_workers), MemoryHoldings(), secret)
         return cls(settings, link, cache, solver, jobs, secret, RedisHealth(link) if link else None, experiments)
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """The in-process executor of experiments, used when no Redis is configured.
 
-The same API as the RQ backend (:mod:`service.experiments.rq_backend`): submit (deduplicated by the
-experiment's key, bounded per owner), status with progress in draws, the per-draw series, cancel. Each chain
+The same API as the RQ backend (:mod:`service.experiments.rq_backend`), over computations keyed by the
+experiment's hash (who holds them is :mod:`service.experiments.owned`'s business): submit (deduplicated), status
+with progress in draws, the per-draw series, cancel. Each chain
 of each point is one task of a thread pool; chains of one point share one network and its compiled samplers.
 Checkpoints and blocks are kept in memory (:class:`~service.experiments.store.MemoryStore`), so a failed or
 cancelled experiment submitted again resumes its chains; nothing survives a restart of the process.
@@ -18,7 +19,6 @@ from typing import Any
 
 from service.experiments.runner import Cancelled, assemble_point, finalize, n_chains, n_points, run_chain
 from service.experiments.store import ACTIVE, MemoryStore
-from service.jobs.backend import JobLimitExceeded
 from service.solving import SolveService
 
 log = logging.getLogger("saddlelab.experiments")
@@ -34,21 +34,23 @@ class LocalExperiments:
         self._jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
+    def submit(self, payload: dict[str, Any]) -> bool:
+        """Start the computation, or resume a failed or cancelled one; True when it was already there."""
         job_id = payload["key"]
         with self._lock:
             status = self.store.status(job_id)
             if status is not None and status not in ("failed", "cancelled"):
-                return job_id, True
-            if limit and self._active(owner) >= limit:
-                raise JobLimitExceeded(limit)
+                return True
             self.store.create(job_id)
-            self._jobs[job_id] = {"payload": payload, "owner": owner, "created": time.time(), "started": None,
+            self._jobs[job_id] = {"payload": payload, "created": time.time(), "started": None,
                                   "cancel": threading.Event()}
         for point in range(n_points(payload)):
             for chain in range(n_chains(payload)):
                 self._pool.submit(self._run, job_id, point, chain)
-        return job_id, False
+        return False
+
+    def computation_status(self, job_id: str) -> str | None:
+        return self.store.status(job_id) if job_id in self._jobs else None
 
     def _run(self, job_id: str, point: int, chain: int) -> None:
         job = self._jobs[job_id]
@@ -106,13 +108,6 @@ class LocalExperiments:
         self.store.set_status(job_id, "cancelled", ACTIVE)
         return True
 
-    def _active(self, owner: str | None) -> int:
-        return sum(1 for j, job in self._jobs.items() if job["owner"] == owner and self.store.status(j) in ACTIVE)
-
-    def active_for(self, owner: str | None) -> int:
-        with self._lock:
-            return self._active(owner)
-
     def shutdown(self) -> None:
         for job in self._jobs.values():
             job["cancel"].set()
@@ -135,7 +130,9 @@ def run_experiment(request: dict[str, Any], *, workers: int = 2, settings: Any =
     settings = settings or Settings(redis_url=None)
     backend = LocalExperiments(SolveService(MemoryCache(64), SingleFlight(), settings), workers)
     try:
-        job_id, _ = backend.submit(plan(ExperimentRequest.model_validate(request), settings))
+        payload = plan(ExperimentRequest.model_validate(request), settings)
+        backend.submit(payload)
+        job_id = payload["key"]
         while True:
             status = backend.status(job_id)
             assert status is not None

@@ -2,7 +2,7 @@
 
 Keys, all with the instance's ``result_ttl``:
 
-- ``saddlelab:experiment:<id>`` (hash): payload, status, hashed owner, points, chains, timestamps, error,
+- ``saddlelab:experiment:<id>`` (hash): payload, status, points, chains, timestamps, error,
   job timeout, TTL, and ``rq:<point>:<chain>`` = the RQ job carrying each chain now;
 - ``…:chain:<point>:<chain>`` (hash): ``checkpoint`` (the last one), ``draws`` (kept draws it has), and
   ``block:<first draw>`` = each block's draws, written together by one script, only forwards;
@@ -10,7 +10,7 @@ Keys, all with the instance's ``result_ttl``:
 - ``…:point:<point>``, ``…:series:<point>`` (strings): the assembled point and its per-draw series, written
   once (``SET NX``), after which the point's chain hashes are dropped; ``…:points`` (set): the assembled points;
 - ``…:result`` (string): the result; ``…:log`` (list): one record per start and end of a chain's execution;
-- ``saddlelab:owner:<hash of the API key>:experiments`` (set): the owner's experiments, for the per-key limit.
+- who holds the experiment (jobs of API keys): :class:`service.experiments.owned.RedisHoldings`.
 """
 
 from __future__ import annotations
@@ -74,9 +74,6 @@ class ExperimentKeys:
     def series(self, point: int) -> str:
         return f"{self.meta}:series:{point}"
 
-    @staticmethod
-    def owner(tag: str) -> str:
-        return f"saddlelab:owner:{tag}:experiments"
 
 
 class RedisStore:

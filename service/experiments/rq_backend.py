@@ -1,7 +1,8 @@
 """Experiments on RQ workers: the API side (submit, status, series, cancel).
 
-An experiment's id is its key (the hash of spec, sizes, network seed, sampler and solver options, points and
-precision), so identical submissions share one job. Every chain of every point is one RQ job
+The computations here are keyed by the experiment's hash (spec, sizes, network seed, sampler and solver options,
+points and precision), so identical submissions share one; who holds them is :mod:`service.experiments.owned`'s
+business. Every chain of every point is one RQ job
 (``service.experiments.task.run_chain_job``) on the sweeps' queue, so chains spread over every worker of the
 lab. A chain stores its checkpoint and the block just drawn after every block (:mod:`.redis_store`); a chain
 whose worker dies is found by RQ's abandoned-job detection (the worker's short heartbeat) and retried, and
@@ -28,11 +29,10 @@ from rq.serializers import JSONSerializer
 
 from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.runner import finalize, n_chains, n_points
-from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable, owner_tag
+from service.jobs.backend import ACTIVE, QueueUnavailable
 from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL
 from service.jobs.store import _text
 from service.redis_link import RedisLink
-from service.secrets import InstanceSecret
 from service.serialize import dumps as _dumps
 from service.settings import Settings
 
@@ -62,10 +62,9 @@ def enqueue_chain(queue: Queue, job_id: str, point: int, chain: int, timeout: in
 class RQExperiments:
     kind = "rq"
 
-    def __init__(self, link: RedisLink, settings: Settings, secret: InstanceSecret):
+    def __init__(self, link: RedisLink, settings: Settings):
         self.link = link
         self.settings = settings
-        self.secret = secret
         self.store = RedisStore(link.client, settings.result_ttl)
         self.queue = Queue(QUEUE, connection=link.client, serializer=JSONSerializer)
         self._reconciled: dict[str, float] = {}
@@ -77,25 +76,23 @@ class RQExperiments:
             raise QueueUnavailable(f"{type(exc).__name__}: {exc}") from exc
 
     # ---- submit -----------------------------------------------------------------------------
-    def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
-        return self._guard(lambda: self._submit(payload, owner, limit))
+    def submit(self, payload: dict[str, Any]) -> bool:
+        """Start the computation, or resume a failed or cancelled one; True when it was already there."""
+        return self._guard(lambda: self._submit(payload))
 
-    def _submit(self, payload: dict[str, Any], owner: str | None, limit: int) -> tuple[str, bool]:
+    def _submit(self, payload: dict[str, Any]) -> bool:
         job_id = payload["key"]
         keys = ExperimentKeys(job_id)
-        owner_key = ExperimentKeys.owner(owner_tag(owner, self.secret))
         points, chains = n_points(payload), n_chains(payload)
         r = self.link.client
         with r.pipeline() as pipe:
             while True:
                 try:
-                    pipe.watch(keys.meta, owner_key)
+                    pipe.watch(keys.meta)
                     status = pipe.hget(keys.meta, "status")
                     status = _text(status) if status is not None else None
                     if status in ACTIVE or (status == "finished" and pipe.exists(keys.result)):
-                        return job_id, True
-                    if limit and self._active(owner_key) >= limit:
-                        raise JobLimitExceeded(limit)
+                        return True
                     # chains and points of an earlier run of the same key (failed, cancelled) are kept
                     assembled = self.store.points_done(job_id)
                     done = {p: self.store.chains_done(job_id, p) for p in range(points) if p not in assembled}
@@ -104,7 +101,6 @@ class RQExperiments:
                     meta: dict[str, Any] = {
                         "payload": _dumps(payload),
                         "status": "queued",
-                        "owner": owner_tag(owner, self.secret),
                         "kind": "experiment" if payload["values"] is None else "learning_curve",
                         "points": points,
                         "chains": chains,
@@ -122,33 +118,28 @@ class RQExperiments:
                                                                     self.settings.job_timeout, pipe)
                     pipe.hset(keys.meta, mapping=meta)
                     pipe.expire(keys.meta, self.store.ttl)
-                    pipe.sadd(owner_key, job_id)
-                    pipe.expire(owner_key, self.store.ttl)
                     pipe.execute()
                     break
                 except redis.WatchError:
                     continue
         if len(assembled) == points:
             finalize(payload, self.store)
-        return job_id, False
+        return False
 
-    def _active(self, owner_key: str) -> int:
-        r = self.link.client
-        members = [_text(m) for m in r.smembers(owner_key)]
-        if not members:
-            return 0
-        with r.pipeline(transaction=False) as p:
-            for m in members:
-                p.hget(ExperimentKeys(m).meta, "status")
-            statuses = p.execute()
-        gone = [m for m, s in zip(members, statuses, strict=True) if s is None]
-        if gone:
-            r.srem(owner_key, *gone)
-        active = [m for m, s in zip(members, statuses, strict=True) if s is not None and _text(s) in ACTIVE]
-        return sum(1 for m in active if self._reconcile(m) in ACTIVE)
+    def computation_status(self, job_id: str) -> str | None:
+        """The computation's status, reconciled with RQ when active (a chain lost for good fails it)."""
 
-    def active_for(self, owner: str | None) -> int:
-        return self._guard(lambda: self._active(ExperimentKeys.owner(owner_tag(owner, self.secret))))
+        def read() -> str | None:
+            meta = self.store.meta(job_id)
+            if meta is None:
+                return None
+            if meta["status"] in ACTIVE:
+                return self._reconcile(job_id, meta)
+            if meta["status"] == "finished" and self.store.result_text(job_id) is None:
+                return "failed"  # the result expired before the record did
+            return meta["status"]
+
+        return self._guard(read)
 
     # ---- status -----------------------------------------------------------------------------
     def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:

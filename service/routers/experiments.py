@@ -53,13 +53,15 @@ def submit_experiment(req: ExperimentRequest, request: Request, state: AppState 
     methods=["GET", "DELETE"],
     response_model=ExperimentStatus,
     summary="GET: status, progress (draws) and result of an experiment. DELETE: cancel it (returns its status).",
-    responses={404: {"description": "No such experiment."}, 503: {"description": "The job queue is unavailable."}},
+    responses={404: {"description": "No such experiment held by this API key."},
+               503: {"description": "The job queue is unavailable."}},
 )
 def experiment(job_id: str, request: Request, detail: bool = DETAIL, state: AppState = Depends(get_state)) -> Any:
+    owner = getattr(request.state, "api_key", None)  # only the key that submitted it sees it, or cancels it
     try:
-        if request.method == "DELETE" and not state.experiments.cancel(job_id):
+        if request.method == "DELETE" and not state.experiments.cancel(job_id, owner):
             raise HTTPException(404, detail=f"no experiment {job_id}")
-        status = state.experiments.status(job_id, detail=detail)
+        status = state.experiments.status(job_id, owner, detail=detail)
     except QueueUnavailable as exc:
         raise _unavailable(exc) from None
     if status is None:
@@ -72,9 +74,9 @@ def experiment(job_id: str, request: Request, detail: bool = DETAIL, state: AppS
     summary="Per-draw series of a finished point: every estimator (bounded, thinned) and the sampler's statistics",
     responses={404: {"description": "No such experiment, or the point is not assembled yet."}},
 )
-def draws(job_id: str, point: int = POINT, state: AppState = Depends(get_state)) -> Any:
+def draws(job_id: str, request: Request, point: int = POINT, state: AppState = Depends(get_state)) -> Any:
     try:
-        text = state.experiments.series(job_id, point)
+        text = state.experiments.series(job_id, point, getattr(request.state, "api_key", None))
     except QueueUnavailable as exc:
         raise _unavailable(exc) from None
     if text is None:

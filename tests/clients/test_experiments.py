@@ -53,7 +53,8 @@ def test_experiment_blocks_with_progress_and_gives_inference_data(lab: Lab, tmp_
     sampler_file = tmp_path / "sampler.json"
     sampler_file.write_text(json.dumps({"block_size": 20}))
     assert cli.main(["experiment", str(spec_file), *flags, "--sampler", str(sampler_file), *remote]) == 0
-    assert json.loads(capsys.readouterr().out)["experiment_hash"] == result.job_id  # the same experiment, shared
+    # the same experiment, shared
+    assert json.loads(capsys.readouterr().out)["experiment_hash"] == result["experiment_hash"]
     assert cli.main(["experiment", str(spec_file), *flags, "--sampler", str(sampler_file), "--format", "csv",
                      *remote]) == 0
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

@@ -67,7 +67,8 @@ def test_a_killed_workers_chain_resumes_from_its_last_block(api: TestClient, sta
     workers = {name: start_worker(name) for name in ("a", "b")}
     job_id = api.post("/v1/experiments", json=REQUEST).json()["job_id"]
     redis = fresh_redis.client()
-    chain_key = ExperimentKeys(job_id).chain(0, 0)
+    computation = _status(api, job_id)["experiment_hash"]  # the key's job id is not the computation's key
+    chain_key = ExperimentKeys(computation).chain(0, 0)
 
     def two_blocks(body: dict[str, Any]) -> bool:
         stored = redis.hget(chain_key, "draws")
@@ -104,4 +105,4 @@ def test_a_killed_workers_chain_resumes_from_its_last_block(api: TestClient, sta
     assert again["job_id"] == job_id and again["deduplicated"]
     series = api.get(f"/v1/experiments/{job_id}/draws").json()
     assert series["chains"] == 2 and series["draws"] == 400
-    assert not redis.keys(f"{ExperimentKeys(job_id).meta}:chain:*")
+    assert not redis.keys(f"{ExperimentKeys(computation).meta}:chain:*")
