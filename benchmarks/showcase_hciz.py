@@ -60,13 +60,14 @@ def nearest_branch(point: dict[str, Any]) -> str:
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    rows = ["| α | init | ε (experiment) | ε universal | ε specialised | gap to nearest branch | R2 (experiment) | "
-            "R2 univ. / spec. | Q matched | max R-hat | min ESS | converged |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    """One row per α and initialisation: each figure with its Monte-Carlo error, R-hat and bulk ESS."""
+    rows = ["| α | init | ε experiment (R-hat, ESS) | ε universal | ε specialised | gap to nearest branch | "
+            "R2 experiment (R-hat, ESS) | R2 univ. / spec. | Q matched | converged (worst observable) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for init, result in results.items():
         for pt in points(result):
-            eps, eps_se, _, _ = estimate(pt, "generalization_error")
-            r2, r2_se, _, _ = estimate(pt, "R2")
+            eps, eps_se, eps_rhat, eps_ess = estimate(pt, "generalization_error")
+            r2, r2_se, r2_rhat, r2_ess = estimate(pt, "R2")
             qm, qm_se, _, _ = estimate(pt, "Q_matched")
             near = nearest_branch(pt)
             gap = eps - (theory_value(pt, near, "generalization_error") or math.nan)
@@ -74,10 +75,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             r2th = "/".join("—" if (v := theory_value(pt, b, "R2")) is None else f"{v:.3f}" for b in BRANCHES)
             s = pt["sampler"]
             rows.append(
-                f"| {pt['parameter']:g} | {init} | {fmt(eps, eps_se, 5)} | "
+                f"| {pt['parameter']:g} | {init} | {fmt(eps, eps_se, 5)} ({eps_rhat:.3f}, {eps_ess:.0f}) | "
                 + " | ".join("—" if th[b] is None else f"{th[b]:.5f}" for b in BRANCHES)
-                + f" | {gap:+.5f} ({near}, {gap / eps_se:+.1f} σ) | {fmt(r2, r2_se, 3)} | {r2th} | "
-                f"{fmt(qm, qm_se, 3)} | {s['max_rhat']:.3f} | {s['min_ess_bulk']:.0f} | {pt['converged']} |")
+                + f" | {gap:+.5f} ({near}, {gap / eps_se:+.0f} s.e.) | {fmt(r2, r2_se, 3)} ({r2_rhat:.3f}, "
+                f"{r2_ess:.0f}) | {r2th} | {fmt(qm, qm_se, 3)} | {pt['converged']} (R-hat {s['max_rhat']:.2f}, "
+                f"ESS {s['min_ess_bulk']:.0f}) |")
     return "\n".join(rows)
 
 
