@@ -64,23 +64,23 @@ def theory_curve(N1: int, P: int) -> dict[str, list[float]]:
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    rows = ["| N1 | T | D² experiment | D² theory | z | Q̄ experiment | Q̄ theory | ε_g experiment | ε_g theory | "
-            "max R-hat | min ESS | converged |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| N1 | T | D² experiment (R-hat, ESS) | D² theory | z | Q̄ experiment | Q̄ theory | ε_g experiment | "
+            "ε_g theory | converged (worst R-hat, ESS) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for width, result in results.items():
         for pt in points(result):
             cells = []
             for name in OBSERVABLES:
-                mean, se, _, _ = estimate(pt, name)
+                mean, se, rhat, ess = estimate(pt, name)
                 th = theory_value(pt, "equilibrium", name)
                 if th is None:
                     th = next((theory_value(pt, b, name) for b in pt["theory"]["comparison"]), None)
-                cells.append((mean, se, th))
-            (d2, d2se, d2th), (q, qse, qth), (e, ese, eth) = cells
+                cells.append((mean, se, th, rhat, ess))
+            (d2, d2se, d2th, d2rhat, d2ess), (q, qse, qth, _, _), (e, ese, eth, _, _) = cells
             z = (d2 - d2th) / d2se if d2th is not None and d2se > 0 else float("nan")
             s = pt["sampler"]
-            rows.append(f"| {width} | {pt['parameter']:g} | {fmt(d2, d2se)} | {d2th:.4f} | {z:+.1f} | "
-                        f"{fmt(q, qse, 3)} | {qth:.3f} | {fmt(e, ese)} | {eth:.4f} | {s['max_rhat']:.3f} | "
-                        f"{s['min_ess_bulk']:.0f} | {pt['converged']} |")
+            rows.append(f"| {width} | {pt['parameter']:g} | {fmt(d2, d2se)} ({d2rhat:.3f}, {d2ess:.0f}) | {d2th:.4f} | "
+                        f"{z:+.1f} | {fmt(q, qse, 3)} | {qth:.3f} | {fmt(e, ese)} | {eth:.4f} | {pt['converged']} "
+                        f"({s['max_rhat']:.3f}, {s['min_ess_bulk']:.0f}) |")
     return "\n".join(rows)
 
 
