@@ -15,11 +15,11 @@ from service.app import create_app
 from tests.service.conftest import settings
 
 ALPHA, BETA = {"X-API-Key": "k-alpha"}, {"X-API-Key": "k-beta"}
-#: long enough to be cancelled while it runs: blocks of 30 draws of a 6-dimensional input network
+#: long enough to be cancelled while it runs: blocks of 30 draws (the sampler of test_experiment_api, compiled once)
 REQUEST: dict[str, Any] = {
     "model": {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 1.0, "Delta": 0.1},
     "sizes": {"d": 6, "n_test": 20},
-    "sampler": {"method": "mala", "chains": 1, "warmup": 30, "draws": 100_000, "block_size": 30, "seed": 21},
+    "sampler": {"method": "mala", "chains": 1, "warmup": 60, "draws": 100_000, "block_size": 30, "seed": 21},
 }
 
 
