@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.bench_phase_diagram",
     "benchmarks.bench_phase_lines",
     "benchmarks.bench_experiments",
+    "benchmarks.bench_experiment_theories",
 ]
 
 
