@@ -17,8 +17,8 @@ from solvers.theories.mean_field_ard.data import (
 )
 from solvers.theories.mean_field_ard.particle_sampler import GROUPS, Physics
 from solvers.theories.mean_field_ard.particles import ParticleState, measurements
-from solvers.theories.mean_field_ard.reduced_observables import best_correlation
 from solvers.theories.mean_field_ard.spec import MeanFieldARDSpec, ParityTarget, SingleIndexTarget
+from solvers.theories.mean_field_ard.specialisation import best_correlation
 
 
 @lru_cache(maxsize=16)

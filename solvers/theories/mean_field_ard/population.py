@@ -34,6 +34,7 @@ from threadpoolctl import ThreadpoolController
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
+from solvers.theories.mean_field_ard.specialisation import best_correlation
 from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES
 
 _BLAS = ThreadpoolController()
@@ -54,13 +55,18 @@ class Quadrature:
 class PopulationParity:
     """The reduced equations of one network; ``ard`` None is plain MF with ρ_j = d/σ_w² pinned."""
 
-    def __init__(self, net: Network, sigma_w2: float, ard: ARD | None, quad: Quadrature | None = None):
+    def __init__(self, net: Network, sigma_w2: float, ard: ARD | None, quad: Quadrature | None = None,
+                 compiled: bool = True):
         self.net = net
         self.sigma_w2 = sigma_w2
         self.ard = ard
         self.quad = quad or Quadrature()
         self.rho0 = net.d / sigma_w2
         self._memo: OrderedDict[bytes, Law] = OrderedDict()
+        #: the compiled (JAX, float64) bulk reduction; False selects the NumPy reference
+        self.compiled = compiled
+        #: a unit is specialised when its target correlation reaches half the best a single unit can
+        self.threshold = 0.5 * best_correlation(net.activation.name, net.k)
 
     # ---- layout ---------------------------------------------------------------------------------
     @property
@@ -89,9 +95,10 @@ class PopulationParity:
             self._memo.move_to_end(key)
             return hit
         pot = self.potential(x)
-        with _BLAS.limit(limits=1, user_api="blas"):
+        with _BLAS.limit(limits=1, user_api="blas"), np.errstate(over="ignore", invalid="ignore"):
             wells = find_wells(pot, math.sqrt(self.sigma_w2))
-            L = law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned))
+            L = law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
+                    threshold=self.threshold)
         self._memo[key] = L
         if len(self._memo) > MEMO:
             self._memo.popitem(last=False)
@@ -100,11 +107,10 @@ class PopulationParity:
     # ---- moments ----------------------------------------------------------------------------------
     def moments(self, L: Law) -> dict[str, float]:
         net = self.net
-        g = L.J_S**2 / L.lam
         return {
-            "lambda_S": L.mean(g),
-            "m2_rel": L.mean(L.f.wS2) / net.k,
-            "m2_irr": L.mean(L.f.q) / (net.d - net.k),
+            "lambda_S": L.mean("g"),
+            "m2_rel": L.mean("wS2") / net.k,
+            "m2_irr": L.mean("q") / (net.d - net.k),
         }
 
     # ---- equations ----------------------------------------------------------------------------------
@@ -118,28 +124,20 @@ class PopulationParity:
             F.append(float(x[2]) - math.log(self.ard.precision(m["m2_irr"])))
         return np.array(F)
 
-    def _score(self, L: Law) -> list[np.ndarray]:
-        """∂Ũ/∂x_j at the nodes (the law's derivative is −Cov(·, ∂Ũ/∂x_j))."""
-        out = [L.dU_dt()]
-        if self.ard is not None:
-            out += [L.dU_dlog_rho_rel(), L.dU_dlog_rho_irr()]
-        return out
-
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """dF/dx from the covariance identity ∂⟨g⟩/∂x_j = −Cov(g, ∂Ũ/∂x_j) (analytic)."""
         L = self.state(x)
         net = self.net
         m = self.moments(L)
-        scores = self._score(L)
+        coords = self.names
         t = float(np.asarray(x)[0])
-        g = L.J_S**2 / L.lam
         J = np.zeros((self.dim, self.dim))
-        J[0, :] = [-(t / net.ridge) * L.cov(g, s) for s in scores]
+        J[0, :] = [-(t / net.ridge) * L.cov_score("g", c) for c in coords]
         J[0, 0] += 1.0 + m["lambda_S"] / net.ridge
         if self.ard is not None:
             ard = self.ard
-            for row, stat, norm, key in ((1, L.f.wS2, net.k, "m2_rel"), (2, L.f.q, net.d - net.k, "m2_irr")):
-                dm = np.array([-L.cov(stat, s) / norm for s in scores])
+            for row, stat, norm, key in ((1, "wS2", net.k, "m2_rel"), (2, "q", net.d - net.k, "m2_irr")):
+                dm = np.array([-L.cov_score(stat, c) / norm for c in coords])
                 J[row, :] = (0.5 * ard.N / (ard.beta0 + 0.5 * ard.N * m[key])) * dm
                 J[row, row] += 1.0
         return J

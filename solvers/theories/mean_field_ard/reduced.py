@@ -105,7 +105,11 @@ class ReducedModel:
         return {"symmetric": pop.symmetric_start(), "aligned": pop.aligned_start(self.spec.seed_asymmetry)}
 
     def label(self, x: np.ndarray, p: float | None, start: str) -> str:
+        """'aligned' / 'symmetric' by the state (relevant prior ≥ 4× wider under ARD; m_S ≥ ½ in plain MF);
+        'unstable' for the saddle between two stable ARD branches."""
         if self.spec.model == "mf_ard":
+            if self.stability(x, p) < 0:
+                return "unstable"
             return "aligned" if float(x[2] - x[1]) > ALIGNED_LOG_RATIO else "symmetric"
         return "aligned" if 1.0 - float(x[0]) >= 0.5 else "symmetric"
 
@@ -113,8 +117,8 @@ class ReducedModel:
     def depth_gap(self, x: np.ndarray, p: float | None) -> float | None:
         """min Ũ over the aligned wells minus Ũ at the central well (None without an aligned well)."""
         L = self.pop(p).state(x)
-        center = [w.U for w in L.rule.wells if w.kind == "center"]
-        aligned = [w.U for w in L.rule.wells if w.kind == "aligned"]
+        center = [w.U for w in L.wells if w.kind == "center"]
+        aligned = [w.U for w in L.wells if w.kind == "aligned"]
         if not center or not aligned:
             return None
         return float(min(aligned) - center[0])
@@ -155,5 +159,6 @@ class ReducedModel:
             "parseval": {"walsh_sum": s["m_S"] ** 2, "mean_f2": s["m_S"] ** 2,
                          "note": "population limit: f̄ = m_S χ_S exactly (sign-flip symmetry)"},
             "free_entropy": pop.free_entropy(x),
-            "phase": self.label(x, p, ""),
+            "phase": "aligned" if (float(x[2] - x[1]) if x.size > 1 else 0.0) > ALIGNED_LOG_RATIO
+            or (x.size == 1 and s["m_S"] >= 0.5) else "symmetric",
         }

@@ -130,11 +130,17 @@ class MeanFieldARDTheory(Theory):
         return reduced_model(spec, None).observables(x, None)
 
     # ---- solve / sweep ------------------------------------------------------------------------------
+    @staticmethod
+    def reduced_options(options: SolverOptions) -> SolverOptions:
+        """``auto`` is Newton for the reduced equations: x + F(x) is no contraction (an ARD precision maps
+        to itself with slope ≈ 1, the residual's stiff modes overshoot), so a damped fallback only burns time."""
+        return options.model_copy(update={"method": "newton"}) if options.method == "auto" else options
+
     def solve(self, spec: BaseModel, options: SolverOptions) -> dict[str, Any]:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "particles":
             return json_safe(particle_report.solve(spec))
-        return super().solve(spec, options)
+        return super().solve(spec, self.reduced_options(options))
 
     def sweep(
         self,
@@ -148,6 +154,7 @@ class MeanFieldARDTheory(Theory):
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "particles":
             return json_safe(particle_report.sweep(self, spec, parameter, values, on_point))
+        options = self.reduced_options(options)
         problem = self.problem(spec, parameter, options)
         payloads: list[dict[str, Any]] = []
 

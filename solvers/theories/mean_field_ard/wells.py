@@ -26,7 +26,14 @@ import numpy as np
 from scipy.special import gammaln
 
 from solvers.theories.mean_field_ard.parity_cube import cube
-from solvers.theories.mean_field_ard.reduced_potential import Features, Network, ParityPotential, _features, features
+from solvers.theories.mean_field_ard.reduced_potential import (
+    Features,
+    Network,
+    ParityPotential,
+    _features,
+    features,
+    small_matmul,
+)
 
 #: Bulk rule: nodes per relevant coordinate of v = w_S/|w_⊥| (composite Gauss–Legendre of order BULK_ORDER
 #: in ξ, v = c sinh ξ, c = BULK_V_CORE/√(d − k), up to BULK_V_MAX), reduced to sign/permutation orbits.
@@ -165,26 +172,36 @@ def _newton_min(pot: ParityPotential, y0: np.ndarray, max_iter: int = 60) -> tup
     return y, U, H, ok
 
 
-def center_well(pot: ParityPotential, u0: float | None = None) -> Well | None:
-    """The well at w_S = 0: Newton in u alone (∇_w Ũ = 0 there by symmetry)."""
+def center_well(pot: ParityPotential) -> Well | None:
+    """The well at w_S = 0: a 1-D Newton solve in u (∇_w Ũ = 0 there by symmetry).
+
+    At w_S = 0, J_S = 0 and Ũ(0, u) = ½ρ_irr e^u − a u + ½ log(Λ(0, u)/A) + const with
+    Λ = A + Σ(0, u)/s — a convex function of u, so Newton converges from the prior's mode.
+    """
     net = pot.net
     k = net.k
-    u = math.log(2.0 * net.shape / pot.rho_irr) if u0 is None else u0
-    y = np.zeros(k + 1)
-    for _ in range(60):
-        y[k] = u
-        _, g, H = pot.local(y)
-        step = -g[k] / H[k, k] if H[k, k] > 0 else -math.copysign(0.5, g[k])
+    u = math.log(2.0 * net.shape / pot.rho_irr)
+    for _ in range(50):
+        q = math.exp(u)
+        _, s2 = net.activation.smoothed(np.zeros(1), q, orders=4)
+        S, S2, S4 = float(s2[0, 0]), float(s2[2, 0]), float(s2[4, 0])
+        # heat equation: d/du E F(√q ξ) = (q/2) E F^(2); d²/du² = (q/2) E F^(2) + (q²/4) E F^(4)
+        dS, d2S = 0.5 * q * S2, 0.5 * q * S2 + 0.25 * q * q * S4
+        lam = net.A + S / net.s
+        g = 0.5 * pot.rho_irr * q - net.shape + 0.5 * dS / (net.s * lam)
+        h = 0.5 * pot.rho_irr * q + 0.5 * (d2S / (net.s * lam) - (dS / (net.s * lam)) ** 2)
+        step = -g / h if h > 0 else -math.copysign(0.5, g)
         step = max(-1.0, min(1.0, step))
         u += step
-        if abs(step) < NEWTON_TOL * (1.0 + abs(u)):
+        if abs(step) < 1e-13 * (1.0 + abs(u)):
             break
+    y = np.zeros(k + 1)
     y[k] = u
     U, _, H = pot.local(y)
     H = 0.5 * (H + H.T)
     if np.linalg.eigvalsh(H)[0] <= 0:
         return None
-    return Well("center", y.copy(), H, float(U), 1)
+    return Well("center", y, H, float(U), 1)
 
 
 def barrier_estimate(pot: ParityPotential, y: np.ndarray, H: np.ndarray) -> float:
@@ -397,13 +414,32 @@ def _canonical(Y: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def quadratic_form(H: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """Rows' DᵀHD; O(k) per row when H is permutation-symmetric in w (H_ww = αI + β11ᵀ, H_wu = γ1),
+    as for the central well and every diagonal well."""
+    k = H.shape[0] - 1
+    Hw = H[:k, :k]
+    alpha = float(Hw[0, 0] - (Hw[0, 1] if k > 1 else 0.0))
+    beta = float(Hw[0, 1]) if k > 1 else 0.0
+    gam, delta = float(H[0, k]), float(H[k, k])
+    structured = np.allclose(Hw, alpha * np.eye(k) + beta, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(H)))) and (
+        np.allclose(H[:k, k], gam, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(H))))
+    )
+    if not structured:
+        return np.einsum("ni,ni->n", small_matmul(D, H), D, optimize=False)
+    Dw, Du = D[:, :k], D[:, k]
+    s = Dw.sum(axis=1)
+    return alpha * np.einsum("ni,ni->n", Dw, Dw, optimize=False) + beta * s * s + 2.0 * gam * s * Du + delta * Du * Du
+
+
 def _reference_log_density(well: Well, Y: np.ndarray, inflate: float) -> np.ndarray:
     """A well's Gaussian (Laplace) approximation of e^{−Ũ}, widened by ``inflate``, tapered by its weight."""
-    D = Y - well.y
-    return -well.U - 0.5 * np.einsum("ni,ni->n", D @ well.H, D, optimize=False) / inflate**2 + math.log(well.weight)
+    quad = quadratic_form(well.H, Y - well.y)
+    return -well.U - 0.5 * quad / inflate**2 + math.log(well.weight)
 
 
-def partition(bulk: Well | None, aligned: list[Well], Y: np.ndarray, own: int, k: int) -> np.ndarray:
+def partition(bulk: Well | None, aligned: list[Well], Y: np.ndarray, own: int, k: int,
+              canonical: np.ndarray | None = None) -> np.ndarray:
     """log π_own(y) of a partition of unity between the bulk (own = −1) and the aligned wells.
 
     ∫ e^{−Ũ} = Σ_i ∫ e^{−Ũ} π_i exactly; each piece is integrated by its own rule. The shares follow
@@ -411,7 +447,7 @@ def partition(bulk: Well | None, aligned: list[Well], Y: np.ndarray, own: int, k
     reference is the central well widened BULK_INFLATE times, so that far from every aligned well
     the bulk keeps all the mass that its grid integrates.
     """
-    C = _canonical(Y, k)
+    C = _canonical(Y, k) if canonical is None else canonical
     logs = [_reference_log_density(w, C, 1.0) for w in aligned]
     if bulk is not None:
         logs.append(_reference_log_density(bulk, Y, BULK_INFLATE))
@@ -430,7 +466,8 @@ def mixture_rule(pot: ParityPotential, wells: list[Well], bulk_nodes: int | None
     grid = bulk_grid(pot.net, bulk_nodes or BULK_NODES)
     Yb, lb, fb = bulk_rule(pot, grid, q_nodes or BULK_Q_NODES)
     if aligned:
-        lb = lb + partition(center, aligned, Yb, -1, k)
+        # bulk nodes have sorted non-negative v (hence w): their canonical image is the column reversal
+        lb = lb + partition(center, aligned, Yb, -1, k, canonical=np.column_stack([Yb[:, k - 1 :: -1], Yb[:, k]]))
     Ys, ls, fs, idx = [Yb], [lb], [fb], [np.full(lb.size, len(aligned))]
     for i, well in enumerate(aligned):
         Y, lw = well_rule(well, aligned_nodes or ALIGNED_NODES)
