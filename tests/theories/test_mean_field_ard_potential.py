@@ -34,9 +34,8 @@ def test_readout_integrated_out_matches_quadrature_over_a(activation: str, gamma
     for i in range(W.shape[0]):
         phi = act(X @ W[i])
         # exponent in a, without the a-independent Σ r² term (it cancels in the normalisation)
-        expo = -(a * a) / (2 * sigma_a2) + (N**-gamma * a * (phi @ r) - 0.5 * N ** (-2 * gamma) * a * a * (phi @ phi)) / (
-            kappa**2 * P
-        )
+        data_term = N**-gamma * a * (phi @ r) - 0.5 * N ** (-2 * gamma) * a * a * (phi @ phi)
+        expo = -(a * a) / (2 * sigma_a2) + data_term / (kappa**2 * P)
         top = expo.max()
         wts = np.exp(expo - top)
         Z = wts.sum() * da / math.sqrt(2 * math.pi * sigma_a2)  # ∫ N(a; 0, σ_a²) e^{…} da / e^{top}
