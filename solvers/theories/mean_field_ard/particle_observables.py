@@ -48,6 +48,24 @@ def _mean_se(per_group: np.ndarray) -> tuple[float, float]:
     return float(np.mean(per_group)), float(np.std(per_group, ddof=1) / math.sqrt(per_group.size))
 
 
+def _debiased_mse(f_groups: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """E_x (y − f̄)² of the particles' mean predictor with its Monte-Carlo noise removed, and a jackknife error.
+
+    The particle estimate f̂ = mean of the G group means has E (y − f̂)² = (y − f̄)² + Var f̂, and
+    Var f̂ = s²_groups/G, so (y − f̂)² − s²/G is unbiased for (y − f̄)².
+    """
+    G = f_groups.shape[0]
+
+    def estimate(fg: np.ndarray) -> float:
+        m = fg.mean(axis=0)
+        return float(np.mean((y - m) ** 2 - fg.var(axis=0, ddof=1) / fg.shape[0]))
+
+    full = estimate(f_groups)
+    loo = np.array([estimate(np.delete(f_groups, i, axis=0)) for i in range(G)])
+    se = math.sqrt((G - 1) / G * float(np.sum((loo - loo.mean()) ** 2)))
+    return full, se
+
+
 def observables(spec: MeanFieldARDSpec, phys: Physics, state: ParticleState, data: Dataset) -> dict[str, object]:
     """The contract's observables (and the ARD profile) from the particles at the solution."""
     target = spec.target
@@ -68,7 +86,7 @@ def observables(spec: MeanFieldARDSpec, phys: Physics, state: ParticleState, dat
     y_t = data.y_test
     ey2 = float(np.mean(y_t * y_t))
     m_S, m_S_se = _mean_se(np.mean(f_groups * (y_t / ey2)[None, :], axis=1))
-    mse, mse_se = _mean_se(np.mean((y_t[None, :] - f_groups) ** 2, axis=1))
+    mse, mse_se = _debiased_mse(f_groups, y_t)
     err01 = float(np.mean(np.sign(f_test) != np.sign(y_t)))
     train_mse = float(np.mean((data.y - state.fbar) ** 2))
     a2 = 1.0 / lam + a_mean**2

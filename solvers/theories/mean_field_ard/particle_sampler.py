@@ -37,7 +37,8 @@ def activation_fn(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Physics:
-    """The static constants of the potential (hashable: part of the compiled function's identity)."""
+    """The constants of the potential. Only the activation is static for compilation; the numbers are
+    passed as a traced vector (``consts``), so a sweep in κ or N compiles once."""
 
     activation: str
     N: float
@@ -49,28 +50,45 @@ class Physics:
     def s(self) -> float:
         return self.kappa**2 * self.N ** (2.0 * self.gamma)
 
+    def consts(self) -> jax.Array:
+        """(A = 1/σ_a², s = κ² N^{2γ}, κ² N^γ, N^{1−γ}, κ² s)."""
+        return jnp.asarray([1.0 / self.sigma_a2, self.s, self.kappa**2 * self.N**self.gamma,
+                            self.N ** (1.0 - self.gamma), self.kappa**2 * self.s])
 
-def neuron_terms(phys: Physics, w: jax.Array, X: jax.Array, r: jax.Array) -> tuple[jax.Array, ...]:
-    """φ(Xw), Λ(w), J_r(w) and ⟨a|w⟩ for one particle."""
-    phi = activation_fn(phys.activation)(X @ w)
+
+def neuron_terms(act: str, c: jax.Array, w: jax.Array, X: jax.Array, r: jax.Array) -> tuple[jax.Array, ...]:
+    """φ(Xw), Λ(w), J_r(w) and ⟨a|w⟩ for one particle (``c`` = Physics.consts())."""
+    phi = activation_fn(act)(X @ w)
     P = X.shape[0]
     J = phi @ r / P
     S = jnp.mean(phi * phi)
-    lam = 1.0 / phys.sigma_a2 + S / phys.s
-    a_mean = J / (phys.kappa**2 * phys.N**phys.gamma * lam)
+    lam = c[0] + S / c[1]
+    a_mean = J / (c[2] * lam)
     return phi, lam, J, a_mean
 
 
-def log_density_z(phys: Physics, z: jax.Array, X: jax.Array, r: jax.Array, sqrt_rho: jax.Array) -> jax.Array:
-    """−U in whitened coordinates (up to a constant): −½|z|² − ½ log Λ + J_r²/(2κ² s Λ)."""
+def log_density_z(act: str, c: jax.Array, z: jax.Array, X: jax.Array, r: jax.Array, sqrt_rho: jax.Array) -> jax.Array:
+    """−U in whitened coordinates (up to a constant): −½|z|² − ½ log(Λ/A) + J_r²/(2κ² s Λ)."""
     w = z / sqrt_rho
-    _, lam, J, _ = neuron_terms(phys, w, X, r)
-    return -0.5 * jnp.sum(z * z) - 0.5 * jnp.log(lam * phys.sigma_a2) + J * J / (2.0 * phys.kappa**2 * phys.s * lam)
+    _, lam, J, _ = neuron_terms(act, c, w, X, r)
+    return -0.5 * jnp.sum(z * z) - 0.5 * jnp.log(lam / c[0]) + J * J / (2.0 * c[4] * lam)
 
 
-@partial(jax.jit, static_argnames=("phys", "steps", "average"))
-def run_chains(
-    phys: Physics,
+def run_chains(phys: Physics, key: jax.Array, Z: jax.Array, X: jax.Array, r: jax.Array, sqrt_rho: jax.Array,
+               step_size: jax.Array, steps: int, average: int) -> dict[str, jax.Array]:
+    """``steps`` MALA steps of every particle; group averages over the last ``average`` of them.
+
+    Returns the final whitened positions, the group means of N^{1−γ}⟨a|w⟩φ(w·x_μ) (GROUPS × P), of
+    w_j² (GROUPS × d), and the mean acceptance rate over the run.
+    """
+    return _run_chains(phys.activation, phys.consts().astype(Z.dtype), key, Z, X, r, sqrt_rho, step_size,
+                       steps, average)
+
+
+@partial(jax.jit, static_argnames=("act", "steps", "average"))
+def _run_chains(
+    act: str,
+    c: jax.Array,
     key: jax.Array,
     Z: jax.Array,
     X: jax.Array,
@@ -80,13 +98,8 @@ def run_chains(
     steps: int,
     average: int,
 ) -> dict[str, jax.Array]:
-    """``steps`` MALA steps of every particle; group averages over the last ``average`` of them.
-
-    Returns the final whitened positions, the group means of ⟨a|w⟩φ(w·x_μ) (GROUPS × P), of w_j²
-    (GROUPS × d), and the mean acceptance rate over the run.
-    """
     n = Z.shape[0]
-    logdensity = partial(log_density_z, phys, X=X, r=r, sqrt_rho=sqrt_rho)
+    logdensity = partial(log_density_z, act, c, X=X, r=r, sqrt_rho=sqrt_rho)
     kernel = mala.build_kernel()
     states = jax.vmap(lambda z: mala.init(z, logdensity))(Z)
     group = jnp.arange(n) % GROUPS
@@ -94,7 +107,7 @@ def run_chains(
 
     def per_particle(z: jax.Array) -> tuple[jax.Array, jax.Array]:
         w = z / sqrt_rho
-        phi, _, _, a_mean = neuron_terms(phys, w, X, r)
+        phi, _, _, a_mean = neuron_terms(act, c, w, X, r)
         return a_mean * phi, w * w
 
     def one_step(carry: tuple[Any, ...], inp: tuple[jax.Array, jax.Array]) -> tuple[tuple[Any, ...], None]:
@@ -112,7 +125,7 @@ def run_chains(
     (states, f_acc, w2_acc, acc), _ = jax.lax.scan(
         one_step, init, (jax.random.split(key, steps), jnp.arange(steps))
     )
-    scale = phys.N ** (1.0 - phys.gamma)
+    scale = c[3]
     denom = counts[:, None] * average
     return {
         "Z": states.position,
@@ -122,9 +135,14 @@ def run_chains(
     }
 
 
-@partial(jax.jit, static_argnames=("phys",))
 def measure(phys: Physics, Z: jax.Array, X: jax.Array, r: jax.Array, X_eval: jax.Array, sqrt_rho: jax.Array,
             chi_eval: jax.Array) -> dict[str, jax.Array]:
+    return _measure(phys.activation, phys.consts().astype(Z.dtype), Z, X, r, X_eval, sqrt_rho, chi_eval)
+
+
+@partial(jax.jit, static_argnames=("act",))
+def _measure(act: str, c: jax.Array, Z: jax.Array, X: jax.Array, r: jax.Array, X_eval: jax.Array,
+             sqrt_rho: jax.Array, chi_eval: jax.Array) -> dict[str, jax.Array]:
     """Per-particle quantities at fixed positions on an evaluation set.
 
     ⟨a|w⟩ and Λ come from the training residual; φ(w·x) on ``X_eval`` gives the predictor there,
@@ -133,8 +151,8 @@ def measure(phys: Physics, Z: jax.Array, X: jax.Array, r: jax.Array, X_eval: jax
     W = Z / sqrt_rho
 
     def one(w: jax.Array) -> tuple[jax.Array, ...]:
-        _, lam, _, a_mean = neuron_terms(phys, w, X, r)
-        phi_e = activation_fn(phys.activation)(X_eval @ w)
+        _, lam, _, a_mean = neuron_terms(act, c, w, X, r)
+        phi_e = activation_fn(act)(X_eval @ w)
         return a_mean * phi_e, a_mean, lam, jnp.mean(phi_e * chi_eval), jnp.mean(phi_e * phi_e)
 
     g, a_mean, lam, J_S, Sigma = jax.vmap(one)(W)

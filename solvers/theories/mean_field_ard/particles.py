@@ -32,11 +32,13 @@ from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.particle_sampler import GROUPS, Physics, measure, run_chains
 from solvers.theories.mean_field_ard.spec import ParticleSpec
 
-#: Target MALA acceptance rate (optimal for MALA in high dimension) and warm-up chunk length.
+#: Target MALA acceptance rate (optimal for MALA in high dimension).
 TARGET_ACCEPTANCE = 0.574
-WARMUP_CHUNK = 50
-#: Consecutive converged outer steps required before stopping.
-CONFIRM = 2
+#: Robbins–Monro steps whose mean undamped residual decides convergence.
+WINDOW = 4
+#: Precisions are kept within this many e-folds of the isotropic d/σ_w²; one step moves log ρ at most this much.
+LOG_RHO_SPAN = 20.0
+MAX_LOG_RHO_STEP = 0.5
 
 
 @dataclass
@@ -53,8 +55,8 @@ class ParticleState:
 class ParticleResult:
     fbar: np.ndarray
     converged: bool
-    residual: float  # rms of the undamped residual G(f̄) − f̄ at the last step
-    mc_error: float  # rms Monte-Carlo standard error of G(f̄) at the last step
+    residual: float  # rms of the undamped residual G(f̄) − f̄ (mean over the last WINDOW Robbins–Monro steps)
+    mc_error: float  # rms Monte-Carlo standard error of that residual
     iterations: int
     state: ParticleState
     acceptance: float
@@ -62,6 +64,8 @@ class ParticleResult:
     seconds: float
     status: str
     history: list[tuple[float, float]] = field(default_factory=list)
+    residual_log_rho: float = 0.0  # the same test for log ρ_new − log ρ (MF-ARD)
+    mc_error_log_rho: float = 0.0
 
     def diagnostics(self) -> dict[str, object]:
         return {
@@ -72,15 +76,37 @@ class ParticleResult:
             "seconds": self.seconds,
             "status": self.status,
             "message": {
-                "converged": "Undamped residual within its Monte-Carlo error (3 standard errors) plus tol.",
+                "converged": "Mean undamped residual of the last Robbins–Monro steps within tol plus 3 of its "
+                "Monte-Carlo standard errors.",
                 "max_iterations": "Outer budget spent before the residual reached its Monte-Carlo error.",
                 "nan": "Non-finite particle averages; the last finite iterate is returned.",
             }.get(self.status, self.status),
+            "residual_log_rho": self.residual_log_rho,
+            "mc_error_log_rho": self.mc_error_log_rho,
             "acceptance": self.acceptance,
             "particle_steps": self.particle_steps,
             "residual_history": [h[0] for h in self.history],
             "mc_error_history": [h[1] for h in self.history],
         }
+
+
+def _rms(v: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(v * v))) if v.size else 0.0
+
+
+def ard_residual(ard: ARD, rho: np.ndarray, w2_groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The precisions' undamped residual log ρ_new − log ρ, its MC error, and a Newton-like step.
+
+    ρ_new(m) = (a + N/2)/(β₀ + N m/2) with m = ⟨w_j²⟩ ≈ c_j/ρ_j: the map's slope in log ρ is then
+    s₀ = (N m/2)/(β₀ + N m/2), close to 1 for a weak hyperprior (a nearly marginal fixed point, which an
+    EMA of ρ_new would approach only like s₀^t); the step (log ρ_new − log ρ)/(1 − s₀) solves the
+    prior-only linearisation exactly.
+    """
+    m2 = w2_groups.mean(axis=0)
+    R = np.log(ard.precision(m2)) - np.log(rho)
+    se = np.log(ard.precision(np.maximum(w2_groups, 1e-300))).std(axis=0, ddof=1) / math.sqrt(w2_groups.shape[0])
+    s0 = 0.5 * ard.N * m2 / (ard.beta0 + 0.5 * ard.N * m2)
+    return R, se, R / np.maximum(1.0 - s0, 1e-3)
 
 
 def _kernel_features(phys: Physics, W: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -121,7 +147,7 @@ def _anderson(history: list[tuple[np.ndarray, np.ndarray]], f: np.ndarray, R: np
 
 def initial_particles(key: jax.Array, n: int, d: int, relevant: list[int], asymmetry: float | None) -> np.ndarray:
     """Whitened prior draws z ~ N(0, I); an aligned seed multiplies the relevant coordinates by 1/√asymmetry."""
-    Z = np.asarray(jax.random.normal(key, (n, d)))
+    Z = np.array(jax.random.normal(key, (n, d)), dtype=float)
     if asymmetry is not None and relevant:
         Z[:, relevant] /= math.sqrt(asymmetry)
     return Z
@@ -167,19 +193,25 @@ def solve(
     acceptance = float("nan")
     # ---- warm-up: tune one isotropic step size in whitened coordinates -----------------------------
     if warm is None:
-        for c in range(settings.warmup // WARMUP_CHUNK):
+        # chunks as long as an outer step, so that one compiled kernel serves both phases
+        chunk = settings.inner_steps
+        for c in range(math.ceil(settings.warmup / chunk)):
             out = run_chains(phys, jax.random.fold_in(base, 10_000 + c), jnp.asarray(W * np.sqrt(rho), dtype), Xj,
                              jnp.asarray(y - fbar, dtype), jnp.asarray(np.sqrt(rho), dtype), jnp.asarray(eps, dtype),
-                             WARMUP_CHUNK, 1)
+                             chunk, min(settings.average_steps, chunk))
             acceptance = float(out["acceptance"])
             W = np.asarray(out["Z"]) / np.sqrt(rho)
             eps *= math.exp(min(max(2.0 * (acceptance - TARGET_ACCEPTANCE), -1.0), 1.0))
-            steps_done += WARMUP_CHUNK * n
+            steps_done += chunk * n
     # ---- outer iteration ----------------------------------------------------------------------------
+    # Unknowns v = (f̄ on the training set, log ρ for MF-ARD); both parts are judged on their undamped
+    # residuals against their Monte-Carlo errors.
     history: list[tuple[np.ndarray, np.ndarray]] = []
     record: list[tuple[float, float]] = []
+    window: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     Phi_prev: np.ndarray | None = _kernel_features(phys, W, X)
-    status, streak, res, mc, rm_count = "max_iterations", 0, float("inf"), float("inf"), 0
+    status, res, mc, rm_count = "max_iterations", float("inf"), float("inf"), 0
+    res_rho = mc_rho = 0.0
     it = 0
     for it in range(1, settings.outer_iterations + 1):
         r = y - fbar
@@ -196,30 +228,52 @@ def solve(
         G = fg.mean(axis=0)
         se = fg.std(axis=0, ddof=1) / math.sqrt(GROUPS)
         R = G - fbar
-        res, mc = float(np.sqrt(np.mean(R * R))), float(np.sqrt(np.mean(se * se)))
-        record.append((res, mc))
         if ard is not None:
-            m2 = np.asarray(out["w2_groups"], dtype=float).mean(axis=0)
-            rho = ard.ema_step(rho, m2)
-        converged_now = res <= settings.tol + 3.0 * mc
-        streak = streak + 1 if converged_now else 0
-        if streak >= CONFIRM:
+            R_rho, se_rho, pre_rho = ard_residual(ard, rho, np.asarray(out["w2_groups"], dtype=float))
+        else:
+            R_rho = se_rho = pre_rho = np.zeros(0)
+        step_res, step_mc = _rms(R), _rms(se)
+        in_rm = rm_count > 0 or step_res <= 10.0 * (settings.tol + 3.0 * step_mc)
+        if in_rm:
+            # Robbins–Monro phase: judge the mean undamped residual of the last WINDOW steps against
+            # its own Monte-Carlo error (the steps' noises are independent: fresh MALA moves each time)
+            window = [*window[-(WINDOW - 1):], (R, se, R_rho, se_rho)]
+            m = len(window)
+            res = _rms(np.mean([w[0] for w in window], axis=0))
+            mc = _rms(np.sqrt(np.mean([w[1] ** 2 for w in window], axis=0) / m))
+            if ard is not None:
+                res_rho = _rms(np.mean([w[2] for w in window], axis=0))
+                mc_rho = _rms(np.sqrt(np.mean([w[3] ** 2 for w in window], axis=0) / m))
+        else:
+            res, mc = step_res, step_mc
+            res_rho, mc_rho = _rms(R_rho), _rms(se_rho)
+        record.append((res, mc))
+        done_f = res <= settings.tol + 3.0 * mc
+        done_rho = ard is None or res_rho <= settings.tol_log_rho + 3.0 * mc_rho
+        if in_rm and len(window) == WINDOW and done_f and done_rho:
             status = "converged"
             break
         Rt = _precondition(Phi_prev, R)
         Phi_prev = _kernel_features(phys, W, X)
-        if rm_count == 0 and res > 10.0 * (settings.tol + 3.0 * mc):
-            new = _anderson(history, fbar, Rt, settings.anderson_memory)
+        if not in_rm:
+            fbar = _anderson(history, fbar, Rt, settings.anderson_memory)
             history.append((fbar.copy(), Rt.copy()))
+            gain = 1.0
         else:
             rm_count += 1
-            new = fbar + Rt / rm_count**0.6
-        fbar = new
+            fbar = fbar + Rt / rm_count**0.6
+            gain = 1.0 / rm_count**0.6
+        if ard is not None:
+            # bounded Newton-like steps: the linearisation ignores the data's feedback on ⟨w²⟩, which
+            # near a self-reinforcing branch can make the full step overshoot
+            step = gain * ard.ema * np.clip(pre_rho, -MAX_LOG_RHO_STEP, MAX_LOG_RHO_STEP)
+            log_rho = np.clip(np.log(rho) + step, np.log(rho0) - LOG_RHO_SPAN, np.log(rho0) + LOG_RHO_SPAN)
+            rho = np.exp(log_rho)
     state = ParticleState(W=W, rho=rho, fbar=fbar, step_size=eps)
     return ParticleResult(
         fbar=fbar, converged=status == "converged", residual=res, mc_error=mc, iterations=it, state=state,
         acceptance=acceptance, particle_steps=steps_done, seconds=time.perf_counter() - t0, status=status,
-        history=record,
+        history=record, residual_log_rho=res_rho, mc_error_log_rho=mc_rho,
     )
 
 

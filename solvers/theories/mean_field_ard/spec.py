@@ -133,7 +133,8 @@ class ARDSpec(BaseModel):
     beta0: float | None = Field(
         None, gt=0, description="Rate β₀; null gives β₀ = α₀ σ_w²/d, whose mean α₀/β₀ is the isotropic d/σ_w²."
     )
-    ema: float = Field(0.1, gt=0, le=1, description="EMA weight of the precision update in the particle iteration.")
+    ema: float = Field(0.5, gt=0, le=1, description="Particle iteration: weight of the (Newton-like) precision step "
+                       "per outer step (the EMA of Algorithm 1).")
     update: Literal["mean", "map"] = Field(
         "mean", description="Fixed point: posterior mean (α₀ + N/2)/(β₀ + N⟨w_j²⟩/2), or its mode (α₀ − 1 + N/2 …)."
     )
@@ -156,7 +157,9 @@ class ParticleSpec(BaseModel):
     outer_iterations: int = Field(60, ge=1, description="Budget of outer (residual) iterations.")
     warmup: int = Field(500, ge=0, description="MALA steps that tune the step size before the first outer iteration.")
     anderson_memory: int = Field(3, ge=0, le=10, description="Anderson history on f̄ (0: plain Robbins–Monro).")
-    tol: float = Field(1e-3, gt=0, description="Convergence: rms undamped residual ≤ tol + 3 × its Monte-Carlo error.")
+    tol: float = Field(1e-3, gt=0, description="Convergence: rms undamped residual of f̄ ≤ tol + 3 × its Monte-Carlo "
+                       "error (mean of the last Robbins–Monro steps).")
+    tol_log_rho: float = Field(1e-2, gt=0, description="MF-ARD: the same test for log ρ_new − log ρ.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the particle streams (common random numbers).")
 
 
