@@ -88,8 +88,9 @@ class PopulationParity:
         t, rr, ri = self.unpack(x)
         return ParityPotential(self.net, t, rr, ri)
 
-    def state(self, x: np.ndarray) -> Law:
-        key = np.asarray(x, dtype=float).tobytes()
+    def state(self, x: np.ndarray, central_basin: bool = False) -> Law:
+        """The law at x (memoised); ``central_basin`` restricts it to the central well's basin."""
+        key = np.asarray(x, dtype=float).tobytes() + (b"c" if central_basin else b"")
         hit = self._memo.get(key)
         if hit is not None:
             self._memo.move_to_end(key)
@@ -98,7 +99,7 @@ class PopulationParity:
         with _BLAS.limit(limits=1, user_api="blas"), np.errstate(over="ignore", invalid="ignore"):
             wells = find_wells(pot, math.sqrt(self.sigma_w2))
             L = law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
-                    threshold=self.threshold)
+                    threshold=self.threshold, central_basin=central_basin)
         self._memo[key] = L
         if len(self._memo) > MEMO:
             self._memo.popitem(last=False)
@@ -142,6 +143,21 @@ class PopulationParity:
                 J[row, row] += 1.0
         return J
 
+    def jacobian_fd(self, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+        """dF/dx by central differences of the rule itself.
+
+        The analytic :meth:`jacobian` differentiates the exact integral; where a shallow aligned well
+        is being tapered the rule's own derivative can differ from it by more than Newton tolerates,
+        while this one is consistent with the residual Newton drives to zero.
+        """
+        x = np.asarray(x, dtype=float)
+        J = np.empty((self.dim, self.dim))
+        for j in range(self.dim):
+            e = np.zeros(self.dim)
+            e[j] = h * max(1.0, abs(x[j]))
+            J[:, j] = (self.residual(x + e) - self.residual(x - e)) / (2.0 * e[j])
+        return J
+
     def free_entropy(self, x: np.ndarray) -> float:
         L = self.state(x)
         t, rr, ri = self.unpack(x)
@@ -164,7 +180,7 @@ class PopulationParity:
         Hessian of Φ = D·J at the solution (symmetrised); the ρ-block's Schur complement after
         minimising over t must be negative definite. Returned in units of the t-curvature.
         """
-        H = self.gradient_scale()[:, None] * self.jacobian(x)
+        H = self.gradient_scale()[:, None] * self.jacobian_fd(x)
         H = 0.5 * (H + H.T)
         htt = H[0, 0]
         if self.ard is None:
@@ -172,6 +188,34 @@ class PopulationParity:
         schur = H[1:, 1:] - np.outer(H[1:, 0], H[0, 1:]) / htt
         scale = np.sqrt(np.abs(np.diag(schur))) + 1e-300
         return float(-np.max(np.linalg.eigvalsh(schur / np.outer(scale, scale))))
+
+    # ---- the unaligned (central-basin) state of plain MF ---------------------------------------------
+    def central_basin_solution(self, tol: float = 1e-12) -> float:
+        """t of the law restricted to the central basin: t (1 + λ_S/c₀) = 1 with λ_S from that law alone.
+
+        Plain MF has a single solution; this restricted one is the unaligned metastable state (what a
+        sampler started at the prior finds before any unit crosses into an aligned well).
+        """
+        t = 1.0
+        for _ in range(60):
+            lam = self.state(np.array([t]), central_basin=True).mean("g") / self.net.ridge
+            t_new = 1.0 / (1.0 + lam)  # λ depends on t only through the tiny central reward: a contraction
+            if abs(t_new - t) < tol:
+                return t_new
+            t = t_new
+        return t
+
+    def onset_gap(self) -> float:
+        """Depth of the deepest aligned well minus the central one on the unaligned state (+inf: no aligned well).
+
+        Its zero is the alignment onset κ_c: beyond it the unaligned state is no longer the deepest well of
+        its own single-neuron potential; as d → ∞ (κ√d fixed) it is the transition of plain MF.
+        """
+        x = np.array([self.central_basin_solution()])
+        wells = self.state(x, central_basin=True).wells
+        center = [w.U for w in wells if w.kind == "center"]
+        aligned = [w.U for w in wells if w.kind == "aligned"]
+        return float(min(aligned) - center[0]) if (center and aligned) else math.inf
 
     # ---- starts ---------------------------------------------------------------------------------
     def symmetric_start(self) -> np.ndarray:

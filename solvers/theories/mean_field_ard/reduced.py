@@ -83,7 +83,8 @@ class ReducedModel:
         return self.pop(p).residual(x)
 
     def jacobian(self, x: np.ndarray, p: float | None) -> np.ndarray:
-        return self.pop(p).jacobian(x)
+        """The rule's own derivative (central differences), consistent with the residual (see PopulationParity)."""
+        return self.pop(p).jacobian_fd(x)
 
     def free_entropy(self, x: np.ndarray, p: float | None) -> float:
         return self.pop(p).free_entropy(x)
@@ -123,10 +124,9 @@ class ReducedModel:
             return None
         return float(min(aligned) - center[0])
 
-    def onset_indicator(self, x: np.ndarray, p: float | None) -> float:
-        """> 0 while the central well is the deeper one (or the only one), < 0 once an aligned well is deeper."""
-        gap = self.depth_gap(x, p)
-        return math.inf if gap is None else gap
+    def onset_indicator(self, p: float | None) -> float:
+        """Plain MF: > 0 while the unaligned state's central well is its deepest, < 0 once an aligned well is deeper."""
+        return self.pop(p).onset_gap()
 
     # ---- reporting --------------------------------------------------------------------------------------
     def order_parameters(self, x: np.ndarray, p: float | None) -> dict[str, Any]:

@@ -94,10 +94,12 @@ def _pseudo_center(pot: ParityPotential) -> Well:
 
 
 def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | None = None, *,
-        compiled: bool = True, threshold: float = 0.0) -> Law:
+        compiled: bool = True, threshold: float = 0.0, central_basin: bool = False) -> Law:
     """The law's averages: bulk rule (compiled unless ``compiled`` is False) plus one rule per aligned well.
 
     ``threshold`` is the target correlation |J_S|/√Σ above which a unit counts as specialised.
+    ``central_basin`` keeps only the bulk's share of the partition: the law restricted to the central
+    basin (the unaligned metastable state a sampler started at the prior stays in).
     """
     bn, qn, an = quad or (BULK_NODES, BULK_Q_NODES, ALIGNED_NODES)
     net = pot.net
@@ -127,7 +129,7 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     else:
         pieces = [_bulk_numpy(pot, gd, xq, Wq, sc, ref, aligned, grid)]
     aligned_total = []
-    for i, well in enumerate(aligned):
+    for i, well in enumerate([] if central_basin else aligned):
         Y, lw = well_rule(well, an)
         lw = lw + partition(ref, aligned, Y, i, k)
         U, f = pot.values(Y)

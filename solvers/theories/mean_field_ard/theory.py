@@ -165,7 +165,7 @@ class MeanFieldARDTheory(Theory):
 
         result: SweepResult = run_sweep(problem, values, options, method=method, on_point=record)
         model = reduced_model(spec, parameter)
-        onsets = locate_onsets(problem, model, result, options)
+        onsets = locate_onsets(model, list(values)) if parameter == "kappa" else []
         transitions = sorted([*result.transitions, *onsets], key=lambda t: t.parameter)
         return json_safe({
             "theory": self.name,
