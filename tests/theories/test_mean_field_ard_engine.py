@@ -96,7 +96,8 @@ def test_sizes_and_sweepable_fields() -> None:
     assert {"kappa", "N"} <= set(th.sweepable_for(s))
     p = th.spec_model.model_validate({**BASE, "kappa": 0.03, "P": 100, "solver": "particles",
                                       "particles": {"n": 64}})
-    assert th.sizes(p)["mean_field_P"] == (("P",), 100) and th.sizes(p)["mean_field_particles"] == (("particles", "n"), 64)
+    sizes = th.sizes(p)
+    assert sizes["mean_field_P"] == (("P",), 100) and sizes["mean_field_particles"] == (("particles", "n"), 64)
     assert {"kappa", "P"} <= set(th.sweepable_for(p))
 
 

@@ -16,7 +16,8 @@ from solvers.theories.mean_field_ard.spec import MeanFieldARDSpec
 
 def spec(**kw: object) -> MeanFieldARDSpec:
     base = {"theory": "mean_field_ard", "d": 6, "N": 5, "kappa": 0.3, "sigma_w2": 1.5, "sigma_a2": 0.7, "P": 40,
-            "gamma": 0.7, "solver": "particles", "target": {"kind": "parity", "k": 2}, "data": {"seed": 3, "P_test": 50}}
+            "gamma": 0.7, "solver": "particles", "target": {"kind": "parity", "k": 2},
+            "data": {"seed": 3, "P_test": 50}}
     return MeanFieldARDSpec.model_validate(base | kw)
 
 
