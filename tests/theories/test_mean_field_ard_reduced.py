@@ -185,3 +185,36 @@ def test_orbit_reduced_rules_equal_full_tensor_rules() -> None:
         zh, lh = gh_hyperoctahedral_orbits(n, dim)
         assert float(np.exp(lp) @ f(zp)) == pytest.approx(full, rel=1e-12)
         assert float(np.exp(lh) @ f(zh)) == pytest.approx(full, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_finite_p_closure_against_kernel_ridge_regression() -> None:
+    """N → ∞ (the prior's law): the EK closure of the reduced solver against KRR with the exact arc-cosine
+    kernel on sampled hypercube data (8 data sets; the closure and the central-limit spectrum are the
+    approximations, so the tolerance is a few per cent, not standard errors)."""
+    from solvers.core.options import SolverOptions
+    from solvers.theories import get
+
+    th = get("mean_field_ard")
+    d, k, P, kappa = 16, 2, 300, 0.1
+    out = th.solve(th.spec_model.model_validate({"theory": "mean_field_ard", "d": d, "N": 10**8, "kappa": kappa,
+                                                 "P": P, "target": {"kind": "parity", "k": k}}), SolverOptions())
+    rng = np.random.default_rng(0)
+
+    def arccos(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        nx, ny = np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1)
+        th_ = np.arccos(np.clip(X @ Y.T / np.outer(nx, ny), -1, 1))
+        return np.outer(nx, ny) / (2 * np.pi * d) * (np.sin(th_) + (np.pi - th_) * np.cos(th_))
+
+    test, train, overlap = [], [], []
+    for _ in range(8):
+        X, Xt = rng.choice([-1.0, 1.0], (P, d)), rng.choice([-1.0, 1.0], (3000, d))
+        y, yt = X[:, :k].prod(1), Xt[:, :k].prod(1)
+        alpha = np.linalg.solve(arccos(X, X) + kappa**2 * P * np.eye(P), y)
+        ft, f = arccos(Xt, X) @ alpha, arccos(X, X) @ alpha
+        test.append(np.mean((yt - ft) ** 2))
+        train.append(np.mean((y - f) ** 2))
+        overlap.append(np.mean(ft * yt))
+    assert out["observables"]["test_mse"] == pytest.approx(np.mean(test), rel=0.02)
+    assert out["observables"]["train_mse"] == pytest.approx(np.mean(train), rel=0.03)
+    assert out["order_parameters"]["m_S"] == pytest.approx(np.mean(overlap), rel=0.08)

@@ -29,13 +29,18 @@ PAIRS = ("g", "wS2", "q")
 MAX_ALIGNED = 2
 
 
-def node_stats(xp: Any, JS: Any, S: Any, wS2: Any, q: Any, A: float, s: float, thr2: float) -> tuple[Any, Any]:
-    """Stacked statistics (len(STATS), …) and the PAIRS rows, elementwise."""
+def node_stats(xp: Any, JS: Any, S: Any, wS2: Any, q: Any, A: float, s: float, thr2: float,
+               B: Any = None) -> tuple[Any, Any]:
+    """Stacked statistics (len(STATS) [+ m block powers B/Λ], …) and the PAIRS rows, elementwise.
+
+    ``B`` (m, …): the kernel's block powers at the nodes (``spectrum.block_powers``, flattened), for EK.
+    """
     lam = A + S / s
     g = JS * JS / lam
     SL = S / lam
     spec = (thr2 * S <= JS * JS).astype(g.dtype)
-    stats = xp.stack([xp.ones_like(g), g, wS2, q, g * g, SL, g * SL, wS2 * wS2, spec])
+    rows = [xp.ones_like(g), g, wS2, q, g * g, SL, g * SL, wS2 * wS2, spec]
+    stats = xp.stack(rows) if B is None else xp.concatenate([xp.stack(rows), B / lam[None]])
     return stats, xp.stack([g, wS2, q])
 
 
@@ -43,7 +48,8 @@ def bulk_reduce(xp: Any, grid: dict[str, Any], xq: Any, lWq: Any, sc: dict[str, 
                 center: Any, aligned: Any) -> tuple[Any, Any, Any, Any]:
     """(shift, Σe, Σe·stats, Σe·pairᵢpairⱼ) over the bulk nodes, e = exp(log mass − shift).
 
-    ``grid``: v-representatives' v2, Σv, log weights, J_S(v, 1), Σ(v, 1); ``xq``, ``lWq``: the Gauss rule
+    ``grid``: v-representatives' v2, Σv, log weights, J_S(v, 1), Σ(v, 1), block powers B(v, 1) (n_v, m;
+    m = 0 without EK; B scales like q, as Σ does); ``xq``, ``lWq``: the Gauss rule
     of Gamma(d/2, 1); ``sc``: scalars of the state; ``center`` = (u_c, α_c, δ_c, U_c, present);
     ``aligned`` = rows (s_a, u_a, α, β, γ, δ, U_a, log weight) of diagonal wells (log weight −inf: empty).
     """
@@ -76,7 +82,8 @@ def bulk_reduce(xp: Any, grid: dict[str, Any], xq: Any, lWq: Any, sc: dict[str, 
     logm = logm + share
     shift = xp.max(logm)
     e = xp.exp(logm - shift)
-    stats, pairs = node_stats(xp, JS, S, wS2, q, sc["A"], sc["s"], sc["thr2"])
+    B = None if grid["B1"].shape[1] == 0 else xp.moveaxis(grid["B1"], 1, 0)[:, :, None] * q[None]
+    stats, pairs = node_stats(xp, JS, S, wS2, q, sc["A"], sc["s"], sc["thr2"], B)
     sums = xp.sum(stats * e, axis=(1, 2))
     second = xp.einsum("anq,bnq,nq->ab", pairs, pairs, e)
     return shift, xp.sum(e), sums, second

@@ -35,6 +35,7 @@ from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.specialisation import best_correlation
+from solvers.theories.mean_field_ard.spectrum import EK, closure
 from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES
 
 _BLAS = ThreadpoolController()
@@ -56,13 +57,15 @@ class PopulationParity:
     """The reduced equations of one network; ``ard`` None is plain MF with ρ_j = d/σ_w² pinned."""
 
     def __init__(self, net: Network, sigma_w2: float, ard: ARD | None, quad: Quadrature | None = None,
-                 compiled: bool = True):
+                 compiled: bool = True, P: float | None = None):
         self.net = net
         self.sigma_w2 = sigma_w2
         self.ard = ard
         self.quad = quad or Quadrature()
         self.rho0 = net.d / sigma_w2
         self._memo: OrderedDict[bytes, Law] = OrderedDict()
+        #: training-set size of the equivalent-kernel closure (None: population limit)
+        self.P = P
         #: the compiled (JAX, float64) bulk reduction; False selects the NumPy reference
         self.compiled = compiled
         #: a unit is specialised when its target correlation reaches half the best a single unit can
@@ -99,7 +102,7 @@ class PopulationParity:
         with _BLAS.limit(limits=1, user_api="blas"), np.errstate(over="ignore", invalid="ignore"):
             wells = find_wells(pot, math.sqrt(self.sigma_w2))
             L = law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
-                    threshold=self.threshold, central_basin=central_basin)
+                    threshold=self.threshold, central_basin=central_basin, spectrum=self.P is not None)
         self._memo[key] = L
         if len(self._memo) > MEMO:
             self._memo.popitem(last=False)
@@ -115,11 +118,24 @@ class PopulationParity:
         }
 
     # ---- equations ----------------------------------------------------------------------------------
+    def ek(self, L: Law) -> EK | None:
+        """The finite-P equivalent-kernel closure of a state (None in the population limit)."""
+        if self.P is None:
+            return None
+        assert L.blocks is not None
+        return closure(L.blocks, L.mean("SL"), self.net.d, self.net.k, self.net.ridge, self.P)
+
+    def ridge_ratio(self, L: Law) -> float:
+        """u = κ_eff/c₀: 1 in the population limit, > 1 at finite P."""
+        ek = self.ek(L)
+        return 1.0 if ek is None else ek.kappa / self.net.ridge
+
     def residual(self, x: np.ndarray) -> np.ndarray:
         L = self.state(x)
         m = self.moments(L)
         t = float(np.asarray(x)[0])
-        F = [t * (1.0 + m["lambda_S"] / self.net.ridge) - 1.0]
+        # t = c₀/(λ_S + κ_eff): at P = ∞, κ_eff = c₀ and this is t (1 + λ_S/c₀) = 1
+        F = [t * (m["lambda_S"] / self.net.ridge + self.ridge_ratio(L)) - 1.0]
         if self.ard is not None:
             F.append(float(x[1]) - math.log(self.ard.precision(m["m2_rel"])))
             F.append(float(x[2]) - math.log(self.ard.precision(m["m2_irr"])))
@@ -162,7 +178,8 @@ class PopulationParity:
         L = self.state(x)
         t, rr, ri = self.unpack(x)
         net = self.net
-        phi = net.N * L.log_Z - (2.0 * t - t * t) / (2.0 * net.kappa**2)
+        # finite P (EK): the data-fit value is replaced by its equivalent-kernel form (u = κ_eff/c₀ frozen)
+        phi = net.N * L.log_Z - (2.0 * t - self.ridge_ratio(L) * t * t) / (2.0 * net.kappa**2)
         if self.ard is not None:
             phi -= net.k * float(self.ard.objective(rr)) + (net.d - net.k) * float(self.ard.objective(ri))
         return float(phi)

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtr
 
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.ard import ARD
@@ -32,7 +33,7 @@ MEMO = 32
 
 class ReducedModel:
     def __init__(self, spec: MeanFieldARDSpec, parameter: str | None = None):
-        if parameter not in (None, *SWEEPABLE):
+        if parameter not in (None, *SWEEPABLE) and not (parameter == "P" and spec.P is not None):
             raise ValueError(f"{parameter!r} is not sweepable by the reduced solver")
         self.spec = spec
         self.parameter = parameter
@@ -43,7 +44,8 @@ class ReducedModel:
     # ---- the network at p ---------------------------------------------------------------------------
     def value(self, p: float | None) -> dict[str, float]:
         s = self.spec
-        vals = {"kappa": s.kappa, "N": float(s.N), "sigma_a2": s.sigma_a2, "sigma_w2": s.sigma_w2, "gamma": s.gamma}
+        vals = {"kappa": s.kappa, "N": float(s.N), "sigma_a2": s.sigma_a2, "sigma_w2": s.sigma_w2, "gamma": s.gamma,
+                "P": float("nan") if s.P is None else float(s.P)}
         if self.parameter is not None and p is not None:
             vals[self.parameter] = float(p)
         return vals
@@ -64,7 +66,8 @@ class ReducedModel:
             a = s.ard_settings
             beta0 = a.beta0 if a.beta0 is not None else a.alpha0 * v["sigma_w2"] / s.d
             ard = ARD(alpha0=a.alpha0, beta0=beta0, N=v["N"], update=a.update, ema=a.ema)
-        out = PopulationParity(net, v["sigma_w2"], ard, self.quad)
+        P = None if math.isnan(v["P"]) else v["P"]
+        out = PopulationParity(net, v["sigma_w2"], ard, self.quad, P=P)
         self._pops[key] = out
         if len(self._pops) > MEMO:
             self._pops.popitem(last=False)
@@ -140,15 +143,21 @@ class ReducedModel:
         d, k = self.spec.d, pop.net.k
         t = s["t"]
         gap = self.depth_gap(x, p)
+        finite = "ek_test_mse" in s
+        if finite:
+            # EK at finite P: the mean predictor is m_S χ_S plus a dataset-dependent part of variance
+            # test − (1 − m_S)², taken Gaussian for the sign error
+            spread = max(s["ek_test_mse"] - (1.0 - s["m_S"]) ** 2, 0.0)
+            err01 = float(ndtr(-s["m_S"] / math.sqrt(spread))) if spread > 0 else (0.0 if s["m_S"] > 0 else 0.5)
         return {
             # population limit: the residual is t χ_S exactly, so train and test errors coincide
-            "test_mse": t * t,
-            "train_mse": t * t,
+            "test_mse": s["ek_test_mse"] if finite else t * t,
+            "train_mse": s["ek_train_mse"] if finite else t * t,
             # f̄ = m_S χ_S: its sign is the target's wherever m_S > 0
-            "test_error01": 0.0 if s["m_S"] > 0 else 0.5,
+            "test_error01": err01 if finite else (0.0 if s["m_S"] > 0 else 0.5),
             "test_error01_gibbs": s["test_error01_gibbs"],
             "chi_SS": s["chi_SS"],
-            "m_spurious_max": 0.0,
+            "m_spurious_max": s["ek_m_spurious_rms"] if finite else 0.0,
             "rho_profile": [s["rho_relevant"]] * k + [s["rho_irrelevant"]] * (d - k),
             "w2_relevant": s["w2_relevant"],
             "w2_irrelevant": s["w2_irrelevant"],
@@ -157,7 +166,8 @@ class ReducedModel:
             "kernel_target_eigenvalue": s["lambda_S_over_ridge"],
             "depth_gap": gap,
             "parseval": {"walsh_sum": s["m_S"] ** 2, "mean_f2": s["m_S"] ** 2,
-                         "note": "population limit: f̄ = m_S χ_S exactly (sign-flip symmetry)"},
+                         "note": "population limit: f̄ = m_S χ_S exactly (sign-flip symmetry)"} if not finite else None,
+            **({k: s[k] for k in ("effective_ridge_ratio", "overfitting_factor")} if finite else {}),
             "free_entropy": pop.free_entropy(x),
             "phase": "aligned" if (float(x[2] - x[1]) if x.size > 1 else 0.0) > ALIGNED_LOG_RATIO
             or (x.size == 1 and s["m_S"] >= 0.5) else "symmetric",

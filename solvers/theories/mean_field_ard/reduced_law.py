@@ -17,7 +17,9 @@ from solvers.theories.mean_field_ard.law_moments import (
     combine,
     node_stats,
 )
+from solvers.theories.mean_field_ard.parity_cube import cube
 from solvers.theories.mean_field_ard.reduced_potential import ParityPotential
+from solvers.theories.mean_field_ard.spectrum import block_powers
 from solvers.theories.mean_field_ard.wells import (
     ALIGNED_NODES,
     BULK_INFLATE,
@@ -44,6 +46,8 @@ class Law:
     means: dict[str, float]
     second: np.ndarray
     aligned_mass: float
+    blocks: np.ndarray | None = None  # E[B_ij/Λ] (k+1, j_max+1) when the spectrum was asked for
+
 
     def mean(self, name: str) -> float:
         return self.means[name]
@@ -94,12 +98,14 @@ def _pseudo_center(pot: ParityPotential) -> Well:
 
 
 def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | None = None, *,
-        compiled: bool = True, threshold: float = 0.0, central_basin: bool = False) -> Law:
+        compiled: bool = True, threshold: float = 0.0, central_basin: bool = False,
+        spectrum: bool = False) -> Law:
     """The law's averages: bulk rule (compiled unless ``compiled`` is False) plus one rule per aligned well.
 
     ``threshold`` is the target correlation |J_S|/√Σ above which a unit counts as specialised.
     ``central_basin`` keeps only the bulk's share of the partition: the law restricted to the central
-    basin (the unaligned metastable state a sampler started at the prior stays in).
+    basin (the unaligned metastable state a sampler started at the prior stays in). ``spectrum`` adds
+    the kernel's block eigenvalue averages E[B_ij/Λ] (for the finite-P closure).
     """
     bn, qn, an = quad or (BULK_NODES, BULK_Q_NODES, ALIGNED_NODES)
     net = pot.net
@@ -123,7 +129,8 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     for i, (st, w) in enumerate(structured[:MAX_ALIGNED]):
         if st is not None:
             rows[i] = [float(np.mean(w.y[:k])), w.y[k], *st, w.U, math.log(w.weight)]
-    gd = {"v2": grid.v2, "sv": grid.V.sum(axis=1), "lw": grid.logw, "JS1": grid.JS1, "S1": grid.Sigma1}
+    B1 = grid.blocks().reshape(grid.v2.size, -1) if spectrum else np.zeros((grid.v2.size, 0))
+    gd = {"v2": grid.v2, "sv": grid.V.sum(axis=1), "lw": grid.logw, "JS1": grid.JS1, "S1": grid.Sigma1, "B1": B1}
     if fast:
         pieces = [bulk_reduce_jax(gd, xq, np.log(Wq), sc, cvec, rows)]
     else:
@@ -138,7 +145,8 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
             raise FloatingPointError("non-finite quadrature mass in an aligned well")
         top = float(np.max(logm))
         e = np.exp(logm - top)
-        stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, net.A, net.s, threshold**2)
+        B = block_powers(net.activation, cube(k), Y).reshape(Y.shape[0], -1).T if spectrum else None
+        stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, net.A, net.s, threshold**2, B)
         piece = (top, float(e.sum()), stats @ e, np.einsum("an,bn,n->ab", pairs, pairs, e))
         pieces.append(piece)
         aligned_total.append(piece)
@@ -146,7 +154,10 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     mass = sum(p[1] * math.exp(p[0] - log_Z) for p in aligned_total)
     if not (math.isfinite(log_Z) and np.all(np.isfinite(means))):
         raise FloatingPointError("non-finite law averages")
-    return Law(pot, tuple(wells), log_Z, dict(zip(STATS, (float(m) for m in means), strict=True)), second, mass)
+    n = len(STATS)
+    blocks = means[n:].reshape(k + 1, -1) if spectrum else None
+    return Law(pot, tuple(wells), log_Z, dict(zip(STATS, (float(m) for m in means[:n]), strict=True)), second,
+               mass, blocks)
 
 
 def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray, Wq: np.ndarray, sc: dict,
@@ -171,7 +182,10 @@ def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray,
     logm = lw - pot.from_features(f, Y[:, -1])
     top = float(np.max(logm))
     e = np.exp(logm - top)
-    stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, pot.net.A, pot.net.s, sc["thr2"])
+    B = None
+    if gd["B1"].shape[1]:
+        B = block_powers(pot.net.activation, cube(k), Y).reshape(Y.shape[0], -1).T
+    stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, pot.net.A, pot.net.s, sc["thr2"], B)
     return top, float(e.sum()), stats @ e, np.einsum("an,bn,n->ab", pairs, pairs, e)
 
 

@@ -352,6 +352,17 @@ class BulkGrid:
         self.v2 = np.sum(self.V**2, axis=1)
         unit = _features(net.activation, cube(k), np.column_stack([self.V, np.zeros(len(combos))]))
         self.J1, self.JS1, self.Sigma1 = unit.J, unit.J_S, unit.Sigma
+        self._net = net
+        self._blocks: np.ndarray | None = None
+
+    def blocks(self) -> np.ndarray:
+        """Kernel block powers B_ij(v, q = 1) at the v-nodes (computed on first use: only EK needs them)."""
+        if self._blocks is None:
+            from solvers.theories.mean_field_ard.spectrum import block_powers
+
+            Y = np.column_stack([self.V, np.zeros(self.V.shape[0])])
+            self._blocks = block_powers(self._net.activation, cube(self._net.k), Y)
+        return self._blocks
 
 
 @lru_cache(maxsize=16)
