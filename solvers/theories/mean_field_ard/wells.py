@@ -1,18 +1,22 @@
-"""Fixed-order quadrature of the reduced single-neuron law as a mixture of wells.
+"""Fixed-order quadrature of the reduced single-neuron law: a bulk rule plus one rule per aligned well.
 
-p_MF(y) ∝ exp(−Ũ(y)), y = (w_S, u), has a central well at w_S = 0 (the prior's) and, once the
-reward is strong enough, aligned wells at w_S ≈ ±s(1, …, 1) that are narrow (their transverse
-widths shrink with the noise |w_⊥|) and far out in the prior's tail. No fixed tensor grid resolves
-both, so each well gets its own Gauss–Hermite product rule centred at its minimum y* with axes from
-the Hessian H there (y = y* + L z, L Lᵀ = H⁻¹):
+p_MF(y) ∝ exp(−Ũ(y)), y = (w_S, u), has a central well at w_S = 0 (the prior's, possibly broad and
+bumpy under ARD) and, once the reward is strong enough, aligned wells at w_S ≈ ±s(1, …, 1) that are
+narrow (their transverse widths shrink with the noise |w_⊥|) and far out in the prior's tail. No
+fixed tensor grid resolves both, so:
 
-    ∫ e^{−Ũ} dy ≈ Σ_wells m_well |det L| Σ_i ω_i e^{|z_i|²/2} (2π)^{n/2} e^{−Ũ(y* + L z_i)},
+* the *bulk* is integrated on a fixed grid in v = w_S/|w_⊥| (ReLU homogeneity makes its features
+  state-independent) times a Gauss–Laguerre rule in q = |w_⊥|² on the prior's own law of q given v;
+* each *aligned well* gets a Gauss–Hermite product rule centred at its minimum y* with axes
+  L = H^{−1/2} (H the Hessian there): ∫ f dy = |det L| Σ_i ω_i e^{|z_i|²/2} (2π)^{n/2} f(y* + L z_i),
+  times the size of the well's orbit under sign flips and permutations (Ũ is invariant under both);
+* a partition of unity (:func:`partition`) splits e^{−Ũ} between the pieces, so each rule integrates
+  only its own well's mass.
 
-with m_well the size of the well's orbit under sign flips and permutations of the relevant
-coordinates (Ũ is invariant under both). The rule has a fixed order; its centre and axes are smooth
-functions of the state (y* is a Newton root of ∇Ũ = 0 to round-off), so the integrals are smooth in
-the state and Newton can differentiate them. The centring changes only the discretisation error,
-never the integral itself. Mass between wells (the barriers) is neglected: it is e^{−(barrier)}.
+Every rule has a fixed order; centres and axes are smooth functions of the state (y* is a Newton root
+of ∇Ũ = 0 to round-off), so the integrals are smooth in the state and Newton can differentiate them.
+The centring changes only the discretisation error, never the integral. Mass on the barriers between
+wells is e^{−barrier}; wells with low barriers are tapered out smoothly (:func:`taper`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ from solvers.theories.mean_field_ard.reduced_potential import (
     Network,
     ParityPotential,
     _features,
-    features,
     small_matmul,
 )
 
@@ -296,20 +299,6 @@ def aligned_wells(pot: ParityPotential, scale: float) -> list[Well]:
     return wells
 
 
-@dataclass(frozen=True)
-class Rule:
-    """Quadrature nodes of the whole law: points Y, log-weights, the features there, well index per node.
-
-    The law's unnormalised mass at node i is exp(logw_i − Ũ(Y_i)).
-    """
-
-    Y: np.ndarray
-    logw: np.ndarray
-    f: Features
-    well: np.ndarray
-    wells: tuple[Well, ...]
-
-
 @lru_cache(maxsize=64)
 def gamma_rule(shape: float, order: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss rule for E f(x), x ~ Gamma(shape, 1) (generalised Laguerre, Golub–Welsch; weights sum to 1)."""
@@ -466,34 +455,3 @@ def partition(bulk: Well | None, aligned: list[Well], Y: np.ndarray, own: int, k
     mine = logs_arr[-1] if own < 0 else logs_arr[own]
     top = logs_arr.max(axis=0)
     return mine - top - np.log(np.sum(np.exp(logs_arr - top), axis=0))
-
-
-def mixture_rule(pot: ParityPotential, wells: list[Well], bulk_nodes: int | None = None,
-                 q_nodes: int | None = None, aligned_nodes: int | None = None) -> Rule:
-    """The bulk rule plus one Laplace-centred rule per aligned well, glued by :func:`partition`."""
-    k = pot.net.k
-    center = next((w for w in wells if w.kind == "center"), None)
-    aligned = [w for w in wells if w.kind == "aligned"]
-    grid = bulk_grid(pot.net, bulk_nodes or BULK_NODES)
-    Yb, lb, fb = bulk_rule(pot, grid, q_nodes or BULK_Q_NODES)
-    if aligned:
-        # bulk nodes have sorted non-negative v (hence w): their canonical image is the column reversal
-        lb = lb + partition(center, aligned, Yb, -1, k, canonical=np.column_stack([Yb[:, k - 1 :: -1], Yb[:, k]]))
-    Ys, ls, fs, idx = [Yb], [lb], [fb], [np.full(lb.size, len(aligned))]
-    for i, well in enumerate(aligned):
-        Y, lw = well_rule(well, aligned_nodes or ALIGNED_NODES)
-        lw = lw + partition(center, aligned, Y, i, k)
-        Ys.append(Y)
-        ls.append(lw)
-        fs.append(features(pot.net.activation, cube(k), Y))
-        idx.append(np.full(lw.size, i))
-    f = Features(
-        J_S=np.concatenate([x.J_S for x in fs]),
-        Sigma=np.concatenate([x.Sigma for x in fs]),
-        wS2=np.concatenate([x.wS2 for x in fs]),
-        q=np.concatenate([x.q for x in fs]),
-    )
-    # the bulk's nodes are indexed after the aligned wells (as the central well when there is one)
-    bulk = center if center is not None else Well("bulk", np.zeros(k + 1), np.eye(k + 1), 0.0, 1)
-    wells_out = (*aligned, bulk)
-    return Rule(np.concatenate(Ys), np.concatenate(ls), f, np.concatenate(idx), tuple(wells_out))
