@@ -81,29 +81,33 @@ def catalogue(spec: MeanFieldARDSpec, results: dict[str, particles.ParticleResul
     }
 
 
-def run(spec: MeanFieldARDSpec, data: Dataset, warm: dict[str, particles.ParticleState] | None = None
-        ) -> dict[str, particles.ParticleResult]:
+def run(spec: MeanFieldARDSpec, data: Dataset, warm: dict[str, particles.ParticleState] | None = None,
+        time_limit: float | None = None) -> dict[str, particles.ParticleResult]:
+    """Both starts; ``time_limit`` is one budget for the two solves."""
+    t0 = time.perf_counter()
     rho0 = np.full(spec.d, spec.d / spec.sigma_w2)
     out = {}
     for start in STARTS:
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)
         out[start] = particles.solve(
             physics(spec), data.X, data.y, rho0, ard_of(spec), spec.particles, start, relevant(spec),
-            spec.seed_asymmetry, warm=(warm or {}).get(start),
+            spec.seed_asymmetry, warm=(warm or {}).get(start), time_limit=left,
         )
     return out
 
 
-def solve(spec: MeanFieldARDSpec) -> dict[str, Any]:
+def solve(spec: MeanFieldARDSpec, time_limit: float | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     data = dataset(spec)
-    cat = catalogue(spec, run(spec, data), data)
+    cat = catalogue(spec, run(spec, data, time_limit=time_limit), data)
     cat["diagnostics"]["seconds"] = time.perf_counter() - t0
     return {"theory": "mean_field_ard", **cat}
 
 
 def sweep(theory: Any, spec: MeanFieldARDSpec, parameter: str, values: Sequence[float],
-          on_point: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """A grid in ``parameter``: each point warm-started from the previous one, with common random numbers."""
+          on_point: Callable[[dict[str, Any]], None] | None = None, time_limit: float | None = None) -> dict[str, Any]:
+    """A grid in ``parameter``: each point warm-started from the previous one, with common random numbers;
+    ``time_limit`` applies to each point."""
     t0 = time.perf_counter()
     points: list[dict[str, Any]] = []
     warm: dict[str, particles.ParticleState] | None = None
@@ -112,7 +116,7 @@ def sweep(theory: Any, spec: MeanFieldARDSpec, parameter: str, values: Sequence[
     for v in values:
         s = theory.with_value(spec, parameter, v)
         data = base_data if base_data is not None else dataset(s)
-        results = run(s, data, warm if same_data else None)
+        results = run(s, data, warm if same_data else None, time_limit=time_limit)
         warm = {k: r.state for k, r in results.items()}
         cat = catalogue(s, results, data)
         point = {"parameter": float(v), **{k: cat[k] for k in ("converged", "equilibrium", "branches",

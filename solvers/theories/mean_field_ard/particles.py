@@ -80,6 +80,7 @@ class ParticleResult:
                 "Monte-Carlo standard errors.",
                 "max_iterations": "Outer budget spent before the residual reached its Monte-Carlo error.",
                 "nan": "Non-finite particle averages; the last finite iterate is returned.",
+                "time_limit": "Time limit reached before the residual reached its Monte-Carlo error.",
             }.get(self.status, self.status),
             "residual_log_rho": self.residual_log_rho,
             "mc_error_log_rho": self.mc_error_log_rho,
@@ -170,9 +171,14 @@ def solve(
     relevant: list[int],
     asymmetry: float,
     warm: ParticleState | None = None,
+    time_limit: float | None = None,
 ) -> ParticleResult:
-    """The fixed point from the named start ('symmetric': NNGP/KRR; 'aligned': seeded relevant weights)."""
+    """The fixed point from the named start ('symmetric': NNGP/KRR; 'aligned': seeded relevant weights).
+
+    ``time_limit`` (seconds) ends the outer iteration with status "time_limit" (a result, not an error).
+    """
     t0 = time.perf_counter()
+    deadline = t0 + time_limit if time_limit is not None else math.inf
     n, d = settings.n, X.shape[1]
     base = jax.random.PRNGKey(settings.seed)
     Xj, dtype = jnp.asarray(X), jnp.asarray(X).dtype
@@ -214,6 +220,9 @@ def solve(
     res_rho = mc_rho = 0.0
     it = 0
     for it in range(1, settings.outer_iterations + 1):
+        if time.perf_counter() > deadline:
+            status = "time_limit"
+            break
         r = y - fbar
         out = run_chains(phys, jax.random.fold_in(base, it), jnp.asarray(W * np.sqrt(rho), dtype), Xj,
                          jnp.asarray(r, dtype), jnp.asarray(np.sqrt(rho), dtype), jnp.asarray(eps, dtype),

@@ -66,6 +66,8 @@ class MeanFieldARDTheory(Theory):
         "mean_field_array_rows": 20_000,
         "mean_field_particles": 16_384,
         "mean_field_reduced_k": 6,
+        "mean_field_particle_steps": 1e10,
+        "mean_field_quadrature_nodes": 3e6,
     }
 
     def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
@@ -81,9 +83,16 @@ class MeanFieldARDTheory(Theory):
         else:
             out["mean_field_P_test"] = (("data", "P_test"), spec.data.P_test)
         if spec.solver == "particles":
-            out["mean_field_particles"] = (("particles", "n"), spec.particles.n)
+            ps = spec.particles
+            out["mean_field_particles"] = (("particles", "n"), ps.n)
+            # particle-steps of one start: the cost of a solve
+            steps = ps.n * (ps.warmup + ps.inner_steps * ps.outer_iterations)
+            out["mean_field_particle_steps"] = (("particles",), steps)
         elif getattr(spec.target, "k", None) is not None:
-            out["mean_field_reduced_k"] = (("target", "k"), spec.target.k)  # type: ignore[union-attr]
+            k = spec.target.k  # type: ignore[union-attr]
+            out["mean_field_reduced_k"] = (("target", "k"), k)
+            q = spec.quadrature
+            out["mean_field_quadrature_nodes"] = (("quadrature",), math.comb(q.bulk + k - 1, k) * q.bulk_q)
         return out
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
@@ -139,7 +148,7 @@ class MeanFieldARDTheory(Theory):
     def solve(self, spec: BaseModel, options: SolverOptions) -> dict[str, Any]:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "particles":
-            return json_safe(particle_report.solve(spec))
+            return json_safe(particle_report.solve(spec, options.time_limit))
         return super().solve(spec, self.reduced_options(options))
 
     def sweep(
@@ -153,7 +162,7 @@ class MeanFieldARDTheory(Theory):
     ) -> dict[str, Any]:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "particles":
-            return json_safe(particle_report.sweep(self, spec, parameter, values, on_point))
+            return json_safe(particle_report.sweep(self, spec, parameter, values, on_point, options.time_limit))
         options = self.reduced_options(options)
         problem = self.problem(spec, parameter, options)
         payloads: list[dict[str, Any]] = []
@@ -175,8 +184,3 @@ class MeanFieldARDTheory(Theory):
             "transitions": [t.payload() for t in transitions],
             "diagnostics": result.diagnostics(),
         })
-
-
-def kappa_scale(spec: MeanFieldARDSpec) -> float:
-    """κ √d: the combination that Theorem 4.1 predicts constant for plain MF."""
-    return spec.kappa * math.sqrt(spec.d)
