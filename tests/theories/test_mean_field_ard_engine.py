@@ -107,3 +107,19 @@ def test_plain_mf_free_entropy_is_reported_and_m_spurious_vanishes() -> None:
     obs = out["observables"]
     assert obs["m_spurious_max"] == 0.0 and math.isfinite(obs["free_entropy"])
     assert obs["test_mse"] == pytest.approx((1 - out["order_parameters"]["m_S"]) ** 2, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_ard_sample_size_sweep_finds_the_transition() -> None:
+    """P is continuous in the reduced (equivalent-kernel) equations: a P sweep at κ = 0.095 finds the aligned
+    branch's birth (a fold) and the first-order point above it."""
+    th = theory()
+    out = th.sweep(spec(model="mf_ard", kappa=0.095, P=120), "P", list(np.linspace(120.0, 800.0, 5)),
+                   "continuation", SolverOptions())
+    first = [t["parameter"] for t in out["transitions"] if t["kind"] == "first_order"]
+    folds = [t["parameter"] for t in out["transitions"] if t["kind"] == "spinodal"]
+    assert len(first) == 1 and 200.0 < first[0] < 800.0
+    assert folds and min(folds) < first[0]
+    below, above = (th.solve(spec(model="mf_ard", kappa=0.095, P=int(p)), SolverOptions()) for p in
+                    (first[0] * 0.8, first[0] * 1.25))
+    assert below["equilibrium"] == "symmetric" and above["equilibrium"] == "aligned"

@@ -51,6 +51,9 @@ def test_infinite_width_is_kernel_ridge_regression(activation: str) -> None:
     err = math.sqrt(float(np.mean((res.fbar - f_krr) ** 2)))
     # the solver's own Monte-Carlo error of the residual bounds the distance to the exact fixed point
     assert err < 5 * res.mc_error + 1e-3, (err, res.mc_error)
+    # and p_MF is the prior: every coordinate's second moment is σ_w²/d (independent chains, 5 standard errors)
+    w2 = res.state.W**2
+    assert np.all(np.abs(w2.mean(axis=0) - sigma_w2 / D) < 5 * w2.std(axis=0) / math.sqrt(w2.shape[0]))
 
 
 def cube_spec(model: str, solver: str, **extra: object) -> dict:
@@ -105,6 +108,7 @@ def test_symmetric_branch_treats_irrelevant_coordinates_alike(solved: dict) -> N
     assert m.mean() != pytest.approx(res.state.W[:, 0].var(), rel=0.05)  # while the relevant one differs
 
 
+@pytest.mark.slow
 def test_ard_with_frozen_precisions_is_plain_mf() -> None:
     """MF-ARD whose precisions never move (ema → 0) runs the same chains as plain MF (same seeds)."""
     X, y = CUBE, CUBE[:, 0]
