@@ -25,13 +25,13 @@ maximum in ρ of min_t Φ.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from solvers.theories.mean_field_ard.ard import ARD
+from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.specialisation import best_correlation
@@ -63,7 +63,7 @@ class PopulationParity:
         self.ard = ard
         self.quad = quad or Quadrature()
         self.rho0 = net.d / sigma_w2
-        self._memo: OrderedDict[bytes, Law] = OrderedDict()
+        self._memo: Memo[Law] = Memo(MEMO)
         #: training-set size of the equivalent-kernel closure (None: population limit)
         self.P = P
         #: the compiled (JAX, float64) bulk reduction; False selects the NumPy reference
@@ -94,19 +94,14 @@ class PopulationParity:
     def state(self, x: np.ndarray, central_basin: bool = False) -> Law:
         """The law at x (memoised); ``central_basin`` restricts it to the central well's basin."""
         key = np.asarray(x, dtype=float).tobytes() + (b"c" if central_basin else b"")
-        hit = self._memo.get(key)
-        if hit is not None:
-            self._memo.move_to_end(key)
-            return hit
+        return self._memo.get_or_make(key, lambda: self._law(np.asarray(x, dtype=float), central_basin))
+
+    def _law(self, x: np.ndarray, central_basin: bool) -> Law:
         pot = self.potential(x)
         with _BLAS.limit(limits=1, user_api="blas"), np.errstate(over="ignore", invalid="ignore"):
             wells = find_wells(pot, math.sqrt(self.sigma_w2))
-            L = law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
-                    threshold=self.threshold, central_basin=central_basin, spectrum=self.P is not None)
-        self._memo[key] = L
-        if len(self._memo) > MEMO:
-            self._memo.popitem(last=False)
-        return L
+            return law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
+                       threshold=self.threshold, central_basin=central_basin, spectrum=self.P is not None)
 
     # ---- moments ----------------------------------------------------------------------------------
     def moments(self, L: Law) -> dict[str, float]:

@@ -9,7 +9,6 @@ value p of the swept field (the spec's own value when ``parameter`` is None). It
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ from scipy.special import ndtr
 
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.ard import ARD
+from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.population import PopulationParity, Quadrature
 from solvers.theories.mean_field_ard.reduced_observables import summary
 from solvers.theories.mean_field_ard.reduced_potential import Network
@@ -37,7 +37,7 @@ class ReducedModel:
             raise ValueError(f"{parameter!r} is not sweepable by the reduced solver")
         self.spec = spec
         self.parameter = parameter
-        self._pops: OrderedDict[float, PopulationParity] = OrderedDict()
+        self._pops: Memo[PopulationParity] = Memo(MEMO)
         q = spec.quadrature
         self.quad = Quadrature(q.bulk, q.bulk_q, q.aligned)
 
@@ -51,11 +51,11 @@ class ReducedModel:
         return vals
 
     def pop(self, p: float | None) -> PopulationParity:
-        key = float("nan") if p is None else float(p)
-        hit = self._pops.get(key)
-        if hit is not None:
-            self._pops.move_to_end(key)
-            return hit
+        """The reduced equations at p (memoised; p = None is the spec's own value)."""
+        key = "spec" if p is None else float(p)
+        return self._pops.get_or_make(key, lambda: self._build(p))
+
+    def _build(self, p: float | None) -> PopulationParity:
         v = self.value(p)
         s = self.spec
         k = s.target.k  # type: ignore[union-attr]
@@ -67,11 +67,7 @@ class ReducedModel:
             beta0 = a.beta0 if a.beta0 is not None else a.alpha0 * v["sigma_w2"] / s.d
             ard = ARD(alpha0=a.alpha0, beta0=beta0, N=v["N"], update=a.update, ema=a.ema)
         P = None if math.isnan(v["P"]) else v["P"]
-        out = PopulationParity(net, v["sigma_w2"], ard, self.quad, P=P)
-        self._pops[key] = out
-        if len(self._pops) > MEMO:
-            self._pops.popitem(last=False)
-        return out
+        return PopulationParity(net, v["sigma_w2"], ard, self.quad, P=P)
 
     # ---- equations ------------------------------------------------------------------------------------
     @property

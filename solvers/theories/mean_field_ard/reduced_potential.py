@@ -17,13 +17,13 @@ so ∫ exp(−Ũ) dy = Z = E_prior[√(A_a/Λ) e^R].
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import gammaln
 
 from solvers.theories.mean_field_ard.activations import Activation
+from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.parity_cube import ParityCube, cube
 
 
@@ -81,22 +81,13 @@ class Features:
     J: np.ndarray | None = None
 
 
-_FEATURE_MEMO: OrderedDict[tuple[str, int, bytes], Features] = OrderedDict()
+_FEATURE_MEMO: Memo[Features] = Memo(32)
 
 
 def features(act: Activation, cb: ParityCube, Y: np.ndarray) -> Features:
     """J_A, Σ, |w_S|², q at the rows of Y (memoised: a rule whose nodes do not move is evaluated once)."""
     Y = np.ascontiguousarray(np.atleast_2d(Y), dtype=float)
-    key = (act.name, cb.k, Y.tobytes())
-    hit = _FEATURE_MEMO.get(key)
-    if hit is not None:
-        _FEATURE_MEMO.move_to_end(key)
-        return hit
-    out = _features(act, cb, Y)
-    _FEATURE_MEMO[key] = out
-    if len(_FEATURE_MEMO) > 32:
-        _FEATURE_MEMO.popitem(last=False)
-    return out
+    return _FEATURE_MEMO.get_or_make((act.name, cb.k, Y.tobytes()), lambda: _features(act, cb, Y))
 
 
 def _features(act: Activation, cb: ParityCube, Y: np.ndarray) -> Features:

@@ -16,7 +16,6 @@ Everything physical lives in modules that know nothing of the engine (``reduced`
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -30,22 +29,17 @@ from solvers.core.sweep import SweepResult, run_sweep
 from solvers.theories.base import OnPoint, Theory
 from solvers.theories.mean_field_ard import particle_report
 from solvers.theories.mean_field_ard.events import locate_onsets
+from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.reduced import SWEEPABLE, ReducedModel
 from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec
 
-_MODELS: OrderedDict[tuple[str, str | None], ReducedModel] = OrderedDict()
+_MODELS: Memo[ReducedModel] = Memo(16)
 
 
 def reduced_model(spec: MeanFieldARDSpec, parameter: str | None) -> ReducedModel:
-    key = (spec.model_dump_json(), parameter)
-    hit = _MODELS.get(key)
-    if hit is None:
-        hit = _MODELS[key] = ReducedModel(spec, parameter)
-        if len(_MODELS) > 16:
-            _MODELS.popitem(last=False)
-    else:
-        _MODELS.move_to_end(key)
-    return hit
+    """One model per (spec, swept field), shared by the problem and the reporting of a solve or sweep."""
+    key = (spec.model_dump_json(warnings=False), parameter)
+    return _MODELS.get_or_make(key, lambda: ReducedModel(spec, parameter))
 
 
 class MeanFieldARDTheory(Theory):
