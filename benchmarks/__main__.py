@@ -16,6 +16,8 @@ MODULES = [
     "benchmarks.bench_service",
     "benchmarks.bench_phase_diagram",
     "benchmarks.bench_mean_field_ard",
+    "benchmarks.bench_phase_lines",
+    "benchmarks.bench_experiments",
 ]
 
 

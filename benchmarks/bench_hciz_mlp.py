@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import Ratio, print_table
+from service.serialize import sweep_json
 from solvers.core.options import SolverOptions
 from solvers.theories import get
 
@@ -43,11 +44,13 @@ def spec_of(fields: dict[str, Any], alpha: float = 1.0):
 
 
 def learning_curve(fields: dict[str, Any], lo: float, hi: float, points: int = 100) -> tuple[float, float, dict]:
-    """(CPU seconds, wall seconds, sweep result). CPU time is what the goal is checked on: the machines that
-    run the benchmarks are shared, and wall time there measures the neighbours as much as the solver."""
+    """(CPU seconds, wall seconds, the sweep as the API returns it). CPU time is what the goal is checked on:
+    the machines that run the benchmarks are shared, and wall time there measures the neighbours as much as
+    the solver."""
     spec = spec_of(fields)
     c0, t0 = time.process_time(), time.perf_counter()
-    res = THEORY.sweep(spec, "alpha", list(np.linspace(lo, hi, points)), "continuation", OPTIONS)
+    res = sweep_json(THEORY.name, "alpha", THEORY.sweep(spec, "alpha", list(np.linspace(lo, hi, points)),
+                                                        "continuation", OPTIONS))
     return time.process_time() - c0, time.perf_counter() - t0, res
 
 

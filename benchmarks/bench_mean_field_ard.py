@@ -45,7 +45,7 @@ def bench_sweep(k: int, num: int, lo: float, hi: float) -> list[Ratio]:
     for v in values[:: max(1, num // 10)]:
         THEORY.solve(s.model_copy(update={"kappa": float(v)}), SolverOptions())
     single = (time.perf_counter() - t0) / len(values[:: max(1, num // 10)])
-    tr = ", ".join(f"{t['kind']} {t['parameter']:.5f}" for t in out["transitions"])
+    tr = ", ".join(f"{sp.transition} {sp.parameter:.5f}" for sp in out.special_points)
     return [
         Ratio(f"mean_field_ard: {num}-point κ sweep, MF-ARD k = {k}", sweep, 2.0 * num / 100, "s", note=tr),
         Ratio(f"mean_field_ard: that sweep / {num} single solves", sweep / (num * single), 1.5, "×",

@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 
+from service.serialize import special_point_json
 from solvers.core.options import SolverOptions
 from solvers.theories import get
 
@@ -41,7 +42,7 @@ def kappa_c(model: str, d: int, k: int, N: int, lo: float, hi: float, points: in
     t0 = time.perf_counter()
     out = THEORY.sweep(spec(model, d, k, lo, N), "kappa", list(np.linspace(lo, hi, points)), "continuation",
                        SolverOptions())
-    tr = out["transitions"]
+    tr = [special_point_json(sp) for sp in out.special_points]
     if model == "mf":
         onset = [t for t in tr if "alignment onset" in t.get("detail", "")]
         kc = onset[0]["parameter"] if onset else None

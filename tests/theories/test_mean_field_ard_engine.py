@@ -11,6 +11,7 @@ from scipy.optimize import minimize
 
 from solvers.core.options import SolverOptions
 from solvers.theories import get
+from tests.payloads import solve_json, sweep_json
 
 BASE = {"theory": "mean_field_ard", "d": 35, "N": 512, "target": {"kind": "parity", "k": 2}}
 
@@ -24,7 +25,7 @@ def spec(**kw: object):
 
 
 def test_ard_coexistence_reports_both_branches_and_ranks_them() -> None:
-    out = theory().solve(spec(model="mf_ard", kappa=0.095), SolverOptions())
+    out = solve_json(theory(), spec(model="mf_ard", kappa=0.095), SolverOptions())
     names = {b["name"]: b for b in out["branches"]}
     assert {"aligned", "symmetric"} <= set(names)
     a, s = names["aligned"], names["symmetric"]
@@ -40,7 +41,7 @@ def test_ard_coexistence_reports_both_branches_and_ranks_them() -> None:
 def test_ard_kappa_sweep_finds_spinodals_and_the_first_order_point() -> None:
     th = theory()
     sp = spec(model="mf_ard", kappa=0.08)
-    out = th.sweep(sp, "kappa", list(np.linspace(0.08, 0.115, 8)), "continuation", SolverOptions())
+    out = sweep_json(th, sp, "kappa", list(np.linspace(0.08, 0.115, 8)), "continuation", SolverOptions())
     spinodals = sorted(t["parameter"] for t in out["transitions"] if t["kind"] == "spinodal")
     first = [t["parameter"] for t in out["transitions"] if t["kind"] == "first_order"]
     assert len(first) == 1 and len(spinodals) == 2
@@ -48,18 +49,18 @@ def test_ard_kappa_sweep_finds_spinodals_and_the_first_order_point() -> None:
     assert lo < first[0] < hi
     # independent check of the crossing: the two branches solved from their own starts at κ_c ± δ
     for kc, sign in ((first[0] - 2e-3, 1), (first[0] + 2e-3, -1)):
-        cat = th.solve(spec(model="mf_ard", kappa=kc), SolverOptions())
+        cat = solve_json(th, spec(model="mf_ard", kappa=kc), SolverOptions())
         fe = {b["name"]: b["free_entropy"] for b in cat["branches"] if b["stable"]}
         assert sign * (fe["aligned"] - fe["symmetric"]) > 0
     # beyond the aligned fold only the symmetric branch is left
-    cat = th.solve(spec(model="mf_ard", kappa=hi + 3e-3), SolverOptions())
+    cat = solve_json(th, spec(model="mf_ard", kappa=hi + 3e-3), SolverOptions())
     assert [b["name"] for b in cat["branches"]] == ["symmetric"]
 
 
 @pytest.mark.slow
 def test_plain_mf_sweep_has_one_branch_and_an_alignment_onset() -> None:
     th = theory()
-    out = th.sweep(spec(model="mf", kappa=0.03), "kappa", list(np.linspace(0.03, 0.06, 5)), "continuation",
+    out = sweep_json(th, spec(model="mf", kappa=0.03), "kappa", list(np.linspace(0.03, 0.06, 5)), "continuation",
                    SolverOptions())
     for p in out["points"]:
         assert len(p["branches"]) == 1 and p["branches"][0]["stable"]
@@ -102,7 +103,7 @@ def test_sizes_and_sweepable_fields() -> None:
 
 
 def test_plain_mf_free_entropy_is_reported_and_m_spurious_vanishes() -> None:
-    out = theory().solve(spec(model="mf", kappa=0.03), SolverOptions())
+    out = solve_json(theory(), spec(model="mf", kappa=0.03), SolverOptions())
     assert out["converged"] and len(out["branches"]) == 1
     obs = out["observables"]
     assert obs["m_spurious_max"] == 0.0 and math.isfinite(obs["free_entropy"])
@@ -114,12 +115,12 @@ def test_ard_sample_size_sweep_finds_the_transition() -> None:
     """P is continuous in the reduced (equivalent-kernel) equations: a P sweep at κ = 0.095 finds the aligned
     branch's birth (a fold) and the first-order point above it."""
     th = theory()
-    out = th.sweep(spec(model="mf_ard", kappa=0.095, P=120), "P", list(np.linspace(120.0, 800.0, 5)),
+    out = sweep_json(th, spec(model="mf_ard", kappa=0.095, P=120), "P", list(np.linspace(120.0, 800.0, 5)),
                    "continuation", SolverOptions())
     first = [t["parameter"] for t in out["transitions"] if t["kind"] == "first_order"]
     folds = [t["parameter"] for t in out["transitions"] if t["kind"] == "spinodal"]
     assert len(first) == 1 and 200.0 < first[0] < 800.0
     assert folds and min(folds) < first[0]
-    below, above = (th.solve(spec(model="mf_ard", kappa=0.095, P=int(p)), SolverOptions()) for p in
+    below, above = (solve_json(th, spec(model="mf_ard", kappa=0.095, P=int(p)), SolverOptions()) for p in
                     (first[0] * 0.8, first[0] * 1.25))
     assert below["equilibrium"] == "symmetric" and above["equilibrium"] == "aligned"

@@ -20,7 +20,8 @@ from solvers.theories.mean_field_ard import particles
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.particle_sampler import Physics
 from solvers.theories.mean_field_ard.spec import ParticleSpec
-from solvers.theories.rubin_cavity.erf_moments import arcsin_kernel
+from solvers.theories.rubin_cavity.common.erf_moments import arcsin_kernel
+from tests.payloads import solve_json
 
 D = 8
 CUBE = np.array(list(itertools.product([-1.0, 1.0], repeat=D)))
@@ -71,8 +72,8 @@ def solved() -> dict[str, tuple[dict, dict]]:
     th = get("mean_field_ard")
     out = {}
     for model in ("mf", "mf_ard"):
-        red = th.solve(th.spec_model.model_validate(cube_spec(model, "reduced")), SolverOptions())
-        par = th.solve(th.spec_model.model_validate(cube_spec(model, "particles")), SolverOptions())
+        red = solve_json(th, th.spec_model.model_validate(cube_spec(model, "reduced")), SolverOptions())
+        par = solve_json(th, th.spec_model.model_validate(cube_spec(model, "particles")), SolverOptions())
         out[model] = (red, par)
     return out
 

@@ -10,7 +10,7 @@ import pytest
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.finite_potential import Scalings, neuron_law
 from solvers.theories.mean_field_ard.single_index import population_terms
-from solvers.theories.rubin_cavity.potential import OverlapPotential
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential
 
 
 @pytest.mark.parametrize("activation", ["relu", "erf", "tanh"])

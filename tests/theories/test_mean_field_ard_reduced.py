@@ -194,10 +194,11 @@ def test_finite_p_closure_against_kernel_ridge_regression() -> None:
     approximations, so the tolerance is a few per cent, not standard errors)."""
     from solvers.core.options import SolverOptions
     from solvers.theories import get
+    from tests.payloads import solve_json
 
     th = get("mean_field_ard")
     d, k, P, kappa = 16, 2, 300, 0.1
-    out = th.solve(th.spec_model.model_validate({"theory": "mean_field_ard", "d": d, "N": 10**8, "kappa": kappa,
+    out = solve_json(th, th.spec_model.model_validate({"theory": "mean_field_ard", "d": d, "N": 10**8, "kappa": kappa,
                                                  "P": P, "target": {"kind": "parity", "k": k}}), SolverOptions())
     rng = np.random.default_rng(0)
 

@@ -1,6 +1,8 @@
-"""Build the numerical model of a spec at a control value (α, Δ or γ swept), with a small cache.
+"""Build the numerical model of a spec at a control value (α, Δ or γ swept).
 
 A sweep in γ needs one matrix-denoising table per γ value (when μ2 ≠ 0); α and Δ sweeps reuse one.
+Models are built per problem (they carry a memo of evaluated states); what pays across requests is
+the denoiser of a (γ, readout), kept by an LRU on those two immutable values.
 """
 
 from __future__ import annotations
@@ -51,18 +53,3 @@ def deep_model(spec: HCIZSpec, n_atoms: int, gamma: float | None = None, Delta: 
         gammas=tuple(float(g) for g in gammas),
         Delta=float(spec.Delta if Delta is None else Delta),
     )
-
-
-_MODELS: dict[tuple[str, int], ShallowModel | DeepModel] = {}
-
-
-def cached_model(spec: HCIZSpec, n_atoms: int) -> ShallowModel | DeepModel:
-    """The model of a spec (shallow or deep), remembered so that reporting many points stays cheap."""
-    key = (spec.model_dump_json(), int(n_atoms))
-    model = _MODELS.get(key)
-    if model is None:
-        if len(_MODELS) > 512:
-            _MODELS.clear()
-        model = (deep_model if spec.depth >= 2 else shallow_model)(spec, n_atoms)
-        _MODELS[key] = model
-    return model

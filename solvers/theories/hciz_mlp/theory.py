@@ -4,29 +4,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
 from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.theories.base import Theory
-from solvers.theories.hciz_mlp.models import cached_model, readout_atom_count
+from solvers.theories.base import Example, Sizes, Theory
 from solvers.theories.hciz_mlp.problems import deep_problem, shallow_problem
-from solvers.theories.hciz_mlp.shallow import UNIVERSAL_TOL
-from solvers.theories.hciz_mlp.spec import MAX_DEPTH, MAX_HERMITE, HCIZSpec
+from solvers.theories.hciz_mlp.spec import HCIZSpec
 
-#: A layer counts as specialised when its overlap exceeds this.
-SPECIALISED_TOL = 1e-6
-
-
-def _per_atom(values: np.ndarray) -> float | list[float]:
-    """One number for a one-atom readout law, a list over the atoms otherwise."""
-    values = np.asarray(values, dtype=float)
-    return float(values[0]) if values.size == 1 else [float(v) for v in values]
-
-
-def _finite_or_none(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)
+#: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``): one order
+#: parameter per layer, and one power per Hermite coefficient in every evaluation of the covariance.
+SIZE_LIMITS: dict[str, float] = {"hciz_depth": 12, "hciz_hermite_terms": 40}
 
 
 class HCIZTheory(Theory):
@@ -39,15 +27,21 @@ class HCIZTheory(Theory):
     )
     spec_model: ClassVar[Any] = HCIZSpec
     sweepable: ClassVar[tuple[str, ...]] = ("alpha", "Delta", "gamma")
-    size_limits: ClassVar[dict[str, float]] = {"hciz_depth": MAX_DEPTH, "hciz_hermite_terms": MAX_HERMITE}
+    size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
+    examples: ClassVar[tuple[Example, ...]] = (
+        Example({"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 3.0, "Delta": 0.1}, "alpha",
+                (2.0, 3.5, 5.0)),
+        Example({"theory": "hciz_mlp", "activation": {"name": "tanh2", "remove_linear": True, "unit_variance": True},
+                 "gamma": 1.0, "alpha": 4.0, "Delta": 0.1, "depth": 2}, "alpha", (3.0, 4.0, 5.0)),
+    )
 
-    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+    def sizes(self, spec: BaseModel) -> Sizes:
         """Depth (one order parameter per layer) and the length of a Hermite list set the cost."""
         depth = spec.depth  # type: ignore[attr-defined]
-        out: dict[str, tuple[tuple[str | int, ...], float]] = {"hciz_depth": (("depth",), depth)}
+        out: Sizes = {"hciz_depth": (("depth",), float(depth))}
         hermite = getattr(spec.activation, "hermite", None)  # type: ignore[attr-defined]
         if hermite is not None:
-            out["hciz_hermite_terms"] = (("activation", "hermite"), len(hermite))
+            out["hciz_hermite_terms"] = (("activation", "hermite"), float(len(hermite)))
         return out
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
@@ -57,82 +51,9 @@ class HCIZTheory(Theory):
             return ("alpha", "Delta")
         return self.sweepable
 
-    # ---- the saddle point -----------------------------------------------------------------
-    def problem(self, spec: BaseModel, parameter: str | None, options: SolverOptions) -> Problem:
+    def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         assert isinstance(spec, HCIZSpec)
         if parameter not in (None, *self.sweepable):
             raise ValueError(f"{parameter!r} is not sweepable")
         build = deep_problem if spec.depth >= 2 else shallow_problem
-        return build(spec, parameter, options.quadrature_order)
-
-    def _model(self, spec: HCIZSpec, n_atoms: int = 16) -> Any:
-        return cached_model(spec, n_atoms)
-
-    def _atoms(self, spec: HCIZSpec, x: np.ndarray) -> int:
-        """Atom count of the solution vector (it fixes the discretisation the solve used)."""
-        size = len(np.asarray(x))
-        if spec.depth >= 2:
-            return size - (spec.depth - 1)
-        probe = cached_model(spec, 2)
-        return 1 if probe.pinned else size - 1 - int(probe.has_tau)
-
-    def _model_for(self, spec: HCIZSpec, x: np.ndarray) -> Any:
-        n = self._atoms(spec, x)
-        n_cont = n if spec.readout in ("gaussian", "uniform") else readout_atom_count(None)
-        return self._model(spec, n_cont)
-
-    # ---- reporting -------------------------------------------------------------------------
-    def order_parameters(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        assert isinstance(spec, HCIZSpec)
-        model = self._model_for(spec, x)
-        if spec.depth >= 2:
-            st = model.state(x, spec.alpha)
-            Q = [float(q) for q in st.Q_inner] + [_per_atom(st.Q_last)]
-            Q_hat = [float(q) for q in st.Q_hat_inner] + [_per_atom(st.Q_hat_last)]
-            out: dict[str, Any] = {"Q": Q, "Q_hat": Q_hat, "R2": None, "R2_hat": None, "tau": None}
-        else:
-            st = model.state(x, spec.alpha)
-            out = {
-                "Q": _per_atom(st.Q),
-                "R2": float(st.R2),
-                "Q_hat": _per_atom(st.Q_hat),
-                "R2_hat": float(st.R2_hat),
-                "tau": _finite_or_none(st.tau),
-            }
-        if model.readout.size > 1:
-            out["v"] = [float(v) for v in model.readout.v]
-            out["v_probability"] = [float(q) for q in model.readout.p]
-        return out
-
-    def observables(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        assert isinstance(spec, HCIZSpec)
-        model = self._model_for(spec, x)
-        alpha = spec.alpha
-        st = model.state(x, alpha)
-        out: dict[str, Any] = {
-            "generalization_error": float(max(st.eps, 0.0)) if spec.depth >= 2 else float(max(st.eps_new, 0.0)),
-            "free_entropy": float(model.free_entropy(x, alpha)),
-            "mutual_information": float(model.mutual_information(x, alpha)),
-            "K_d": float(model.K_d),
-        }
-        if spec.depth >= 2:
-            Q_layers = [*list(st.Q_inner), float(np.max(st.Q_last))]
-            out["K_star"] = float(st.K_star)
-            out["specialized_layers"] = [l + 1 for l, q in enumerate(Q_layers) if q > SPECIALISED_TOL]
-            out["phase"] = "specialized" if out["specialized_layers"] else "universal"
-        else:
-            out["K_star"] = float(model.K_d - st.eps_new)
-            out["R_d"] = float(model.R_d)
-            specialised = (not model.pinned) and float(np.max(np.abs(st.Q))) > UNIVERSAL_TOL
-            out["phase"] = "specialized" if specialised else "universal"
-            out["specialized_layers"] = [1] if specialised else []
-            out["hciz_margin"] = self._hciz_margin(model, st)
-        return out
-
-    @staticmethod
-    def _hciz_margin(model: Any, st: Any) -> float:
-        """1 − v_max² m_S(R̂_2)/γ: below 0 the HCIZ term alone makes Q = 0 linearly unstable (see docs)."""
-        if model.pinned or st.R2_hat == 0.0:
-            return 1.0
-        m = 1.0 if np.isinf(st.R2_hat) else float(model.denoiser.m(st.R2_hat))
-        return float(1.0 - float(np.max(model.readout.v2)) * m / model.gamma)
+        return build(spec, parameter, None if options is None else options.quadrature_order)

@@ -17,10 +17,10 @@ from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.theories.base import Theory
+from solvers.core.results import Report
+from solvers.theories.base import Example, Theory
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
-from solvers.theories.matrix_denoising.table import cached_table
-from solvers.theories.matrix_denoising.values import DenoisingValues, direct_values_cached, values_at
+from solvers.theories.matrix_denoising.values import DenoisingValues, values_at
 
 BRANCH = "bayes_optimal"
 
@@ -33,18 +33,26 @@ class MatrixDenoisingTheory(Theory):
     )
     spec_model: ClassVar[Any] = MatrixDenoisingSpec
     sweepable: ClassVar[tuple[str, ...]] = ("snr", "gamma")
+    examples: ClassVar[tuple[Example, ...]] = (
+        Example({"theory": "matrix_denoising", "gamma": 0.5, "readout": "ones", "snr": 2.0}, "snr", (0.5, 1.0, 4.0)),
+    )
 
-    def _at(self, spec: BaseModel, parameter: str | None, p: float) -> DenoisingValues:
-        gamma = p if parameter == "gamma" else spec.gamma  # type: ignore[attr-defined]
-        snr = p if parameter == "snr" else spec.snr  # type: ignore[attr-defined]
-        return values_at(float(gamma), spec.readout, float(snr), use_table=parameter != "gamma")  # type: ignore[attr-defined]
+    def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
+        gamma0, snr0, readout = float(spec.gamma), float(spec.snr), spec.readout  # type: ignore[attr-defined]
+        # A γ sweep computes m_S directly at each point (a table per γ would be wasteful); the report
+        # reads the same source as the residual.
+        use_table = parameter != "gamma"
 
-    def problem(self, spec: BaseModel, parameter: str | None, options: SolverOptions) -> Problem:
-        def target(p: float) -> float:
-            return self._at(spec, parameter, p).overlap
+        def at(p: float) -> DenoisingValues:
+            gamma = p if parameter == "gamma" else gamma0
+            snr = p if parameter == "snr" else snr0
+            return values_at(float(gamma), readout, float(snr), use_table=use_table)
 
         def residual(x: np.ndarray, p: float) -> np.ndarray:
-            return np.array([x[0] - target(p)])
+            return np.array([x[0] - at(p).overlap])
+
+        def report(x: np.ndarray, p: float) -> Report:
+            return Report({"overlap": float(x[0])}, at(p).as_observables())
 
         return Problem(
             residual=residual,
@@ -57,15 +65,5 @@ class MatrixDenoisingTheory(Theory):
             project=lambda x: np.clip(x, 0.0, 1.0),
             scale=np.array([1.0]),
             names=("overlap",),
+            report=report,
         )
-
-    def order_parameters(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        return {"overlap": float(x[0])}
-
-    def observables(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        # The spec handed over already carries the swept value (Theory.with_value). The residual has been
-        # evaluated at this point, so the same source is reused: the table when it exists, else the direct
-        # values cached by the residual (a γ sweep).
-        gamma, readout, snr = float(spec.gamma), spec.readout, float(spec.snr)  # type: ignore[attr-defined]
-        use_table = cached_table(gamma, readout) is not None or not direct_values_cached(gamma, readout, snr)
-        return values_at(gamma, readout, snr, use_table=use_table).as_observables()

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from solvers.core.errors import DomainError
 from solvers.theories.matrix_denoising.point import mmse_points
 from solvers.theories.matrix_denoising.table import GAMMA_RANGE, cached_table, get_table
 
@@ -31,16 +32,9 @@ class DenoisingValues:
         }
 
 
-_direct_keys: set[tuple[float, str, float]] = set()
-
-
-def direct_values_cached(gamma: float, readout: str, snr: float) -> bool:
-    return (float(gamma), readout, float(snr)) in _direct_keys
-
-
 def direct_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
-    """Everything from quadratures of the spectral density at this γ (no table); memoised."""
-    _direct_keys.add((float(gamma), readout, float(snr)))
+    """Everything from quadratures of the spectral density at this γ (no table); memoised (lru_cache is
+    thread-safe and keyed by the immutable inputs)."""
     return _direct_values(float(gamma), readout, float(snr))
 
 
@@ -70,9 +64,9 @@ def table_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
 def values_at(gamma: float, readout: str, snr: float, use_table: bool = True) -> DenoisingValues:
     """Table values when asked for (or when the table already exists); direct quadrature otherwise."""
     if not GAMMA_RANGE[0] <= gamma <= GAMMA_RANGE[1]:
-        raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}]")
+        raise DomainError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}]")
     if not 0.0 <= snr < np.inf:
-        raise ValueError("snr must be finite and >= 0")
+        raise DomainError("snr must be finite and >= 0")
     if use_table or cached_table(gamma, readout) is not None:
         return table_values(gamma, readout, snr)
     return direct_values(gamma, readout, snr)

@@ -4,42 +4,82 @@ Everything physical lives in modules that know nothing of the engine (``reduced`
 ``particles``, ``particle_report``); this file only adapts them to :class:`Problem` and
 :class:`Theory`:
 
-* reduced solver → one ``Problem`` with ``residual``/``jacobian``/``free_entropy``/``stability``
-  (kind "saddle"), ``starts`` {symmetric, aligned}, ``label``, ``project``; ``p`` is the swept
-  field's value (ignored for a single solve). Sweeps run the engine's continuation; the
-  alignment onset of plain MF (equal depth of the single-neuron potential's wells, a kink the
-  engine's fold/crossing detection cannot see) is located on the engine's branches afterwards.
-* particle solver → stochastic, not a deterministic residual: ``solve``/``sweep`` call it directly
-  from both starts and report the contract's payload (no free entropy, so branches are not ranked).
+* reduced solver → one ``Problem`` bound to its :class:`ReducedModel` with ``residual``/``jacobian``/
+  ``free_entropy``/``stability`` (kind "saddle"), ``starts`` {symmetric, aligned}, ``label``, ``project``
+  and ``report``; ``p`` is the swept field's value (ignored for a single solve). Sweeps run the engine's
+  continuation; the alignment onset of plain MF (equal depth of the single-neuron potential's wells, a
+  kink the engine's fold/crossing detection cannot see) is an engine event of κ sweeps.
+* particle solver → stochastic, not a deterministic residual: ``solve``/``sweep`` run it from both
+  starts and return the engine's typed catalogue and sweep (no free entropy, so branches are not ranked).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
 
-from solvers.core.jsonsafe import json_safe
+from solvers.core.continuation import OnStep
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.sweep import SweepResult, run_sweep
-from solvers.theories.base import OnPoint, Theory
+from solvers.core.results import Catalogue, Report
+from solvers.core.sweep import OnPoint, Sweep
+from solvers.theories.base import Example, Sizes, Theory
 from solvers.theories.mean_field_ard import particle_report
-from solvers.theories.mean_field_ard.events import locate_onsets
-from solvers.theories.mean_field_ard.memo import Memo
+from solvers.theories.mean_field_ard.events import onset_event
 from solvers.theories.mean_field_ard.reduced import SWEEPABLE, ReducedModel
 from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec
 
-_MODELS: Memo[ReducedModel] = Memo(16)
+#: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``).
+SIZE_LIMITS: dict[str, float] = {
+    "mean_field_d": 4096,
+    "mean_field_N": 1_000_000,
+    "mean_field_P": 50_000,
+    "mean_field_P_test": 50_000,
+    "mean_field_array_rows": 20_000,
+    "mean_field_particles": 16_384,
+    "mean_field_reduced_k": 6,
+    "mean_field_particle_steps": 1e10,
+    "mean_field_quadrature_nodes": 3e6,
+}
+
+#: Small particle runs for the examples (the contract tests run them through the HTTP API too).
+_EXAMPLE_PARTICLES = {"n": 32, "inner_steps": 20, "average_steps": 10, "warmup": 20, "outer_iterations": 3}
 
 
 def reduced_model(spec: MeanFieldARDSpec, parameter: str | None) -> ReducedModel:
-    """One model per (spec, swept field), shared by the problem and the reporting of a solve or sweep."""
-    key = (spec.model_dump_json(warnings=False), parameter)
-    return _MODELS.get_or_make(key, lambda: ReducedModel(spec, parameter))
+    """The reduced equations of ``spec`` with ``parameter`` as the control (None: the spec's own values)."""
+    return ReducedModel(spec, parameter)
+
+
+def reduced_problem(spec: MeanFieldARDSpec, parameter: str | None) -> Problem:
+    model = reduced_model(spec, parameter)
+
+    def at(p: float) -> float | None:
+        return p if parameter else None
+
+    def report(x: np.ndarray, p: float) -> Report:
+        return Report(model.order_parameters(x, at(p)), model.observables(x, at(p)))
+
+    events = (onset_event(lambda p: model.onset_indicator(at(p))),) if (
+        spec.model == "mf" and parameter == "kappa") else ()
+    return Problem(
+        residual=lambda x, p: model.residual(x, at(p)),
+        dim=model.dim,
+        starts=lambda p: model.starts(at(p)),
+        jacobian=lambda x, p: model.jacobian(x, at(p)),
+        free_entropy=lambda x, p: model.free_entropy(x, at(p)),
+        stability=lambda x, p: model.stability(x, at(p)),
+        kind="saddle",
+        label=lambda x, p, start: model.label(x, at(p), start),
+        project=model.project,
+        names=model.names,
+        report=report,
+        events=events,
+    )
 
 
 class MeanFieldARDTheory(Theory):
@@ -52,41 +92,40 @@ class MeanFieldARDTheory(Theory):
     )
     spec_model: ClassVar[Any] = MeanFieldARDSpec
     sweepable: ClassVar[tuple[str, ...]] = ("kappa", "P", "N", "sigma_a2", "sigma_w2", "gamma")
-    size_limits: ClassVar[dict[str, float]] = {
-        "mean_field_d": 4096,
-        "mean_field_N": 1_000_000,
-        "mean_field_P": 50_000,
-        "mean_field_P_test": 50_000,
-        "mean_field_array_rows": 20_000,
-        "mean_field_particles": 16_384,
-        "mean_field_reduced_k": 6,
-        "mean_field_particle_steps": 1e10,
-        "mean_field_quadrature_nodes": 3e6,
-    }
+    size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
+    examples: ClassVar[tuple[Example, ...]] = (
+        Example({"theory": "mean_field_ard", "model": "mf_ard", "d": 35, "N": 512, "kappa": 0.095,
+                 "target": {"kind": "parity", "k": 2}}, "kappa", (0.09, 0.1), "grid"),
+        Example({"theory": "mean_field_ard", "model": "mf", "d": 35, "N": 512, "kappa": 0.04,
+                 "target": {"kind": "parity", "k": 2}}, "kappa", (0.035, 0.045)),
+        Example({"theory": "mean_field_ard", "model": "mf_ard", "solver": "particles", "d": 6, "N": 64,
+                 "kappa": 0.1, "P": 40, "target": {"kind": "parity", "k": 1}, "data": {"P_test": 100},
+                 "particles": _EXAMPLE_PARTICLES}, "kappa", (0.1, 0.2), "grid"),
+    )
 
-    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+    def sizes(self, spec: BaseModel) -> Sizes:
         assert isinstance(spec, MeanFieldARDSpec)
-        out: dict[str, tuple[tuple[str | int, ...], float]] = {
-            "mean_field_d": (("d",), spec.d),
-            "mean_field_N": (("N",), spec.N),
+        out: Sizes = {
+            "mean_field_d": (("d",), float(spec.d)),
+            "mean_field_N": (("N",), float(spec.N)),
         }
         if spec.P is not None:
-            out["mean_field_P"] = (("P",), spec.P)
+            out["mean_field_P"] = (("P",), float(spec.P))
         if isinstance(spec.data, ArraysData):
-            out["mean_field_array_rows"] = (("data", "X"), len(spec.data.X) + len(spec.data.X_test))
+            out["mean_field_array_rows"] = (("data", "X"), float(len(spec.data.X) + len(spec.data.X_test)))
         else:
-            out["mean_field_P_test"] = (("data", "P_test"), spec.data.P_test)
+            out["mean_field_P_test"] = (("data", "P_test"), float(spec.data.P_test))
         if spec.solver == "particles":
             ps = spec.particles
-            out["mean_field_particles"] = (("particles", "n"), ps.n)
+            out["mean_field_particles"] = (("particles", "n"), float(ps.n))
             # particle-steps of one start: the cost of a solve
             steps = ps.n * (ps.warmup + ps.inner_steps * ps.outer_iterations)
-            out["mean_field_particle_steps"] = (("particles",), steps)
+            out["mean_field_particle_steps"] = (("particles",), float(steps))
         elif getattr(spec.target, "k", None) is not None:
             k = spec.target.k  # type: ignore[union-attr]
-            out["mean_field_reduced_k"] = (("target", "k"), k)
+            out["mean_field_reduced_k"] = (("target", "k"), float(k))
             q = spec.quadrature
-            out["mean_field_quadrature_nodes"] = (("quadrature",), math.comb(q.bulk + k - 1, k) * q.bulk_q)
+            out["mean_field_quadrature_nodes"] = (("quadrature",), float(math.comb(q.bulk + k - 1, k) * q.bulk_q))
         return out
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
@@ -95,42 +134,12 @@ class MeanFieldARDTheory(Theory):
             return SWEEPABLE + (("P",) if spec.P is not None else ())
         return self.sweepable
 
-    def with_value(self, spec: BaseModel, parameter: str | None, p: float) -> BaseModel:
-        if parameter in ("N", "P") and spec.solver == "particles":  # type: ignore[attr-defined]
-            return spec.model_copy(update={parameter: max(1, round(p))})
-        # The reduced equations are continuous in N and P: keep the float (reporting uses this spec).
-        return super().with_value(spec, parameter, p)
-
     # ---- the reduced solver's problem ---------------------------------------------------------------
-    def problem(self, spec: BaseModel, parameter: str | None, options: SolverOptions) -> Problem:
+    def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver != "reduced":
             raise ValueError("the particle solver is stochastic: it has no deterministic Problem")
-        model = reduced_model(spec, parameter)
-
-        def at(p: float) -> float | None:
-            return p if parameter else None
-
-        return Problem(
-            residual=lambda x, p: model.residual(x, at(p)),
-            dim=model.dim,
-            starts=lambda p: model.starts(at(p)),
-            jacobian=lambda x, p: model.jacobian(x, at(p)),
-            free_entropy=lambda x, p: model.free_entropy(x, at(p)),
-            stability=lambda x, p: model.stability(x, at(p)),
-            kind="saddle",
-            label=lambda x, p, start: model.label(x, at(p), start),
-            project=model.project,
-            names=model.names,
-        )
-
-    def order_parameters(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        assert isinstance(spec, MeanFieldARDSpec)
-        return reduced_model(spec, None).order_parameters(x, None)
-
-    def observables(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        assert isinstance(spec, MeanFieldARDSpec)
-        return reduced_model(spec, None).observables(x, None)
+        return reduced_problem(spec, parameter)
 
     # ---- solve / sweep ------------------------------------------------------------------------------
     @staticmethod
@@ -139,10 +148,10 @@ class MeanFieldARDTheory(Theory):
         to itself with slope ≈ 1, the residual's stiff modes overshoot), so a damped fallback only burns time."""
         return options.model_copy(update={"method": "newton"}) if options.method == "auto" else options
 
-    def solve(self, spec: BaseModel, options: SolverOptions) -> dict[str, Any]:
+    def solve(self, spec: BaseModel, options: SolverOptions) -> Catalogue:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "particles":
-            return json_safe(particle_report.solve(spec, options.time_limit))
+            return particle_report.solve(spec, self.control_value(spec, None), options.time_limit)
         return super().solve(spec, self.reduced_options(options))
 
     def sweep(
@@ -152,29 +161,13 @@ class MeanFieldARDTheory(Theory):
         values: Sequence[float],
         method: str,
         options: SolverOptions,
+        *,
         on_point: OnPoint | None = None,
-    ) -> dict[str, Any]:
+        on_step: OnStep | None = None,
+        stored: Mapping[int, Catalogue] | None = None,
+    ) -> Sweep:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "particles":
-            return json_safe(particle_report.sweep(self, spec, parameter, values, on_point, options.time_limit))
-        options = self.reduced_options(options)
-        problem = self.problem(spec, parameter, options)
-        payloads: list[dict[str, Any]] = []
-
-        def record(p: float, cat: Any) -> None:
-            payloads.append(json_safe(self.sweep_point(spec, parameter, p, cat)))
-            if on_point is not None:
-                on_point(payloads[-1])
-
-        result: SweepResult = run_sweep(problem, values, options, method=method, on_point=record)
-        model = reduced_model(spec, parameter)
-        onsets = locate_onsets(model, list(values)) if parameter == "kappa" else []
-        transitions = sorted([*result.transitions, *onsets], key=lambda t: t.parameter)
-        return json_safe({
-            "theory": self.name,
-            "parameter": parameter,
-            "method": method,
-            "points": payloads,
-            "transitions": [t.payload() for t in transitions],
-            "diagnostics": result.diagnostics(),
-        })
+            return particle_report.sweep(spec, parameter, values, on_point, options.time_limit, stored)
+        return super().sweep(spec, parameter, values, method, self.reduced_options(options), on_point=on_point,
+                             on_step=on_step, stored=stored)
