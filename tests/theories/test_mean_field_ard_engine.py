@@ -41,7 +41,7 @@ def test_ard_coexistence_reports_both_branches_and_ranks_them() -> None:
 def test_ard_kappa_sweep_finds_spinodals_and_the_first_order_point() -> None:
     th = theory()
     sp = spec(model="mf_ard", kappa=0.08)
-    out = sweep_json(th, sp, "kappa", list(np.linspace(0.08, 0.115, 8)), "continuation", SolverOptions())
+    out = sweep_json(th, sp, "kappa", list(np.linspace(0.08, 0.115, 4)), "continuation", SolverOptions())
     spinodals = sorted(t["parameter"] for t in out["transitions"] if t["kind"] == "spinodal")
     first = [t["parameter"] for t in out["transitions"] if t["kind"] == "first_order"]
     assert len(first) == 1 and len(spinodals) == 2
@@ -115,7 +115,7 @@ def test_ard_sample_size_sweep_finds_the_transition() -> None:
     """P is continuous in the reduced (equivalent-kernel) equations: a P sweep at κ = 0.095 finds the aligned
     branch's birth (a fold) and the first-order point above it."""
     th = theory()
-    out = sweep_json(th, spec(model="mf_ard", kappa=0.095, P=120), "P", list(np.linspace(120.0, 800.0, 5)),
+    out = sweep_json(th, spec(model="mf_ard", kappa=0.095, P=120), "P", list(np.linspace(120.0, 800.0, 3)),
                    "continuation", SolverOptions())
     first = [t["parameter"] for t in out["transitions"] if t["kind"] == "first_order"]
     folds = [t["parameter"] for t in out["transitions"] if t["kind"] == "spinodal"]

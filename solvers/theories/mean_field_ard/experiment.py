@@ -10,17 +10,24 @@ mean squared loss (the prior variances σ_θ² are those above). The position is
 
 Estimators per draw θ: ``m_S`` (target overlap E[f y]/E[y²] on the test set), ``m_spurious_max``,
 ``test_mse``/``train_mse``/``test_error01`` of that draw (Gibbs quantities), and ``f_test``/``f_train``
-(the draw's predictions) from which the posterior-mean predictor — the theory's f̄ — and its errors
-follow by averaging over draws.
+(the draw's predictions). The posterior-mean predictor — the theory's f̄ — is a function of their
+posterior means (``derived``): ``mean_predictor.test_mse`` and ``mean_predictor.train_mse``, the
+squared errors of f̄, which the theory's ``test_mse``/``train_mse`` predict (the Gibbs ``test_mse``
+adds the posterior variance of f).
+
+A population-limit spec (P = null) has no finite network; ``ExperimentSizes.P`` supplies the
+training-set size of the network sampled for it.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from solvers.experiments.target import Target
 from solvers.theories.mean_field_ard.data import dataset, hermite_normalised, spurious_hermite, spurious_parities, walsh
@@ -28,11 +35,30 @@ from solvers.theories.mean_field_ard.particle_sampler import activation_fn
 from solvers.theories.mean_field_ard.spec import GeneratedData, MeanFieldARDSpec, ParityTarget
 
 
-def build_target(spec: MeanFieldARDSpec, seed: int) -> Target:
-    """The network's posterior for ``spec`` on its data (generated inputs drawn with ``seed``)."""
+class ExperimentSizes(BaseModel):
+    """The finite training set of the network when the spec is the population limit."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    P: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="Training-set size of the sampled network for a population-limit spec (P = null); must be "
+        "null or equal to the spec's P otherwise.",
+    )
+
+
+def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, seed: int | None = None) -> Target:
+    """The network's posterior for ``spec`` on its data: generated inputs are drawn with ``seed`` (None: the
+    spec's ``data.seed``, the data set the particle solver of the same spec uses); inline arrays ignore it."""
+    sizes = sizes or ExperimentSizes()
+    if sizes.P is not None:
+        if spec.n_train is not None and spec.n_train != sizes.P:
+            raise ValueError(f"P: the spec has {spec.n_train} training points, the sizes ask for {sizes.P}")
+        spec = spec.model_copy(update={"P": sizes.P})
     if spec.n_train is None:
-        raise ValueError("the population limit (P = null) has no finite network to sample: give P or arrays")
-    if isinstance(spec.data, GeneratedData):
+        raise ValueError("the population limit (P = null) has no finite network to sample: give P (in the spec or "
+                         "in ExperimentSizes) or arrays")
+    if isinstance(spec.data, GeneratedData) and seed is not None:
         spec = spec.model_copy(update={"data": spec.data.model_copy(update={"seed": seed})})
     data = dataset(spec)
     N, d = spec.N, spec.d
@@ -86,6 +112,12 @@ def build_target(spec: MeanFieldARDSpec, seed: int) -> Target:
             "f_train": ftr,
         }
 
+    def derived(means: Any) -> dict[str, jax.Array]:
+        return {
+            "mean_predictor.test_mse": jnp.mean((yt - means["f_test"]) ** 2),
+            "mean_predictor.train_mse": jnp.mean((y - means["f_train"]) ** 2),
+        }
+
     return Target(
         dim=N * d + N,
         log_prior=log_prior,
@@ -102,5 +134,33 @@ def build_target(spec: MeanFieldARDSpec, seed: int) -> Target:
             "loss": "mean squared error over the training set",
             "N": N, "d": d, "P": int(X.shape[0]), "gamma": spec.gamma,
             "prior_variance_w": spec.sigma_w2 / d, "prior_variance_a": spec.sigma_a2,
+            "seed_used": isinstance(spec.data, GeneratedData),
         },
+        derived=derived,
     )
+
+
+def _branch(report: dict[str, Any], branch: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    if branch is None:
+        return report["order_parameters"], report["observables"]
+    for b in report["branches"]:
+        if b["name"] == branch:
+            return b["order_parameters"], b["observables"]
+    raise KeyError(f"no branch {branch!r} in the report (branches: {[b['name'] for b in report['branches']]})")
+
+
+def theory_observables(report: dict[str, Any], *, branch: str | None = None) -> dict[str, Any]:
+    """The theory's values of the comparable estimators (same names), from a solve of the same spec.
+
+    ``branch`` picks a branch by name (default: the equilibrium). The theory's ``test_mse``/``train_mse``
+    are those of the mean predictor f̄; its ``test_error01_gibbs`` (reduced solver) is the Gibbs 0-1 error.
+    """
+    op, obs = _branch(report, branch)
+    out: dict[str, Any] = {
+        "m_S": op["m_S"],
+        "mean_predictor.test_mse": obs["test_mse"],
+        "mean_predictor.train_mse": obs["train_mse"],
+    }
+    if obs.get("test_error01_gibbs") is not None:
+        out["test_error01"] = obs["test_error01_gibbs"]
+    return out
