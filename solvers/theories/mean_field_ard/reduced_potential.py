@@ -81,7 +81,13 @@ class Features:
     J: np.ndarray | None = None
 
 
-_FEATURE_MEMO: Memo[Features] = Memo(32)
+def _feature_bytes(key: object, f: Features) -> int:
+    arrays = (f.J_S, f.Sigma, f.wS2, f.q) + ((f.J,) if f.J is not None else ())
+    return sum(a.nbytes for a in arrays) + len(key[2])  # type: ignore[index]
+
+
+#: Features of fixed rules across requests, keyed by the nodes' bytes; bounded in entries and bytes.
+_FEATURE_MEMO: Memo[Features] = Memo(32, max_bytes=256 * 2**20, weight=_feature_bytes)
 
 
 def features(act: Activation, cb: ParityCube, Y: np.ndarray) -> Features:
