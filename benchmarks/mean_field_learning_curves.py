@@ -19,7 +19,7 @@ The theories' m_S is the overlap of f̄ with the target on the input law; the ne
 overlap on the P_test held-out points (a Gibbs average of a linear functional: the same quantity).
 
     python -m benchmarks.mean_field_learning_curves [--P 50 100 200 400 800] [--kappa 0.05] [--json out.json]
-        [--figure docs/img/mean_field_learning_curves.png]
+        [--figure docs/img/mean_field_learning_curves.png] [--replot out.json]
 """
 
 from __future__ import annotations
@@ -144,6 +144,8 @@ def figure(res: dict[str, Any], path: str) -> None:
             ax.plot([r["P"] for r in lg], [r["mean_predictor_test_error01"] for r in lg], "D", color="C2", ms=5,
                     label="Langevin, finite network")
         ax.set_xscale("log")
+        ax.set_xticks(Ps, [str(int(p)) for p in Ps])
+        ax.minorticks_off()
         ax.set_xlabel("training-set size P")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
@@ -192,7 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eta", type=float, default=0.5, help="learning rate η (step h = η T)")
     ap.add_argument("--json", type=str, default=None)
     ap.add_argument("--figure", type=str, default=None)
+    ap.add_argument("--replot", type=str, default=None, help="redraw the figure and table from a --json file")
     args = ap.parse_args(argv)
+    if args.replot:
+        with open(args.replot) as fh:
+            res = json.load(fh)
+        table(res)
+        if args.figure:
+            figure(res, args.figure)
+        return 0
     warnings.simplefilter("ignore", RuntimeWarning)
     res: dict[str, Any] = {"args": vars(args)}
     res["nngp"] = [{"P": P, **nngp(P, args)} for P in args.P]
