@@ -131,3 +131,20 @@ def test_unconverged_particle_solve_is_a_result() -> None:
     assert math.isfinite(res.residual) and math.isfinite(res.mc_error) and res.mc_error > 0
     d = res.diagnostics()
     assert d["residual"] == res.residual and d["mc_error"] == res.mc_error
+
+
+def test_unconverged_particle_solve_through_the_theory_reports_residual_and_mc_error() -> None:
+    """The typed path: a budget too small to converge is a catalogue without equilibrium, whose branches carry
+    their residual, its Monte-Carlo error and the particle-steps, and whose JSON names the reference's MC error."""
+    th = get("mean_field_ard")
+    spec = th.spec_model.model_validate(cube_spec("mf_ard", "particles", particles={
+        "n": 64, "inner_steps": 20, "average_steps": 10, "warmup": 20, "outer_iterations": 1}))
+    cat = th.solve(spec, SolverOptions())
+    assert not cat.converged and cat.complete and cat.equilibrium is None
+    out = solve_json(th, spec, SolverOptions())
+    assert not out["converged"] and out["diagnostics"]["status"] == "max_iterations"
+    assert out["diagnostics"]["mc_error"] > 0
+    for b in out["branches"]:
+        assert math.isfinite(b["diagnostics"]["residual"]) and b["observables"]["residual_mc_error"] > 0
+        assert b["diagnostics"]["nfev"] == b["observables"]["particle_steps"] > 0
+        assert len(b["state"]) == CUBE.shape[0] + D  # f̄ on the training set, then log ρ
