@@ -99,13 +99,15 @@ def bulk_reduce_jax(grid: dict[str, np.ndarray], xq: np.ndarray, lWq: np.ndarray
     """:func:`bulk_reduce` compiled with float64 (jax.enable_x64 is scoped to this call)."""
     with jax.enable_x64(True):
         fn = _compiled()
+        # NumPy arrays and Python floats go to the compiled function as they are: its C++ dispatch moves
+        # them in one batch, where jnp.asarray per argument cost more than the reduction itself.
         args = (
-            {k: jnp.asarray(v, jnp.float64) for k, v in grid.items()},
-            jnp.asarray(xq, jnp.float64),
-            jnp.asarray(lWq, jnp.float64),
-            {k: jnp.asarray(v, jnp.float64) for k, v in sc.items() if k != "k"} | {"k": float(sc["k"])},
-            jnp.asarray(center, jnp.float64),
-            jnp.asarray(aligned, jnp.float64),
+            {k: np.asarray(v, np.float64) for k, v in grid.items()},
+            np.asarray(xq, np.float64),
+            np.asarray(lWq, np.float64),
+            {k: float(v) for k, v in sc.items()},
+            np.asarray(center, np.float64),
+            np.asarray(aligned, np.float64),
         )
         shift, total, sums, second = fn(*args)
         return float(shift), float(total), np.asarray(sums), np.asarray(second)
