@@ -69,12 +69,20 @@ def cube_spec(model: str, solver: str, **extra: object) -> dict:
 
 @pytest.fixture(scope="module")
 def solved() -> dict[str, tuple[dict, dict]]:
+    """The reduced solve, and the particle solve from the symmetric start (the branch both solvers describe)."""
+    from service.serialize import branch_json
+    from solvers.theories.mean_field_ard import particle_report
+    from solvers.theories.mean_field_ard.data import dataset
+
     th = get("mean_field_ard")
     out = {}
     for model in ("mf", "mf_ard"):
         red = solve_json(th, th.spec_model.model_validate(cube_spec(model, "reduced")), SolverOptions())
-        par = solve_json(th, th.spec_model.model_validate(cube_spec(model, "particles")), SolverOptions())
-        out[model] = (red, par)
+        spec = th.spec_model.model_validate(cube_spec(model, "particles"))
+        data = dataset(spec)
+        res = particles.solve(particle_report.physics(spec), data.X, data.y, np.full(D, D / spec.sigma_w2),
+                              particle_report.ard_of(spec), spec.particles, "symmetric", [0], spec.seed_asymmetry)
+        out[model] = (red, {"branches": [branch_json(particle_report.branch(spec, "symmetric", res, data))]})
     return out
 
 
