@@ -237,6 +237,10 @@ class OverlapTable:
             out[tail] = np.where(np.isinf(lt), 0.0, (self.limit + self.tail_B * lt ** (-self.tail_p)) / lt)
         return _out(out, scalar)
 
+    def mmse_and_slope(self, lam: float) -> tuple[float, float]:
+        """(mmse(λ), dmmse/dλ) at one λ ≥ 0 in one evaluation (the inner loops of moment matching)."""
+        return self._mmse_scalar(self._check_scalar(lam))
+
     def overlap(self, lam):
         """m_S(λ) = 1 − mmse_S(λ), the overlap of the Bayes-optimal estimate of S̃ with S̃ (per entry)."""
         if _is_scalar(lam):
