@@ -14,9 +14,12 @@ The teacher–student network (``solvers/theories/hciz_mlp/experiment_deep2.py``
 stable fully specialised branch's ε* (the one HMC from the teacher tracks) and the equilibrium's.
 
     python -m benchmarks.hciz_prefactors [--quick] [--out docs/data/hciz_prefactors.json]
+    python -m benchmarks.hciz_prefactors --figure docs/img/hciz_specialisation_map.png \
+        --from docs/data/hciz_prefactors.json
 
-``--quick`` runs one small configuration (a smoke test, ~1 min); the full run (~25 min on 2 cores) gives the
-numbers of docs/theories/hciz_mlp.md.
+``--quick`` runs one small configuration (a smoke test, ~1 min); the full run (~27 min on 2 cores) gives the
+numbers of docs/theories/hciz_mlp.md. ``--figure`` draws the per-neuron specialisation map (theory of the
+derived form beside the d = 20 teacher-start runs, ``clients.plot.specialisation_map``) from a stored run.
 """
 
 from __future__ import annotations
@@ -119,11 +122,53 @@ def verdict(run: dict[str, Any], theory: dict[str, dict[str, Any]]) -> dict[str,
     return {"z": z, "relative_deviation": rel, "closest": min(PREFACTORS, key=lambda pf: abs(rel[pf]))}
 
 
+def figure(path: str, stored: str) -> None:
+    """Theory (derived form; equilibrium below α = 3, the specialised branch HMC tracks from 3 on) beside the
+    d = 20 teacher-start runs of a stored comparison."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from clients.plot import specialisation_map
+
+    with open(stored) as fh:
+        data = json.load(fh)
+    theory_points = []
+    for alpha in (1.5, 2.5):
+        res = THEORY.solve(spec_at(alpha), SolverOptions())
+        theory_points.append({"parameter": alpha, "order_parameters": res["order_parameters"]})
+    for alpha, th in data["theory"].items():
+        m = th["derived"]["map"]
+        theory_points.append({"parameter": float(alpha), "order_parameters": {"v2": m["v2"], "Q1": m["Q1"],
+                                                                             "v": [1.0], "Q2": [m["Q2"]]}})
+    experiment = [{"alpha": r["alpha"], **r["neurons"]} for r in data["runs"]
+                  if r["d"] == 20 and r["init"] == "teacher" and r["seed"] == 0]
+    fig, axes = plt.subplots(len(theory_points), 4, figsize=(12, 2.1 * len(theory_points)), sharex=True, sharey=True,
+                             squeeze=False)
+    specialisation_map(theory_points, experiment, layer=1, axes=axes[:, :2])
+    specialisation_map(theory_points, experiment, layer=2, axes=axes[:, 2:])
+    axes[0][0].set_title("layer 1: theory")
+    axes[0][1].set_title("layer 1: HMC, d = 20")
+    axes[0][2].set_title("layer 2: theory")
+    axes[0][3].set_title("layer 2: HMC, d = 20")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"[figure] {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="one small run (smoke test)")
     parser.add_argument("--out", default=None, help="write all numbers to this JSON file")
+    parser.add_argument("--figure", default=None, help="draw the specialisation map to this PNG (needs --from)")
+    parser.add_argument("--from", dest="stored", default=None, help="a JSON file written by --out")
     args = parser.parse_args()
+    if args.figure:
+        if not args.stored:
+            parser.error("--figure needs --from (a stored comparison)")
+        figure(args.figure, args.stored)
+        return
     runs = QUICK_RUNS if args.quick else FULL_RUNS
     t0 = time.perf_counter()
     theory = theory_at(sorted({r[1] for r in runs}))

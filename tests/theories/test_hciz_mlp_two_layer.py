@@ -263,15 +263,16 @@ def test_nishimori_bounds_and_i_mmse_on_every_branch() -> None:
 def test_sweep_reports_the_branches_and_their_transitions() -> None:
     """An α sweep traces the universal-like, first-layer and fully specialised branches and reports the
     spinodal of the specialised branch and the first-order point where it takes over."""
-    spec = spec_of(alpha=1.0)
-    res = THEORY.sweep(spec, "alpha", list(np.linspace(1.0, 3.0, 9)), "continuation", OPTIONS)
+    spec = spec_of(alpha=1.5)
+    res = THEORY.sweep(spec, "alpha", list(np.linspace(1.5, 2.1, 4)), "continuation", OPTIONS)
     names = {b["name"].split("[")[0] for p in res["points"] for b in p["branches"]}
-    assert {"specialized", "first_layer_specialized", "universal"} <= names | {"universal"}
-    kinds = {(t["kind"], tuple(sorted(n.split("[")[0] for n in t["branches"]))) for t in res["transitions"]}
-    assert any(k == "spinodal" and "specialized" in b for k, b in kinds)
-    assert any(k == "first_order" and "specialized" in b for k, b in kinds)
+    assert {"universal", "first_layer_specialized", "specialized", "specialized_unstable"} <= names
+    found = {(t["kind"], tuple(sorted(t["branches"]))): t["parameter"] for t in res["transitions"]}
+    spinodal = found[("spinodal", ("specialized", "specialized_unstable"))]
+    first_order = found[("first_order", ("specialized", "universal"))]
+    assert 1.5 < spinodal < first_order < 2.1
     eq = [p["equilibrium"].split("[")[0] for p in res["points"]]
-    assert eq[0] != "specialized" and eq[-1] == "specialized"
+    assert eq[0] == "first_layer_specialized" and eq[-1] == "specialized"
 
 
 def test_quenched_first_layer_and_product_overlap_starts() -> None:

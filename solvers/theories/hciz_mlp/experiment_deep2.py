@@ -251,8 +251,8 @@ def aligned_overlaps(ex: TwoLayerExperiment, spec: HCIZSpec, draws: dict[str, np
     """Per-neuron teacher–student overlaps, each draw aligned to the teacher first (post-processing, NumPy).
 
     Hidden neurons are exchangeable: layer-1 neurons by any permutation (with a sign flip of a neuron and of
-    its column of W₂ when σ₁ is odd), layer-2 neurons within a readout class (a sign flip too when σ₂ is odd
-    and the class is ±v). Each draw is matched to the teacher by maximum-weight assignment on the overlap
+    its column of W₂ when σ₁ is odd), layer-2 neurons with equal readouts (and, with a sign flip, with opposite
+    readouts when σ₂ is odd). Each draw is matched to the teacher by maximum-weight assignment on the overlap
     matrices W₁W₁*ᵀ/d and W^(2:1)W^(2:1)*ᵀ/d, then normalised by the teacher's self-overlaps:
 
         Q1[i] = W₁ᵢ·W₁ᵢ*/|W₁ᵢ*|²,  Q21[j] = W^(2:1)ⱼ·W^(2:1)ⱼ*/|W^(2:1)ⱼ*|²,  Q2[i] = Σⱼ W₂ⱼᵢ W₂ⱼᵢ*/Σⱼ W₂ⱼᵢ*²
@@ -270,7 +270,11 @@ def aligned_overlaps(ex: TwoLayerExperiment, spec: HCIZSpec, draws: dict[str, np
     n21 = np.sum(W21t**2, axis=1) / d
     act = spec.activation if isinstance(spec.activation, list) else [spec.activation] * 2
     odd1, odd2 = (is_odd(jax_activation(a)) for a in act)
-    classes = np.round(ex.v**2 if odd2 else ex.v, 12)
+    # layer-2 rows j (student) and k (teacher) may be matched with sign +1 when v_j = v_k, and with sign −1 when
+    # v_j = −v_k and σ₂ is odd (then v_j σ₂(z) = v_k σ₂(−z)); never across different |v|
+    same = np.isclose(ex.v[:, None], ex.v[None, :])
+    flipped = np.isclose(ex.v[:, None], -ex.v[None, :]) & odd2 & ~same
+    allowed = same | flipped
     M1, M21, W2 = (np.asarray(draws[k])[:, ::every] for k in ("M1", "M21", "W2"))
     chains, n_draws = M1.shape[:2]
     Q1 = np.empty((chains, n_draws, k1))
@@ -287,16 +291,11 @@ def aligned_overlaps(ex: TwoLayerExperiment, spec: HCIZSpec, draws: dict[str, np
             sign1[sign1 == 0] = 1.0
             Q1[c, t] = sign1 * m1[perm1, np.arange(k1)] / n1
             m21 = M21[c, t]
-            perm2 = np.arange(k2)
-            sign2 = np.ones(k2)
-            for cls in np.unique(classes):
-                idx = np.flatnonzero(classes == cls)
-                sub = m21[np.ix_(idx, idx)]
-                r, cc = linear_sum_assignment(-(np.abs(sub) if odd2 else sub))
-                perm2[idx[cc]] = idx[r]
-                if odd2:
-                    sign2[idx[cc]] = np.sign(sub[r, cc])
-            sign2[sign2 == 0] = 1.0
+            signed = np.where(flipped, -m21, m21)
+            rows2, cols2 = linear_sum_assignment(np.where(allowed, -signed, 1e12))
+            perm2 = np.empty(k2, dtype=int)
+            perm2[cols2] = rows2
+            sign2 = np.where(flipped[perm2, np.arange(k2)], -1.0, 1.0)
             Q21[c, t] = sign2 * m21[perm2, np.arange(k2)] / n21
             aligned = W2[c, t][np.ix_(perm2, perm1)] * sign2[:, None] * sign1[None, :]
             Q2e[c, t] = aligned * W2t

@@ -192,12 +192,14 @@ class TwoLayerModel:
         ps, s2 = self.hidden.p, self.hidden.v2
         pv, v2 = self.readout.p, self.readout.v2
         if self.quench:
-            Q1, c1 = np.ones(self.S), np.zeros(self.S)
+            Q1, c1, dQ1 = np.ones(self.S), np.zeros(self.S), np.zeros(self.S)
         else:
-            Q1 = np.minimum(ch.overlap_from_log(y1), Q_MAX)
-            c1 = np.maximum(ch.complement_from_log(y1), 1.0 - Q_MAX)
-        Q2 = np.minimum(ch.overlap_from_log(y2), Q_MAX)
-        c2 = np.maximum(ch.complement_from_log(y2), 1.0 - Q_MAX)
+            Q1, c1, dQ1 = ch.overlap_complement_slope_from_log(y1)
+            dQ1 = dQ1 * (Q1 < Q_MAX)
+            Q1, c1 = np.minimum(Q1, Q_MAX), np.maximum(c1, 1.0 - Q_MAX)
+        Q2, c2, dQ2 = ch.overlap_complement_slope_from_log(y2)
+        dQ2 = dQ2 * (Q2 < Q_MAX)
+        Q2, c2 = np.minimum(Q2, Q_MAX), np.maximum(c2, 1.0 - Q_MAX)
         T = Q2 @ (ps * Q1)
         one_minus_T = (c2 + Q2 * c1) @ ps  # 1 − Q₁Q₂ without cancellation
         V = self.V
@@ -216,9 +218,9 @@ class TwoLayerModel:
             dmm_tau = -np.ones(V)
             R = np.zeros(V)
         a1, a2 = self.act1, self.act2
-        g1s, dg1s = a1.g(Q1), a1.dg(Q1)
+        g1s, dg1s, d2g1s = a1.g_and_derivatives(Q1)
         inner = self.mu1sq * Q21 + Q2 @ (ps * g1s)
-        g2v, dg2v = a2.g(inner), a2.dg(inner)
+        g2v, dg2v, d2g2v = a2.g_and_derivatives(inner)
         eps = float(self.nu1sq * np.dot(ps * s2, self.g1_one - g1s) + np.dot(pv * v2, self.g2_one - g2v))
         K_star = self.K_d - eps
         D = max(self.Delta + eps, 1e-300)
@@ -229,8 +231,10 @@ class TwoLayerModel:
         Qh2 = (alpha / (self.gamma1 * self.gamma2)) * np.outer(v2 * dg2v, g1s) / D + np.outer(R, Q1) / self.gamma1
         t_new = np.minimum(np.log1p(Qh21), T_MAX) if self.has_product else None
         x_new = self.join(None if self.quench else ch.log_snr(Qh1), ch.log_snr(Qh2), t_new)
-        work = {"c1": c1, "c2": c2, "omega": omega, "comp21": comp21, "one_minus_T": one_minus_T,
-                "dmm_tau": dmm_tau, "g1s": g1s, "dg1s": dg1s, "g2v": g2v, "dg2v": dg2v, "D": D, "H": H,
+        work = {"c1": c1, "c2": c2, "dQ1": dQ1, "dQ2": dQ2, "omega": omega, "comp21": comp21,
+                "one_minus_T": one_minus_T,
+                "dmm_tau": dmm_tau, "g1s": g1s, "dg1s": dg1s, "d2g1s": d2g1s, "g2v": g2v, "dg2v": dg2v,
+                "d2g2v": d2g2v, "D": D, "H": H,
                 "y1": y1, "y2": y2, "t": t}
         return TwoLayerState(Q1, Q2, Q21, T, tau, inner, eps, K_star, Qh1, Qh2, Qh21, R, x_new, work)
 
@@ -245,7 +249,6 @@ class TwoLayerModel:
         st = self.state(x, alpha)
         w = st.work
         ch = self.channel
-        a1, a2 = self.act1, self.act2
         S, V, n = self.S, self.V, self.dim
         n1, VS = self.n1, V * S
         ps, s2 = self.hidden.p, self.hidden.v2
@@ -254,10 +257,10 @@ class TwoLayerModel:
         # gradients of the overlaps
         dQ1 = np.zeros((S, n))
         if not self.quench:
-            dQ1[np.arange(S), np.arange(S)] = ch.d_overlap_from_log(w["y1"]) * (st.Q1 < Q_MAX)
+            dQ1[np.arange(S), np.arange(S)] = w["dQ1"]
         dQ2 = np.zeros((V, S, n))
         vv, ss = np.meshgrid(np.arange(V), np.arange(S), indexing="ij")
-        dQ2[vv, ss, n1 + vv * S + ss] = ch.d_overlap_from_log(w["y2"]) * (st.Q2 < Q_MAX)
+        dQ2[vv, ss, n1 + vv * S + ss] = w["dQ2"]
         dT = np.einsum("s,vsn->vn", ps * st.Q1, dQ2) + (st.Q2 * ps) @ dQ1
         if self.has_product:
             e_t = np.exp(np.minimum(w["t"], T_MAX)) * (w["t"] < T_MAX)
@@ -269,8 +272,8 @@ class TwoLayerModel:
         else:
             dQ21 = dT
             dtau = np.zeros((V, n))
-        g1s, dg1s, d2g1s = w["g1s"], w["dg1s"], a1.d2g(st.Q1)
-        dg2v, d2g2v = w["dg2v"], a2.d2g(st.inner)
+        g1s, dg1s, d2g1s = w["g1s"], w["dg1s"], w["d2g1s"]
+        dg2v, d2g2v = w["dg2v"], w["d2g2v"]
         dinner = self.mu1sq * dQ21 + np.einsum("s,vsn->vn", ps * g1s, dQ2) + (st.Q2 * (ps * dg1s)) @ dQ1
         dK = self.nu1sq * ((ps * s2 * dg1s) @ dQ1) + (pv * v2 * dg2v) @ dinner  # dK*/dx = −dD/dx
         # Q̂₂:₁ and t_new
