@@ -150,3 +150,20 @@ def test_cache_builds_once_per_key_and_stays_bounded() -> None:
     assert len(cache) == 2 and cache.peek((0.5, 0.5)) is None
     with pytest.raises(ValueError, match="eta"):
         rt.get_rectangular_table(0.5, 5e-4)
+
+
+#: The authors' stored rectangular mmse for γ₁ = η = 1/2 (`Minh-Toan/statphys-deep-NN`,
+#: theory/ones_nonsymm_05_mmse_only.csv, row 1 the SNR, row 2 the mmse; values on its linear grid λ = 100 − 0.024975k,
+#: k counted from the last entry). Computed there with the log-potential form of Troiani et al.'s MMSE.
+AUTHORS_TABLE = [
+    (0, 9.4836844956084233e-03), (80, 9.6714681475178459e-03), (1075, 1.2839214132158151e-02),
+    (1084, 1.2877441663975133e-02), (3962, 4.5238239008106623e-01), (3963, 4.5853671996330120e-01),
+    (3964, 4.6486422940442551e-01),
+]
+
+
+def test_table_matches_the_authors_stored_rectangular_mmse() -> None:
+    t = rt.get_rectangular_table(0.5, 0.5)
+    for k, reference in AUTHORS_TABLE:
+        lam = 100.0 - 0.024975 * k
+        assert float(t.mmse(lam)) == pytest.approx(reference, rel=1e-5), lam

@@ -126,7 +126,8 @@ def test_rectangular_shape_solves_and_sweeps() -> None:
     assert res["observables"]["mmse"] == pytest.approx(direct, abs=3e-7)
     eta = th.sweep(spec, "eta", [0.5, 1.0], "grid", SolverOptions())
     for p, e in zip(eta["points"], [0.5, 1.0], strict=True):
-        assert p["observables"]["mmse"] == pytest.approx(rectangular_mmse_point(0.5, e, 1.5).mmse, abs=1e-12)
+        # direct quadrature, or the table where an earlier solve has built it (accurate to 3e-7)
+        assert p["observables"]["mmse"] == pytest.approx(rectangular_mmse_point(0.5, e, 1.5).mmse, abs=3e-7)
     snr = th.sweep(spec, "snr", [1.5, 1.5001], "grid", SolverOptions())
     i0, i1 = (p["observables"]["iota"] for p in snr["points"])
     assert 2 * (i1 - i0) / 1e-4 == pytest.approx(res["observables"]["mmse"], rel=1e-4)

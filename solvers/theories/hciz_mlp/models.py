@@ -55,18 +55,15 @@ def deep_model(spec: HCIZSpec, n_atoms: int, gamma: float | None = None, Delta: 
     )
 
 
-@lru_cache(maxsize=64)
-def _product_channel(gamma1: float, eta: float) -> ProductChannel:
-    return ProductChannel(gamma1, eta)
-
-
 def product_channels(readout: str, n_atoms: int, gamma1: float, gamma2: float) -> tuple[ProductChannel, ...]:
     """The rectangular channel of each readout class: rows with the same v² (they see the same SNR) form one
-    (γ2·P(v²)d) × d block; a continuous law's classes have vanishing mass, hence the iid Gaussian channel."""
+    (γ2·P(v²)d) × d block; a continuous law's classes have vanishing mass, hence the iid Gaussian channel.
+    One channel object per atom (the tables themselves are shared): each keeps its own warm start for the
+    moment-matching inversion."""
     ro = atoms(readout, n_atoms)
     if readout in CONTINUOUS:
-        return tuple(_product_channel(float(gamma1), 0.0) for _ in ro.p)
-    return tuple(_product_channel(float(gamma1), float(gamma2 * p)) for p in ro.p)
+        return tuple(ProductChannel(float(gamma1), 0.0) for _ in ro.p)
+    return tuple(ProductChannel(float(gamma1), float(gamma2 * p)) for p in ro.p)
 
 
 def two_layer_model(spec: HCIZSpec, n_atoms: int, gamma: float | None = None,

@@ -245,7 +245,10 @@ class TwoLayerModel:
         return self.fixed_point(x, alpha) - np.asarray(x, dtype=float)
 
     def jacobian(self, x: np.ndarray, alpha: float) -> np.ndarray:
-        """dG/dx of the fixed-point map by the chain rule (dense gradients of every intermediate)."""
+        """dG/dx of the fixed-point map by the chain rule.
+
+        Gradients are dense (rows: the intermediate, columns: x) except that of Q₂, which is diagonal: a sum
+        Σ_s a[v, s] ∂Q₂[v, s]/∂x is written straight into the columns of y₂ (``_on_y2``)."""
         st = self.state(x, alpha)
         w = st.work
         ch = self.channel
@@ -254,14 +257,23 @@ class TwoLayerModel:
         ps, s2 = self.hidden.p, self.hidden.v2
         pv, v2 = self.readout.p, self.readout.v2
         D = w["D"]
-        # gradients of the overlaps
-        dQ1 = np.zeros((S, n))
-        if not self.quench:
-            dQ1[np.arange(S), np.arange(S)] = w["dQ1"]
-        dQ2 = np.zeros((V, S, n))
-        vv, ss = np.meshgrid(np.arange(V), np.arange(S), indexing="ij")
-        dQ2[vv, ss, n1 + vv * S + ss] = w["dQ2"]
-        dT = np.einsum("s,vsn->vn", ps * st.Q1, dQ2) + (st.Q2 * ps) @ dQ1
+        q1d, q2d = w["dQ1"], w["dQ2"]  # dQ₁/dy₁ (S,), dQ₂/dy₂ (V, S)
+        cols2 = n1 + np.arange(VS).reshape(V, S)
+
+        def on_y2(values: np.ndarray) -> np.ndarray:
+            """(V, n) with values[v, s]·dQ₂[v, s]/dy₂[v, s] in the column of y₂[v, s]."""
+            out = np.zeros((V, n))
+            out[np.arange(V)[:, None], cols2] = values * q2d
+            return out
+
+        def on_y1(rows: np.ndarray) -> np.ndarray:
+            """(m, n) with rows[:, s]·dQ₁/dy₁[s] in the columns of y₁ (a matrix times dQ₁)."""
+            out = np.zeros((rows.shape[0], n))
+            if not self.quench:
+                out[:, :n1] = rows * q1d
+            return out
+
+        dT = on_y2(ps * st.Q1) + on_y1(st.Q2 * ps)
         if self.has_product:
             e_t = np.exp(np.minimum(w["t"], T_MAX)) * (w["t"] < T_MAX)
             dtau = dT / (-w["dmm_tau"])[:, None] * (st.tau < TAU_MAX)[:, None]
@@ -274,31 +286,35 @@ class TwoLayerModel:
             dtau = np.zeros((V, n))
         g1s, dg1s, d2g1s = w["g1s"], w["dg1s"], w["d2g1s"]
         dg2v, d2g2v = w["dg2v"], w["d2g2v"]
-        dinner = self.mu1sq * dQ21 + np.einsum("s,vsn->vn", ps * g1s, dQ2) + (st.Q2 * (ps * dg1s)) @ dQ1
-        dK = self.nu1sq * ((ps * s2 * dg1s) @ dQ1) + (pv * v2 * dg2v) @ dinner  # dK*/dx = −dD/dx
-        # Q̂₂:₁ and t_new
+        dinner = self.mu1sq * dQ21 + on_y2(ps * g1s) + on_y1(st.Q2 * (ps * dg1s))
+        dK = self.nu1sq * on_y1((ps * s2 * dg1s)[None, :])[0] + (pv * v2 * dg2v) @ dinner  # dK*/dx = −dD/dx
+        # Q̂₂:₁
         a21 = alpha * self.c21 / self.gamma2
-        dQh21 = a21 * (v2 * d2g2v)[:, None] * dinner / D + a21 * (v2 * dg2v)[:, None] * dK[None, :] / D**2
+        dQh21 = (a21 * v2 * d2g2v / D)[:, None] * dinner + (a21 * v2 * dg2v / D**2)[:, None] * dK[None, :]
         # R = (Q₂:₁ − T)/(−mmse'(τ))
         if self.has_product:
             d2mm = np.array([self.products[v].d2mmse(st.tau[v]) for v in range(V)])
             dR = (dQ21 - dT + (st.R * d2mm)[:, None] * dtau) / (-w["dmm_tau"])[:, None]
         else:
             dR = np.zeros((V, n))
-        # Q̂₁
+        # Q̂₁: H_s = Σ_v p_v v² g⁽²⁾'(inner_v) Q₂[v, s]
         H = w["H"]
-        dH = np.einsum("v,vs,vn->sn", pv * v2 * d2g2v, st.Q2, dinner) + np.einsum("v,vsn->sn", pv * v2 * dg2v, dQ2)
+        dH = (st.Q2 * (pv * v2 * d2g2v)[:, None]).T @ dinner
+        dH[np.arange(S)[None, :], cols2] += (pv * v2 * dg2v)[:, None] * q2d
         A1, B1, C1 = alpha * self.nu1sq / self.gamma1, alpha / self.cB, self.gamma2 / self.gamma1
-        dQh1 = (A1 * s2 * d2g1s)[:, None] * dQ1 / D + (A1 * s2 * dg1s)[:, None] * dK[None, :] / D**2
-        dQh1 += (B1 * d2g1s * H)[:, None] * dQ1 / D + B1 * dg1s[:, None] * dH / D
-        dQh1 += (B1 * dg1s * H)[:, None] * dK[None, :] / D**2
-        dQh1 += C1 * (np.einsum("v,vs,vn->sn", pv, st.Q2, dR) + np.einsum("v,v,vsn->sn", pv, st.R, dQ2))
-        # Q̂₂
+        dQh1 = (B1 * dg1s / D)[:, None] * dH + ((A1 * s2 * dg1s + B1 * dg1s * H) / D**2)[:, None] * dK[None, :]
+        if not self.quench:
+            dQh1[np.arange(S), np.arange(S)] += (A1 * s2 + B1 * H) * d2g1s / D * q1d
+        dQh1 += C1 * ((st.Q2 * pv[:, None]).T @ dR)
+        dQh1[np.arange(S)[None, :], cols2] += C1 * (pv * st.R)[:, None] * q2d
+        # Q̂₂[v, s]
         E, F = alpha / (self.gamma1 * self.gamma2), 1.0 / self.gamma1
-        dQh2 = E * np.einsum("v,vn,s->vsn", v2 * d2g2v, dinner, g1s) / D
-        dQh2 += E * np.einsum("v,s,sn->vsn", v2 * dg2v, dg1s, dQ1) / D
-        dQh2 += E * np.einsum("v,s,n->vsn", v2 * dg2v, g1s, dK) / D**2
-        dQh2 += F * (np.einsum("vn,s->vsn", dR, st.Q1) + np.einsum("v,sn->vsn", st.R, dQ1))
+        dQh2 = (E * v2 * d2g2v / D)[:, None, None] * dinner[:, None, :] * g1s[None, :, None]
+        dQh2 += (E * v2 * dg2v / D**2)[:, None, None] * g1s[None, :, None] * dK[None, None, :]
+        dQh2 += F * dR[:, None, :] * st.Q1[None, :, None]
+        if not self.quench:
+            diag = (E * v2 * dg2v / D)[:, None] * dg1s[None, :] + F * st.R[:, None]  # coefficient of dQ₁[s]
+            dQh2[:, np.arange(S), np.arange(S)] += diag * q1d[None, :]
         rows = []
         if not self.quench:
             rows.append(ch.d_log_snr(st.Q_hat1)[:, None] * dQh1)
