@@ -322,3 +322,17 @@ def test_routing_between_the_reduced_and_the_two_layer_model() -> None:
     with pytest.raises(ValueError, match="gamma"):
         two_layer_model(spec_of(), N, gamma=0.7)
     assert dataclasses.is_dataclass(THEORY._model(spec_of(), N))
+
+
+@pytest.mark.parametrize("eta", [1.0, 0.0])
+def test_tilt_inverts_the_product_channel_mmse(eta: float) -> None:
+    """mmse_v(τ) = 1 − T from 1 − T itself, to round-off, from T ≈ 0 to 1 − T = 1e-12 (in any order: the
+    warm start from the previous inversion must not matter)."""
+    from solvers.theories.hciz_mlp.product_channel import ProductChannel
+
+    channel = ProductChannel(0.5, eta)
+    targets = [1e-12, 0.7, 1e-3, 0.999999, 0.1, 1e-8, 0.5]
+    for omt in targets:
+        tau = channel.tilt(omt)
+        assert channel.mmse(tau) == pytest.approx(omt, rel=1e-12), omt
+    assert channel.tilt(1.0) == 0.0

@@ -199,13 +199,13 @@ def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | 
 PRODUCT_START_SNR = 1e3
 
 
-def two_layer_label(model: TwoLayerModel, x: np.ndarray, margin: Callable[[], float]) -> str:
+def two_layer_label(model: TwoLayerModel, x: np.ndarray, alpha: float, margin: Callable[[], float]) -> str:
     """universal (every overlap 0); product_overlap (only Q_2:1 > 0); first_layer_specialized (some Q₁ ≥ 1/2,
     every Q₂ < 1/2); second_layer_specialized (the converse); specialized (both); weakly_specialized (some
     overlap of a layer above zero, none at 1/2); prefix ``quenched_`` for Q₁ pinned at 1; suffix ``_unstable``
     for a repelling solution; ``[|v2|>=a]`` the smallest effective readout |v₂| whose first-layer neurons have
     specialised when that is not all of them (neurons with large |v₂| specialise first)."""
-    Q1, Q2, Q21 = model.overlaps(x)
+    Q1, Q2, Q21 = model.overlaps(x, alpha)
     tol = UNIVERSAL_TOL
     layer1 = (not model.quench) and float(np.max(Q1)) > tol
     layer2 = float(np.max(Q2)) > tol
@@ -274,8 +274,8 @@ def two_layer_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: i
         return out
 
     def label(x: np.ndarray, p: float, start_name: str) -> str:
-        model, _ = at(p)
-        return two_layer_label(model, x, lambda: stability(x, p))
+        model, alpha = at(p)
+        return two_layer_label(model, x, alpha, lambda: stability(x, p))
 
     n1, VS = probe.n1, V * S
 

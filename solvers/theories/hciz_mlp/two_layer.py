@@ -177,9 +177,10 @@ class TwoLayerModel:
             parts.append(np.asarray(t, dtype=float).ravel())
         return np.concatenate(parts)
 
-    def overlaps(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(Q₁, Q₂, Q₂:₁) of a solution vector."""
-        st = self.state(x, 1.0)
+    def overlaps(self, x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Q₁, Q₂, Q₂:₁) of a solution vector (they do not depend on α; passing the control value reuses the
+        evaluation the solver has just made)."""
+        st = self.state(x, alpha)
         return st.Q1, st.Q2, st.Q21
 
     # ---- the map --------------------------------------------------------------------------------------
