@@ -11,11 +11,12 @@ from benchmarks.common import Ratio, print_table
 MODULES = [
     "benchmarks.bench_kernel_renormalization",
     "benchmarks.bench_hciz_mlp",
-    "benchmarks.bench_hciz_two_layer",
     "benchmarks.bench_matrix_denoising",
     "benchmarks.bench_rubin_cavity",
     "benchmarks.bench_service",
     "benchmarks.bench_phase_diagram",
+    "benchmarks.bench_phase_lines",
+    "benchmarks.bench_experiments",
 ]
 
 

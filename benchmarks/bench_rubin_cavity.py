@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from benchmarks.common import Ratio, best_of, print_table
+from service.serialize import solution_json, sweep_json
 from solvers.core.options import SolverOptions
 from solvers.theories import get
 
@@ -32,16 +33,23 @@ def bench_sweep() -> list[Ratio]:
     spec = SPEC.validate_python({"theory": "rubin_cavity", "mode": "self_consistent"})
     values = list(np.linspace(0.1, 0.3, 100))
     THEORY.solve(spec, SolverOptions())  # imports and caches
-    sweep = best_of(lambda: THEORY.sweep(spec, "T", values, "continuation", SolverOptions()), repeat=2)
+    # Timed up to the JSON a user receives (the sweep's points and transitions as the service returns them).
+    sweep = best_of(
+        lambda: sweep_json(THEORY.name, "T", THEORY.sweep(spec, "T", values, "continuation", SolverOptions())), repeat=2
+    )
     res = THEORY.sweep(spec, "T", values, "continuation", SolverOptions())
     single = (
         best_of(
-            lambda: [THEORY.solve(spec.model_copy(update={"T": T}), SolverOptions()) for T in values[::10]], repeat=2
+            lambda: [
+                solution_json(THEORY.name, THEORY.solve(spec.model_copy(update={"T": T}), SolverOptions()))
+                for T in values[::10]
+            ],
+            repeat=2,
         )
         / 10
     )
-    onset = next(t for t in res["transitions"] if t["kind"] == "first_order")
-    note = f"first order at T_c = {onset['parameter']:.5f}, u_c = {onset['state']['u']:.3f}"
+    onset = next(sp for sp in res.special_points if sp.transition == "first_order")
+    note = f"first order at T_c = {onset.parameter:.5f}, u_c = {onset.state['u']:.3f}"
     return [
         Ratio("rubin_cavity: 100-point T sweep, self_consistent", sweep, 2.0, "s", note=note),
         Ratio(
@@ -73,11 +81,11 @@ def bench_finite_sample(P: int) -> list[Ratio]:
     def cumulative(module: str, names: tuple[str, ...]) -> float:
         return sum(v[3] for k, v in stats.items() if k[0].endswith(module) and k[2] in names)
 
-    kernel = cumulative("finite_sample_kernel.py", ("kernels",))
+    kernel = cumulative("finite_sample/kernel.py", ("kernels",))
     chol = cumulative("_decomp_cholesky.py", ("cho_factor", "cho_solve"))
-    data = cumulative("finite_sample_data.py", ("sample",)) + cumulative("finite_sample_kernel.py", ("geometry",))
+    data = cumulative("finite_sample/data.py", ("draw",)) + cumulative("finite_sample/kernel.py", ("geometry",))
     note = (
-        f"D = {spec.D}, {res['diagnostics']['iterations']} Newton steps, converged {res['converged']}; "
+        f"D = {spec.D}, {res.iterations} Newton steps, converged {res.converged}; "
         f"solve {total:.1f} s, numpy.linalg.solve {ref:.2f} s"
     )
     return [

@@ -8,10 +8,11 @@ two different activations and unequal widths, where the specialised branch diffe
     σ₁ = tanh(2x)/√E tanh²(2z) (μ₁ = 0.915),  σ₂ = 0.4x + c He₃(x)/6 with c² = 6·0.84 (ν₁ = 0.4, E σ₂² = 1),
     γ₁ = 1/2, γ₂ = 1, readout v = 1, Gaussian weights, Δ = 0.1.
 
-The teacher–student network (``solvers/theories/hciz_mlp/experiment_deep2.py``) is sampled with BlackJAX NUTS
-(window adaptation, two chains per run) from the teacher and from a random draw of the prior; the measured
-ε* = ½·(Gibbs test error) carries its MCSE (ArviZ, from the bulk ESS) and R-hat. Each theory value is the
-stable fully specialised branch's ε* (the one HMC from the teacher tracks) and the equilibrium's.
+The teacher–student network (``solvers/theories/hciz_mlp/experiment.py``) is sampled by the experiment engine
+(``solvers.experiments``: BlackJAX NUTS with window adaptation, two chains per run, vectorised) from the teacher and
+from a random draw of the prior; the measured ε* = ½·(Gibbs test error) carries its MCSE and bulk ESS (ArviZ) and
+R-hat, and the per-neuron overlaps are aligned to the teacher draw by draw before they are summarised. Each theory
+value is the stable fully specialised branch's ε* (the one HMC from the teacher tracks) and the equilibrium's.
 
     python -m benchmarks.hciz_prefactors [--quick] [--out docs/data/hciz_prefactors.json]
     python -m benchmarks.hciz_prefactors --figure docs/img/hciz_specialisation_map.png \
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from service.serialize import solution_json, sweep_json
 from solvers.core.options import SolverOptions
 from solvers.theories import get
 
@@ -66,7 +68,8 @@ def theory_at(alphas: list[float]) -> dict[float, dict[str, dict[str, Any]]]:
     grid = sorted({*np.round(np.linspace(2.0, 8.0, 25), 10).tolist(), *alphas})
     out: dict[float, dict[str, dict[str, Any]]] = {a: {} for a in alphas}
     for pf in PREFACTORS:
-        res = THEORY.sweep(spec_at(grid[0], pf), "alpha", grid, "continuation", SolverOptions())
+        res = sweep_json(THEORY.name, "alpha", THEORY.sweep(spec_at(grid[0], pf), "alpha", grid, "continuation",
+                                                            SolverOptions()))
         for point in res["points"]:
             alpha = next((a for a in alphas if abs(a - point["parameter"]) < 1e-9), None)
             if alpha is None:
@@ -87,29 +90,40 @@ def theory_at(alphas: list[float]) -> dict[float, dict[str, dict[str, Any]]]:
     return out
 
 
+def _figures(est: Any) -> dict[str, float]:
+    return {"mean": float(est.mean), "stderr": float(est.stderr), "ess": float(est.ess_bulk), "rhat": float(est.rhat)}
+
+
 def run_experiment(d: int, alpha: float, init: str, seed: int, chains: int, warmup: int, draws: int) -> dict[str, Any]:
     import jax
 
-    from solvers.theories.hciz_mlp.experiment_deep2 import aligned_overlaps, build_experiment, sample_nuts, summarise
+    from solvers.experiments import SamplerOptions, run_block, summarize
+    from solvers.theories.hciz_mlp.experiment import ExperimentSizes, aligned_draws, build_target
 
+    jax.config.update("jax_enable_x64", True)
     spec = spec_at(alpha)
-    ex = build_experiment(spec, d, seed=seed)
-    res = sample_nuts(ex.target, jax.random.PRNGKey(1000 + seed), init, warmup, draws, chains=chains)
-    ov = aligned_overlaps(ex, spec, res["draws"], every=5)
-    st = res["sample_stats"]
+    target = build_target(spec, ExperimentSizes(d=d, n_test=4000), seed=seed)
+    options = SamplerOptions(method="nuts", chains=chains, warmup=warmup, draws=draws, seed=1000 + seed, init=init,
+                             block_size=draws)
+    checkpoint, block = run_block(target, options, None, draws)
+    result = summarize(target, options, checkpoint, aligned_draws(target, spec, block))
+    est, sampler = result.estimates, result.sampler
+    k1, k2 = target.info["widths"]
     return {
         "d": d, "alpha": alpha, "init": init, "seed": seed, "chains": chains, "warmup": warmup, "draws": draws,
-        "k1": ex.k1, "k2": ex.k2, "n": ex.n,
-        "eps": summarise(res["draws"]["generalization_error"]),
-        "train_mse": float(np.mean(res["draws"]["train_mse"])),
-        "acceptance": float(np.mean(st["acceptance_rate"])),
-        "divergences": int(np.sum(st["is_divergent"])),
-        "mean_leapfrog_steps": float(np.mean(st["num_integration_steps"])),
-        "gradient_evaluations": res["gradient_evaluations"],
-        "seconds": res["seconds"],
-        "Q1_mean": float(np.mean(ov["Q1"])), "Q2_mean": float(np.mean(ov["Q2"])), "Q21_mean": float(np.mean(ov["Q21"])),
-        "neurons": {"v2": [float(x) for x in np.abs(ex.v2)], "Q1": [float(x) for x in ov["Q1"].mean(axis=(0, 1))],
-                    "Q2": [float(x) for x in ov["Q2"].mean(axis=(0, 1))]},
+        "k1": k1, "k2": k2, "n": target.n_data,
+        "eps": _figures(est["generalization_error"]),
+        "train_mse": float(est["train_mse"].mean),
+        "acceptance": sampler.acceptance,
+        "divergences": sampler.divergences,
+        "mean_leapfrog_steps": float(np.mean(block.gradient_evaluations)),
+        "gradient_evaluations": result.gradient_evaluations,
+        "seconds": result.seconds,
+        "converged": result.converged,
+        "status": result.status.value,
+        "Q1_mean": _figures(est["Q1_mean"]), "Q2_mean": _figures(est["Q2_mean"]), "Q21_mean": _figures(est["Q21_mean"]),
+        "neurons": {"v2": [abs(x) for x in target.info["v2"]], "Q1": [float(x) for x in est["Q1"].mean],
+                    "Q2": [float(x) for x in est["Q2"].mean]},
     }
 
 
@@ -136,7 +150,7 @@ def figure(path: str, stored: str) -> None:
         data = json.load(fh)
     theory_points = []
     for alpha in (1.5, 2.5):
-        res = THEORY.solve(spec_at(alpha), SolverOptions())
+        res = solution_json(THEORY.name, THEORY.solve(spec_at(alpha), SolverOptions()))
         theory_points.append({"parameter": alpha, "order_parameters": res["order_parameters"]})
     for alpha, th in data["theory"].items():
         m = th["derived"]["map"]

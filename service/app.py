@@ -7,18 +7,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from service.errors import render_errors
 from service.middleware import ApiKeys, BodyLimit
 from service.ratelimit import RateCounter, RateLimit
 from service.routers import health, jobs, solve, theories
 from service.settings import Settings, get_settings
 from service.state import AppState
 from solvers import SOLVER_VERSION
-from solvers.core.jsonsafe import json_safe
 
 DESCRIPTION = """
 SaddleLab solves the order-parameter equations of statistical-mechanics theories of feature
@@ -42,13 +41,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.saddlelab = AppState.build(settings)
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # The offending input is echoed back, but JSON cannot carry NaN/Infinity: those become null.
-        errors = json_safe(jsonable_encoder(exc.errors(), custom_encoder={float: lambda v: v}))
-        if isinstance(errors, list):
-            for e in errors:
-                if isinstance(e, dict):
-                    e.pop("url", None)
-        return JSONResponse(status_code=422, content={"detail": errors})
+        # The offending input is echoed back bounded (deep, huge or non-Unicode input must not make the
+        # 422 itself fail), and JSON cannot carry NaN/Infinity: those become null.
+        return JSONResponse(status_code=422, content={"detail": render_errors(exc.errors())})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -63,8 +58,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (health.router, theories.router, solve.router, jobs.router):
         app.include_router(router)
     # Starlette runs the last-added middleware first: body limit, then keys, then the rate limit.
-    app.add_middleware(RateLimit, counter=RateCounter(settings.rate_limit_per_minute, app.state.saddlelab.link))
-    app.add_middleware(ApiKeys, keys=settings.api_keys)
+    state = app.state.saddlelab
+    app.add_middleware(RateLimit, counter=RateCounter(settings.rate_limit_per_minute, state.link, state.secret))
+    failures = RateCounter(settings.auth_failures_per_minute, state.link, state.secret, kind="authfail")
+    app.add_middleware(ApiKeys, keys=settings.api_keys, failures=failures)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app
 

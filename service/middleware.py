@@ -1,9 +1,10 @@
-"""Request-level guards: body size (413) and API keys (401)."""
+"""Request-level guards: body size (413) and API keys (401; 429 for an address that keeps failing)."""
 
 from __future__ import annotations
 
 import hmac
 import json
+from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -58,17 +59,41 @@ class BodyLimit:
         await self.app(scope, limited, guarded_send)
 
 
-class ApiKeys:
-    """``X-API-Key`` must match one configured key (constant-time); no keys = open instance."""
+def client_address(scope: Scope) -> str:
+    """The peer's address as the server saw it (proxy headers are honoured only from trusted proxies)."""
+    client: Any = scope.get("client") or ("anonymous",)
+    return str(client[0])
 
-    def __init__(self, app: ASGIApp, keys: tuple[str, ...]):
+
+class FailureCounter(Protocol):
+    limit: int
+
+    def exceeded(self, who: str) -> tuple[bool, int]: ...
+    def hit(self, who: str) -> tuple[bool, int]: ...
+
+
+class ApiKeys:
+    """``X-API-Key`` must match one configured key (constant-time); no keys = open instance.
+
+    Failed attempts are counted per client address; an address over ``failures.limit`` per minute
+    gets 429 (with Retry-After) until its window resets, whatever key it tries.
+    """
+
+    def __init__(self, app: ASGIApp, keys: tuple[str, ...], failures: FailureCounter | None = None):
         self.app = app
         self.keys = tuple(k.encode() for k in keys)
+        self.failures = failures
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.keys or scope.get("path", "").startswith(OPEN_PATHS):
             await self.app(scope, receive, send)
             return
+        address = f"addr:{client_address(scope)}"
+        if self.failures is not None:
+            blocked, reset = self.failures.exceeded(address)
+            if blocked:
+                await self._too_many(send, reset)
+                return
         given = dict(scope.get("headers", [])).get(b"x-api-key", b"")
         # Compare against every key so the time taken does not reveal which one nearly matched.
         match = None
@@ -76,7 +101,18 @@ class ApiKeys:
             if hmac.compare_digest(given, key):
                 match = key
         if match is None:
+            if self.failures is not None:
+                allowed, reset = self.failures.hit(address)
+                if not allowed:
+                    await self._too_many(send, reset)
+                    return
             await reply(send, 401, "missing or invalid X-API-Key")
             return
         scope.setdefault("state", {})["api_key"] = match.decode()
         await self.app(scope, receive, send)
+
+    async def _too_many(self, send: Send, reset: int) -> None:
+        assert self.failures is not None
+        await reply(send, 429, f"too many failed authentications from this address (more than "
+                               f"{self.failures.limit} per minute, auth_failures_per_minute)",
+                    headers=[(b"retry-after", str(reset).encode())])

@@ -1,7 +1,9 @@
-"""Per-key request rate limit: a fixed one-minute window, counted in Redis when present.
+"""Per-key request quotas and per-address failed-authentication limits: fixed one-minute windows.
 
-With Redis every API replica shares the count; without it (or while Redis is down) each
-process counts on its own, which can only be more permissive, never wrongly refuse.
+Counted in Redis when present, so every API replica shares them; without Redis (or while it is
+down) each process counts on its own, which can only be more permissive, never wrongly refuse.
+Counters are named by a keyed hash (:mod:`service.secrets`): neither API keys nor addresses are
+written in plain text.
 """
 
 from __future__ import annotations
@@ -11,27 +13,52 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.middleware import OPEN_PATHS, reply
+from service.middleware import OPEN_PATHS, client_address, reply
 from service.redis_link import RedisLink
+from service.secrets import InstanceSecret
 
 
 class RateCounter:
-    def __init__(self, limit_per_minute: int, link: RedisLink | None):
+    def __init__(self, limit_per_minute: int, link: RedisLink | None, secret: InstanceSecret, kind: str = "rate"):
         self.limit = limit_per_minute
         self.link = link
+        self.secret = secret
+        self.kind = kind
         self._local: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _window() -> tuple[int, int]:
+        now = time.time()
+        return int(now // 60), int(60 - now % 60) + 1
+
+    def _key(self, who: str, window: int) -> str:
+        return f"saddlelab:{self.kind}:{self.secret.tag(who)}:{window}"
+
+    def count(self, who: str) -> int:
+        """Requests counted for ``who`` in the current window."""
+        window, _ = self._window()
+        value = None
+        if self.link is not None:
+            value = self.link.call(lambda r: r.get(self._key(who, window)), None)
+        if value is None:
+            with self._lock:
+                return self._local.get((who, window), 0)
+        return int(value)
+
+    def exceeded(self, who: str) -> tuple[bool, int]:
+        """Whether ``who`` is already over the limit (without counting); and seconds until the window resets."""
+        _, reset = self._window()
+        return (self.limit > 0 and self.count(who) >= self.limit), reset
+
     def hit(self, who: str) -> tuple[bool, int]:
         """Count one request; returns (allowed, seconds until the window resets)."""
-        now = time.time()
-        window = int(now // 60)
-        reset = int(60 - now % 60) + 1
+        window, reset = self._window()
         if self.limit <= 0:
             return True, reset
         count = None
         if self.link is not None:
-            key = f"saddlelab:rate:{who}:{window}"
+            key = self._key(who, window)
 
             def incr(r):  # type: ignore[no-untyped-def]
                 pipe = r.pipeline()
@@ -59,8 +86,9 @@ class RateLimit:
         if scope["type"] != "http" or scope.get("path", "").startswith(OPEN_PATHS):
             await self.app(scope, receive, send)
             return
-        who = scope.get("state", {}).get("api_key") or (scope.get("client") or ("anonymous",))[0]
-        allowed, reset = self.counter.hit(str(who))
+        key = scope.get("state", {}).get("api_key")
+        who = f"key:{key}" if key else f"addr:{client_address(scope)}"
+        allowed, reset = self.counter.hit(who)
         if not allowed:
             await reply(send, 429, f"rate limit of {self.counter.limit} requests per minute exceeded "
                                    f"(rate_limit_per_minute)", headers=[(b"retry-after", str(reset).encode())])

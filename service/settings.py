@@ -19,9 +19,13 @@ def _limits() -> dict[str, float]:
     return {k[len(prefix):].lower(): float(v) for k, v in os.environ.items() if k.startswith(prefix)}
 
 
-def _keys() -> tuple[str, ...]:
-    raw = os.environ.get("SADDLELAB_API_KEYS", "")
+def _list(name: str) -> tuple[str, ...]:
+    raw = os.environ.get(name, "")
     return tuple(k.strip() for k in raw.split(",") if k.strip())
+
+
+def _keys() -> tuple[str, ...]:
+    return _list("SADDLELAB_API_KEYS")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,24 @@ class Settings:
     api_keys: tuple[str, ...] = field(default_factory=_keys)
     #: Requests per minute per key (0 = unlimited).
     rate_limit_per_minute: int = field(default_factory=lambda: _int("SADDLELAB_RATE_LIMIT_PER_MINUTE", 600))
+    #: Failed authentications per minute per client address before 429 (0 = unlimited).
+    auth_failures_per_minute: int = field(default_factory=lambda: _int("SADDLELAB_AUTH_FAILURES_PER_MINUTE", 30))
+    #: Instance secret for keyed hashes of API keys and addresses (HMAC). Unset: shared through Redis
+    #: (created once), or random per process without Redis.
+    secret: str | None = field(default_factory=lambda: os.environ.get("SADDLELAB_SECRET") or None)
+    #: Addresses of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are trusted (default: none).
+    trusted_proxies: tuple[str, ...] = field(default_factory=lambda: _list("SADDLELAB_TRUSTED_PROXIES"))
+    #: API worker processes of ``python -m service``.
+    api_workers: int = field(default_factory=lambda: _int("SADDLELAB_API_WORKERS", 1))
+    #: Cold solves computed at once by one API process, each in its own killable process (0 = in-process).
+    solve_processes: int = field(default_factory=lambda: _int("SADDLELAB_SOLVE_PROCESSES", 2))
+    #: Largest memory of one solve or job line, in bytes: refused beforehand by the theory's estimate (422)
+    #: and enforced on the process that computes it.
+    max_solve_memory_bytes: int = field(
+        default_factory=lambda: _int("SADDLELAB_MAX_SOLVE_MEMORY_BYTES", 4 * 1024**3)
+    )
+    #: Points per page of a job result (``GET /v1/jobs/{id}?offset=&limit=``).
+    result_page_size: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_SIZE", 5000))
     #: Concurrent unfinished jobs per key (0 = unlimited).
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Seconds between attempts to reach Redis again after an outage.

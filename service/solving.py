@@ -1,9 +1,8 @@
-"""Cached, deduplicated solves."""
+"""Cached, deduplicated solves: only a complete answer is cached."""
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -11,16 +10,14 @@ from pydantic import BaseModel, ValidationError
 from service.cache import Cache
 from service.keys import spec_hash
 from service.schemas import SolveResponse
+from service.serialize import solution_json
 from service.settings import Settings
 from service.singleflight import SingleFlight
-from solvers.core.jsonsafe import json_safe
 from solvers.core.options import SolverOptions
+from solvers.core.results import Catalogue
 from solvers.theories import get as get_theory
 
 log = logging.getLogger("saddlelab.solve")
-
-#: Outcomes that depend on the machine's load, not on the spec: never cached.
-UNCACHEABLE = {"time_limit", "error"}
 
 
 def effective_options(options: SolverOptions, settings: Settings) -> SolverOptions:
@@ -31,35 +28,17 @@ def effective_options(options: SolverOptions, settings: Settings) -> SolverOptio
     return options
 
 
-def compute(model: BaseModel, options: SolverOptions, settings: Settings) -> dict[str, Any]:
-    """Solve one spec; a failure inside a theory becomes ``converged: false`` with the reason."""
+def compute(model: BaseModel, options: SolverOptions, settings: Settings) -> Catalogue:
+    """Solve one spec. Non-convergence is in the catalogue; an exception here is a bug and propagates."""
     theory = get_theory(model.theory)  # type: ignore[attr-defined]
-    start = time.perf_counter()
-    try:
-        return theory.solve(model, effective_options(options, settings))
-    except Exception as exc:
-        log.exception("solve failed for theory %s", model.theory)  # type: ignore[attr-defined]
-        return json_safe({
-            "theory": theory.name,
-            "converged": False,
-            "order_parameters": {},
-            "observables": {},
-            "branches": [],
-            "equilibrium": None,
-            "diagnostics": {
-                "residual": None,
-                "iterations": 0,
-                "method": options.method,
-                "seconds": time.perf_counter() - start,
-                "status": "error",
-                "message": f"{type(exc).__name__}: {exc}",
-            },
-        })
+    return theory.solve(model, effective_options(options, settings))
 
 
 def valid_entry(key: str, value: dict[str, Any]) -> bool:
     """A cached value is served only if it is a complete response for this very key."""
     if value.get("spec_hash") != key:
+        return False
+    if value.get("diagnostics", {}).get("complete") is False:
         return False
     try:
         SolveResponse.model_validate({**value, "cached": True})
@@ -94,8 +73,14 @@ class SolveService:
             hit = self.lookup(key)  # computed by whoever held the key before us
             if hit is not None:
                 return {**hit, "cached": True}
-            result = compute(model, options, self.settings)
-            result["spec_hash"] = key
-            if result.get("diagnostics", {}).get("status") not in UNCACHEABLE:
+            try:
+                cat = compute(model, options, self.settings)
+            except Exception:
+                log.exception("solve of spec %s (theory %s) raised", key, model.theory)  # type: ignore[attr-defined]
+                raise
+            result = {**solution_json(model.theory, cat), "spec_hash": key}  # type: ignore[attr-defined]
+            # A catalogue cut short (time limit) or with a failed evaluation is the circumstances' answer,
+            # not the equations': it is returned, never cached.
+            if cat.cacheable:
                 self.cache.set(key, result)
         return {**result, "cached": False}

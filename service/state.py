@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.cache import Cache, MemoryCache, RedisCache
-from service.jobs_local import LocalJobs
+from service.jobs.local import LocalJobs
 from service.redis_link import RedisLink
+from service.secrets import InstanceSecret
 from service.settings import Settings
 from service.singleflight import SingleFlight
 from service.solving import SolveService
@@ -20,17 +21,19 @@ class AppState:
     cache: Cache
     solver: SolveService
     jobs: Any
+    secret: InstanceSecret
 
     @classmethod
     def build(cls, settings: Settings) -> AppState:
         link = RedisLink(settings.redis_url, settings.redis_retry_seconds) if settings.redis_url else None
+        secret = InstanceSecret(settings.secret, link)
         cache: Cache = RedisCache(link, settings.cache_ttl) if link else MemoryCache(settings.memory_cache_size)
         solver = SolveService(cache, SingleFlight(link), settings)
         jobs: Any
         if link is not None:
-            from service.jobs_rq import RQJobs  # imported lazily: the embedded default needs no RQ
+            from service.jobs.rq_backend import RQJobs  # imported lazily: the embedded default needs no RQ
 
-            jobs = RQJobs(link, settings)
+            jobs = RQJobs(link, settings, secret)
         else:
-            jobs = LocalJobs(settings.local_workers)
-        return cls(settings, link, cache, solver, jobs)
+            jobs = LocalJobs(settings.local_workers, secret)
+        return cls(settings, link, cache, solver, jobs, secret)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from service.errors import field_error, relocate
 from service.keys import spec_hash
@@ -22,15 +23,32 @@ def expand(values: list[float] | Range) -> list[float]:
     return [float(v) for v in values]
 
 
+@lru_cache(maxsize=256)
+def _field_adapter(cls: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    """Validates one value against a spec field's own type and constraints."""
+    info = cls.model_fields[name]
+    return TypeAdapter(Annotated[info.annotation, info])  # type: ignore[name-defined]
+
+
 def _check_values(
     model: BaseModel, parameter: str, values: list[float], loc: list[str | int], settings: Settings
 ) -> None:
-    """Every value must give a valid spec within the instance's size limits; the first bad one is named."""
+    """Every value within the field's constraints, and the whole spec valid within the instance's size limits.
+
+    The spec is validated once per end of the range (cross-field rules, sizes), not once per value: each
+    value is checked against the field alone. The first bad value is named by its index.
+    """
     cls = type(model)
-    base = model.model_dump()
+    adapter = _field_adapter(cls, parameter)
     for i, v in enumerate(values):
         try:
-            at = cls.model_validate({**base, parameter: v}, strict=False)
+            adapter.validate_python(v, strict=False)
+        except ValidationError as exc:
+            raise relocate(exc, [*loc, i]) from None
+    base = model.model_dump()
+    for i in sorted({int(np.argmin(values)), int(np.argmax(values))}):
+        try:
+            at = cls.model_validate({**base, parameter: values[i]}, strict=False)
         except ValidationError as exc:
             raise relocate(exc, [*loc, i]) from None
         check_sizes(at, settings, prefix=(*loc, i))

@@ -3,7 +3,7 @@
 A thin wrapper over :class:`rq.Worker` (one forked work horse per line of a job):
 
 - JSON serialisation (``rq.serializers.JSONSerializer``): a job is ``(job id, line)``, its state
-  lives in SaddleLab's own keys (:mod:`service.jobs_rq`);
+  lives in SaddleLab's own keys (:mod:`service.jobs.store`);
 - the job timeout is the instance's ``job_timeout``, set on every job when it is enqueued;
 - a short heartbeat: RQ declares a line abandoned when its worker has not reported for
   ``heartbeat + heartbeat_grace`` seconds (RQ's default adds a fixed minute), and idle workers look
@@ -35,7 +35,7 @@ import redis
 from rq import Queue, Worker
 from rq.serializers import JSONSerializer
 
-from service import jobs_rq
+from service.jobs import rq_backend, task
 from service.settings import get_settings
 
 log = logging.getLogger("saddlelab.worker")
@@ -76,7 +76,7 @@ class SaddleLabWorker(Worker):
 
     def main_work_horse(self, job: Any, queue: Queue) -> None:
         _die_with_parent(self.pid)
-        signal.signal(signal.SIGUSR1, lambda *_: jobs_rq.HANDOFF.set())
+        signal.signal(signal.SIGUSR1, lambda *_: task.HANDOFF.set())
         super().main_work_horse(job, queue)
 
 
@@ -105,7 +105,7 @@ def connect(url: str) -> redis.Redis:
 def build_worker(url: str, knobs: WorkerSettings | None = None, name: str | None = None) -> SaddleLabWorker:
     knobs = knobs or WorkerSettings()
     conn = connect(url)
-    queue = Queue(jobs_rq.QUEUE, connection=conn, serializer=JSONSerializer)
+    queue = Queue(rq_backend.QUEUE, connection=conn, serializer=JSONSerializer)
     worker = SaddleLabWorker(
         [queue],
         connection=conn,

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from service.deps import get_state
-from service.jobs_local import JobLimitExceeded, QueueUnavailable, RawJSON
+from service.jobs.backend import JobLimitExceeded, QueueUnavailable, RawJSON
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.state import AppState
 from service.sweep_plan import plan

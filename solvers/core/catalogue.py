@@ -3,72 +3,26 @@
 Solve from every start (and every root of the theory's exhaustive search, when it has one),
 merge duplicates, decide stability, and pick the equilibrium as the stable branch with the
 largest free entropy. All branches are reported, so a first-order transition is never hidden
-by a lucky start.
+by a lucky start. The catalogue records how every start ended, so that one cut short by the time
+limit is known to be incomplete.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import SolveResult
+from solvers.core.results import Attempt, Branch, Catalogue, SolveResult
 from solvers.core.solve import remaining, solve_at
+from solvers.core.status import Status
 
 DUPLICATE_TOL = 1e-6
 MARGINAL = 1e-9
-
-
-@dataclass
-class Branch:
-    """One solution at one parameter value."""
-
-    name: str
-    x: np.ndarray
-    converged: bool
-    stable: bool | None
-    stability_margin: float | None
-    free_entropy: float | None
-    result: SolveResult
-    starts: list[str] = field(default_factory=list)
-
-    def diagnostics(self) -> dict[str, Any]:
-        d = self.result.diagnostics()
-        d["starts"] = list(self.starts)
-        d["stability_margin"] = self.stability_margin
-        return d
-
-
-@dataclass
-class Catalogue:
-    branches: list[Branch]
-    equilibrium: str | None
-    seconds: float
-
-    @property
-    def converged(self) -> bool:
-        eq = self.get(self.equilibrium)
-        return eq is not None and eq.converged
-
-    def get(self, name: str | None) -> Branch | None:
-        return next((b for b in self.branches if b.name == name), None)
-
-    def diagnostics(self) -> dict[str, Any]:
-        eq = self.get(self.equilibrium)
-        ref = eq if eq is not None else (min(self.branches, key=lambda b: b.result.residual) if self.branches else None)
-        return {
-            "residual": ref.result.residual if ref else None,
-            "iterations": int(sum(b.result.iterations for b in self.branches)),
-            "method": ref.result.method if ref else None,
-            "seconds": self.seconds,
-            "status": ref.result.status if ref else "no_solution",
-            "message": ref.result.message if ref else "No start produced a solution.",
-        }
 
 
 def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
@@ -85,6 +39,11 @@ def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
     return None
 
 
+def is_stable(margin: float | None) -> bool | None:
+    # A marginal solution (margin ~ 0, e.g. exactly at a critical point) counts as stable.
+    return None if margin is None or not np.isfinite(margin) else margin > -MARGINAL
+
+
 def same_solution(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float = DUPLICATE_TOL) -> bool:
     """Equal up to ``tol`` (relative to the theory's scale) after mapping both to their symmetry class."""
     if problem.canonical is not None:
@@ -93,17 +52,17 @@ def same_solution(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float = D
     return bool(np.all(np.abs(a - b) <= tol * scale))
 
 
-def same_degenerate_root(problem: Problem, p: float, b: Branch, res: SolveResult) -> bool:
+def same_degenerate_root(problem: Problem, p: float, x: np.ndarray, residual: float, res: SolveResult) -> bool:
     """Two nearby points of one degenerate (flat) root, which Newton reaches only to ~tol^(1/k).
 
     They are the same solution when the residual stays at the solve tolerance all the way
     between them; two genuinely distinct roots have a residual barrier in between.
     """
-    if not same_solution(problem, b.x, res.x, tol=1e-2):
+    if not same_solution(problem, x, res.x, tol=1e-2):
         return False
-    level = 10 * max(b.result.residual, res.residual) + 1e-14
+    level = 10 * max(residual, res.residual) + 1e-14
     for w in (0.25, 0.5, 0.75):
-        mid = (1 - w) * b.x + w * res.x
+        mid = (1 - w) * x + w * res.x
         if float(np.max(np.abs(problem.F(mid, p)))) > level:
             return False
     return True
@@ -111,23 +70,21 @@ def same_degenerate_root(problem: Problem, p: float, b: Branch, res: SolveResult
 
 def classify(problem: Problem, p: float, name: str, result: SolveResult, start: str) -> Branch:
     x = np.asarray(problem.canonical(result.x), dtype=float) if problem.canonical is not None else result.x
-    result.x = x
+    result = result.replace(x=x)
     margin = stability_margin(problem, x, p) if result.converged else None
     fe = float(problem.free_entropy(x, p)) if (problem.free_entropy is not None and result.converged) else None
     return Branch(
         name=name,
         x=x,
-        converged=result.converged,
-        # A marginal solution (margin ~ 0, e.g. exactly at a critical point) counts as stable.
-        stable=None if margin is None else margin > -MARGINAL,
+        result=result,
+        stable=is_stable(margin),
         stability_margin=margin,
         free_entropy=fe,
-        result=result,
-        starts=[start],
+        starts=(start,),
     )
 
 
-def pick_equilibrium(branches: list[Branch]) -> str | None:
+def pick_equilibrium(branches: Sequence[Branch]) -> str | None:
     ok = [b for b in branches if b.converged and b.stable is not False]
     if not ok:
         return None
@@ -146,47 +103,89 @@ def unique_name(name: str, taken: set[str]) -> str:
     return f"{name}_{k}"
 
 
-def build_catalogue(problem: Problem, p: float, candidates: list[tuple[str, SolveResult]], seconds: float) -> Catalogue:
-    """Merge duplicate solutions and rank them; non-converged attempts are kept only if nothing converged."""
+def build_catalogue(
+    problem: Problem,
+    p: float,
+    candidates: Sequence[tuple[str, SolveResult]],
+    seconds: float,
+    *,
+    complete: bool = True,
+    report: bool = False,
+) -> Catalogue:
+    """Merge duplicate solutions and rank them; non-converged attempts are kept only if nothing converged.
+
+    ``report``: attach the theory's report to every branch and its notes to the catalogue.
+    """
     branches: list[Branch] = []
     for start, res in candidates:
         if not res.converged:
             continue
-        dup = next(
-            (b for b in branches if same_solution(problem, b.x, res.x) or same_degenerate_root(problem, p, b, res)),
+        k = next(
+            (
+                i
+                for i, b in enumerate(branches)
+                if same_solution(problem, b.x, res.x) or same_degenerate_root(problem, p, b.x, b.result.residual, res)
+            ),
             None,
         )
-        if dup is not None:
-            dup.starts.append(start)
+        if k is not None:
+            branches[k] = branches[k].replace(starts=(*branches[k].starts, start))
             continue
         name = problem.name_of(res.x, p, start)
         branch = classify(problem, p, name, res, start)
         taken = {b.name for b in branches}
         if name in taken and branch.stable is False:
             name = f"{name}:unstable"
-        branch.name = unique_name(name, taken)
-        branches.append(branch)
+        branches.append(branch.replace(name=unique_name(name, taken)))
     if not branches and candidates:
         # Honest failure: report the best attempt with its residual.
         start, res = min(candidates, key=lambda c: c[1].residual)
         branches.append(classify(problem, p, start, res, start))
-    return Catalogue(branches=branches, equilibrium=pick_equilibrium(branches), seconds=seconds)
+    attempts = tuple(Attempt(s, r.status, r.residual, r.iterations) for s, r in candidates)
+    # An attempt cut short by the time limit did not finish: the catalogue may be missing its branch.
+    complete = complete and not any(a.status is Status.TIME_LIMIT for a in attempts)
+    cat = Catalogue(
+        parameter=float(p),
+        branches=tuple(branches),
+        equilibrium=pick_equilibrium(branches),
+        attempts=attempts,
+        seconds=seconds,
+        complete=complete,
+    )
+    return with_reports(problem, cat) if report else cat
+
+
+def with_reports(problem: Problem, cat: Catalogue) -> Catalogue:
+    """The catalogue with the theory's report on every branch and its notes on the whole."""
+    if problem.report is not None:
+        cat = cat.replace(branches=tuple(b.replace(report=problem.report(b.x, cat.parameter)) for b in cat.branches))
+    if problem.notes is not None:
+        cat = cat.replace(notes=problem.notes(cat))
+    return cat
 
 
 def solve_catalogue(
-    problem: Problem, p: float, options: SolverOptions, extra_starts: dict[str, np.ndarray] | None = None
+    problem: Problem,
+    p: float,
+    options: SolverOptions,
+    extra_starts: Mapping[str, np.ndarray] | None = None,
+    *,
+    report: bool = False,
 ) -> Catalogue:
     """Solve from every named start (plus the theory's exhaustive search) at parameter ``p``.
 
     ``extra_starts`` (e.g. the previous point of a sweep) go first, so a branch keeps its name
-    along a sweep when it is reached from several starts.
+    along a sweep when it is reached from several starts. The time limit is one budget for the
+    whole catalogue; the starts it leaves unsolved make the catalogue incomplete.
     """
     t0 = time.perf_counter()
     candidates: list[tuple[str, SolveResult]] = []
-    starts: list[tuple[str, np.ndarray]] = list((extra_starts or {}).items())
-    if problem.enumerate is not None:
-        starts.extend(problem.enumerate(p))
-    starts.extend(problem.starts(p).items())
+    roots = list(problem.enumerate(p)) if problem.enumerate is not None else []
+    if roots and problem.exhaustive:
+        starts = roots  # every solution is among them: other starts could only find them again
+    else:
+        starts = [*(extra_starts or {}).items(), *roots, *problem.starts(p).items()]
+    complete = True
     for name, x0 in starts:
         x0 = np.asarray(x0, dtype=float)
         # A start that already sits on a solution found from another start needs no solve of its own.
@@ -194,6 +193,8 @@ def solve_catalogue(
         if known is not None:
             candidates.append((name, known))
             continue
-        # The time limit is one budget for the whole catalogue, not one per start.
+        if options.time_limit is not None and time.perf_counter() - t0 >= options.time_limit:
+            complete = False
+            break
         candidates.append((name, solve_at(problem, p, x0, remaining(options, t0))))
-    return build_catalogue(problem, p, candidates, time.perf_counter() - t0)
+    return build_catalogue(problem, p, candidates, time.perf_counter() - t0, complete=complete, report=report)

@@ -16,12 +16,13 @@ solve), which places the fold parameter to round-off because p is quadratic in s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 
-from solvers.core.catalogue import MARGINAL, stability_margin
+from solvers.core.catalogue import is_stable, stability_margin
+from solvers.core.errors import is_numerical
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -29,7 +30,7 @@ from solvers.core.problem import Problem
 OnStep = Callable[["CurvePoint"], None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class CurvePoint:
     p: float
     x: np.ndarray
@@ -39,10 +40,14 @@ class CurvePoint:
 
     @property
     def stable(self) -> bool | None:
-        return None if self.margin is None else self.margin > -MARGINAL
+        return is_stable(self.margin)
+
+    def flipped(self) -> CurvePoint:
+        """The same point with its tangent pointing the other way along the curve."""
+        return CurvePoint(self.p, self.x, -self.tangent, self.margin, self.free_entropy)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fold:
     p: float
     x: np.ndarray
@@ -50,14 +55,18 @@ class Fold:
     refined: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Curve:
     """One traced solution curve, ordered by arclength, with its folds."""
 
     name: str
-    points: list[CurvePoint] = field(default_factory=list)
-    folds: list[Fold] = field(default_factory=list)
+    points: tuple[CurvePoint, ...] = ()
+    folds: tuple[Fold, ...] = ()
     message: str = ""
+
+
+class CorrectorFailed(Exception):
+    """The bordered corrector did not reach the curve from a predicted point."""
 
 
 class Frame:
@@ -79,7 +88,9 @@ class Frame:
         """The residual; a theory that cannot evaluate it here yields NaN, which the corrector rejects."""
         try:
             return self.problem.F(x, self.p(t))
-        except (FloatingPointError, ZeroDivisionError, OverflowError, ValueError, np.linalg.LinAlgError):
+        except Exception as exc:
+            if not is_numerical(exc):
+                raise
             return np.full(x.size, np.nan)
 
     def jac_x(self, x: np.ndarray, t: float) -> np.ndarray:
@@ -150,7 +161,9 @@ def _point(frame: Frame, z: np.ndarray, tau: np.ndarray) -> CurvePoint:
     fe = float(problem.free_entropy(x, p)) if problem.free_entropy is not None else None
     try:
         margin = stability_margin(problem, x, p)
-    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+    except Exception as exc:
+        if not is_numerical(exc):
+            raise
         margin = None
     return CurvePoint(p=p, x=x, tangent=tau.copy(), margin=margin, free_entropy=fe)
 
@@ -174,7 +187,7 @@ def refine_along(
     def value(s: float) -> float:
         z, _ = frame.correct(za + s * a.tangent, a.tangent, frame.options.continuation.newton_max * 2)
         if z is None:
-            raise ValueError("corrector failed during refinement")
+            raise CorrectorFailed()
         tau = frame.tangent(z[:n], float(z[n]), a.tangent)
         cache[s] = z
         return float(g(z, tau))
@@ -192,7 +205,7 @@ def refine_along(
             value(s)
         z = cache[s]
         return frame.p(float(z[n])), z[:n].copy()
-    except (ValueError, RuntimeError, np.linalg.LinAlgError):
+    except (CorrectorFailed, RuntimeError, np.linalg.LinAlgError):
         return None
 
 
@@ -226,7 +239,7 @@ def trace_curve(
     first = _point(frame, z0, tau0)
     halves: list[tuple[list[CurvePoint], list[Fold], str]] = []
     for direction in (+1.0, -1.0):
-        pts = [CurvePoint(first.p, first.x, direction * first.tangent, first.margin, first.free_entropy)]
+        pts = [first if direction > 0 else first.flipped()]
         folds: list[Fold] = []
         ds = copt.ds
         message = "left the parameter range"
@@ -253,11 +266,11 @@ def trace_curve(
                 continue
             new = _point(frame, z, tau)
             if np.sign(new.tangent[n]) != np.sign(cur.tangent[n]) and cur.tangent[n] != 0:
-                fold = _refine_fold(frame, cur, new)
-                if fold is None:  # refinement failed: keep the midpoint estimate, flagged unrefined
-                    fold = Fold(p=0.5 * (cur.p + new.p), x=0.5 * (cur.x + new.x), index=-1, refined=False)
-                fold.index = len(pts) - 1
-                folds.append(fold)
+                found = _refine_fold(frame, cur, new)
+                if found is None:  # refinement failed: keep the midpoint estimate, flagged unrefined
+                    folds.append(Fold(0.5 * (cur.p + new.p), 0.5 * (cur.x + new.x), len(pts) - 1, refined=False))
+                else:
+                    folds.append(Fold(found.p, found.x, len(pts) - 1))
             pts.append(new)
             if on_step is not None:
                 on_step(new)
@@ -275,10 +288,10 @@ def trace_curve(
         halves.append((pts, folds, message))
     (fwd, ffold, fmsg), (bwd, bfold, bmsg) = halves
     # Join: backward half reversed (its tangents flipped to the forward orientation), then forward.
-    back = [CurvePoint(q.p, q.x, -q.tangent, q.margin, q.free_entropy) for q in reversed(bwd[1:])]
+    back = [q.flipped() for q in reversed(bwd[1:])]
     offset = len(back)
     folds = [Fold(f.p, f.x, offset - 1 - f.index, f.refined) for f in bfold] + [
         Fold(f.p, f.x, f.index + offset, f.refined) for f in ffold
     ]
     folds.sort(key=lambda f: f.index)
-    return Curve(name=name, points=back + fwd, folds=folds, message=f"backward: {bmsg}; forward: {fmsg}")
+    return Curve(name, tuple(back + fwd), tuple(folds), f"backward: {bmsg}; forward: {fmsg}")

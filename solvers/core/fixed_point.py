@@ -20,6 +20,7 @@ import numpy as np
 
 from solvers.core.options import SolverOptions
 from solvers.core.results import SolveResult
+from solvers.core.status import Status
 
 Map = Callable[[np.ndarray], np.ndarray]
 
@@ -51,14 +52,14 @@ def iterate(
     best_x = x.copy()
     history: list[float] = []
     nfev = 0
-    status = "max_iterations"
+    status = Status.MAX_ITERATIONS
     res = np.inf
     it = 0
     for it in range(1, options.max_iterations + 1):  # noqa: B007 (reported after the loop)
         gx = np.asarray(G(x), dtype=float)
         nfev += 1
         if not np.all(np.isfinite(gx)):
-            status = "nan"
+            status = Status.DIVERGED
             break
         f = gx - x
         res = float(np.max(np.abs(f))) if f.size else 0.0
@@ -66,11 +67,11 @@ def iterate(
         if res < best_res:
             best_res, best_x = res, x.copy()
         if res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
-            status = "converged"
+            status = Status.CONVERGED
             best_x, best_res = x.copy(), res
             break
         if time.perf_counter() > deadline:
-            status = "time_limit"
+            status = Status.TIME_LIMIT
             break
         if anderson and x_prev is not None and f_prev is not None:
             if res > restart_growth * best_res:
@@ -105,15 +106,14 @@ def iterate(
             dF.clear()
             x_new = x + beta * f
         x = x_new
-    converged = status == "converged"
+    converged = status is Status.CONVERGED
     return SolveResult(
         x=best_x if not converged else x,
-        converged=converged,
         residual=float(best_res if np.isfinite(best_res) else res),
         iterations=it,
         method=method,
         seconds=time.perf_counter() - start,
         status=status,
         nfev=nfev,
-        history=history,
+        history=tuple(history),
     )

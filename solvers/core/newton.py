@@ -14,6 +14,7 @@ import numpy as np
 
 from solvers.core.options import SolverOptions
 from solvers.core.results import SolveResult
+from solvers.core.status import Status
 
 Fun = Callable[[np.ndarray], np.ndarray]
 
@@ -68,19 +69,20 @@ def newton(
     f = np.asarray(F(x), dtype=float)
     nfev += 1
     history: list[float] = []
-    status = "max_iterations"
+    status = Status.MAX_ITERATIONS
     it = 0
     if not np.all(np.isfinite(f)):
-        return SolveResult(x, False, float("inf"), 0, "newton", time.perf_counter() - start, "nan", nfev)
+        return SolveResult(x, Status.DIVERGED, float("inf"), 0, "newton", time.perf_counter() - start, nfev,
+                           detail="The residual is not finite at the start.")
     res = float(np.max(np.abs(f))) if f.size else 0.0
     history.append(res)
     for it in range(1, cap + 1):
         if res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
-            status = "converged"
+            status = Status.CONVERGED
             it -= 1
             break
         if time.perf_counter() > deadline:
-            status = "time_limit"
+            status = Status.TIME_LIMIT
             break
         J = jacobian(x) if jacobian is not None else fd_jacobian(F, x)
         if jacobian is None:
@@ -101,24 +103,23 @@ def newton(
             t *= 0.5
         if not accepted:
             # Accept a tiny step only if it is finite; a stalled line search ends the solve.
-            status = "line_search"
+            status = Status.LINE_SEARCH
             break
         x, f = x_try, f_try
         res = float(np.max(np.abs(f))) if f.size else 0.0
         history.append(res)
     else:
         if res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
-            status = "converged"
-    if status != "converged" and res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
-        status = "converged"
+            status = Status.CONVERGED
+    if status is not Status.CONVERGED and res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
+        status = Status.CONVERGED
     return SolveResult(
         x=x,
-        converged=status == "converged",
         residual=res,
         iterations=it,
         method="newton",
         seconds=time.perf_counter() - start,
         status=status,
         nfev=nfev,
-        history=history,
+        history=tuple(history),
     )

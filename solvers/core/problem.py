@@ -1,24 +1,60 @@
-"""The one object a theory hands to the engine: a parametrised system F(x; p) = 0.
+"""The one object a theory hands to the engine: a parametrised system F(x; p) = 0, bound to its model.
 
 The engine knows no physics. A theory describes its saddle-point equations as a residual on a
 flat vector of order parameters ``x`` at a scalar control parameter ``p`` (the value of the
 swept field; for a single solve, the spec's own value), plus optional structure the engine can
 exploit: a fixed-point map for Picard/Anderson, an analytic Jacobian for Newton, a free entropy
-to rank branches, a stability margin, names for the solutions, and an exhaustive root search
-where the theory can afford one (e.g. a 1-D scan).
+to rank branches, a stability margin, names for the solutions, an exhaustive root search where
+the theory can afford one (e.g. a 1-D scan), event indicators whose zeros are special points, and
+``report``, which names the order parameters and observables of a solution. A problem is built
+once per solve or sweep from a validated spec (``Theory.problem``) and carries everything it
+needs; it never rebuilds its model from the length of ``x``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+
+from solvers.core.results import Notes, Report
+from solvers.core.special_points import SpecialKind, Transition
+
+if TYPE_CHECKING:
+    from solvers.core.results import Catalogue
+    from solvers.core.sweep import Sweep
 
 Vector = np.ndarray
 Residual = Callable[[Vector, float], Vector]
 Scalar = Callable[[Vector, float], float]
+
+#: Every kind of special point the engine looks for by default.
+ALL_KINDS = frozenset(SpecialKind)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A named scalar function of the state whose sign change along a branch is a special point.
+
+    Attributes:
+        name: identifies the event in results.
+        indicator: g(x, p); its zero is the event. Non-finite values are ignored.
+        transition: how the theory classifies the event ("first_order" for a phase boundary, "spinodal").
+        branches: the names the event is reported with (e.g. the two phases it separates); default:
+            the branch on which it occurs.
+        detail: one sentence for the user.
+        smooth: the indicator is continuous across its zero (refined by Brent's method); False for a
+            sign-only indicator (refined by bisection).
+    """
+
+    name: str
+    indicator: Scalar
+    transition: Transition = "spinodal"
+    branches: tuple[str, ...] | None = None
+    detail: str = ""
+    smooth: bool = True
 
 
 @dataclass(frozen=True)
@@ -41,12 +77,21 @@ class Problem:
             "saddle" when the theory must supply ``stability`` itself (else: unknown).
         label: names a solution (e.g. "center", "aligned"); default: the start it came from.
         enumerate: p -> list of (name, x) of *all* solutions, for theories that can afford an
-            exhaustive search; the engine then uses it instead of (and in addition to) starts.
+            exhaustive search; the engine then uses it in addition to the starts.
+        exhaustive: ``enumerate`` provably finds every solution (e.g. it brackets every sign change of a
+            1-D reduced residual): when it returns roots, the named and warm starts are not solved (they
+            could only reach the same solutions again); when it returns none, they are.
         project: maps an iterate back into the domain (e.g. clips a variance to > 0).
         canonical: maps a solution to the representative of its symmetry class (e.g. rho -> |rho|
             for an even potential); used to merge mirror images and to report solutions.
         scale: typical magnitude of each component, for duplicate merging.
         names: names of the components of x (for diagnostics).
+        report: (x, p) -> the named order parameters and observables of a solution.
+        events: event indicators located along every branch of a sweep.
+        detect: the kinds of special point the engine looks for along a sweep (default: all).
+        notes: catalogue -> what the theory adds about the whole catalogue (not one branch).
+        sweep_notes: sweep -> what the theory adds about a whole sweep.
+        point_state: (x, p) -> what to report about the state at a refined special point.
     """
 
     residual: Residual | None
@@ -59,10 +104,17 @@ class Problem:
     kind: Literal["gradient", "fixed_point", "saddle"] = "fixed_point"
     label: Callable[[Vector, float, str], str] | None = None
     enumerate: Callable[[float], Sequence[tuple[str, Vector]]] | None = None
+    exhaustive: bool = False
     project: Callable[[Vector], Vector] | None = None
     canonical: Callable[[Vector], Vector] | None = None
     scale: Vector | None = None
     names: Sequence[str] = field(default_factory=tuple)
+    report: Callable[[Vector, float], Report] | None = None
+    events: tuple[Event, ...] = ()
+    detect: frozenset[SpecialKind] = ALL_KINDS
+    notes: Callable[[Catalogue], Notes] | None = None
+    sweep_notes: Callable[[Sweep], Notes] | None = None
+    point_state: Callable[[Vector, float], Mapping[str, object]] | None = None
 
     def __post_init__(self) -> None:
         if self.residual is None and self.fixed_point is None:
@@ -77,3 +129,6 @@ class Problem:
 
     def name_of(self, x: Vector, p: float, start: str) -> str:
         return self.label(x, p, start) if self.label is not None else start
+
+    def looks_for(self, kind: SpecialKind) -> bool:
+        return kind in self.detect

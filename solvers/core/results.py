@@ -1,49 +1,178 @@
-"""Result types shared by every solver (scipy's ``OptimizeResult`` vocabulary, typed)."""
+"""Typed, frozen results of the engine: one solve, one branch, one catalogue (scipy's vocabulary, typed).
+
+Nothing here is JSON: the service turns these objects into the HTTP contract in one place. The
+state vectors are read-only copies, so a result can be shared between threads and cached.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-#: One table of status messages, so every method words the same outcome the same way.
-STATUS_MESSAGES = {
-    "converged": "Residual below tolerance.",
-    "max_iterations": "Iteration cap reached before the residual met the tolerance.",
-    "nan": "Non-finite value encountered; the last finite iterate is returned.",
-    "line_search": "Line search could not reduce the residual.",
-    "singular": "Jacobian is singular at the iterate.",
-    "time_limit": "Time limit reached before convergence.",
-    "diverged": "Residual grew beyond recovery.",
-}
+from solvers.core.status import Status
+
+EMPTY: Mapping[str, Any] = {}
 
 
-@dataclass
+def frozen_vector(x: Any) -> np.ndarray:
+    """A read-only float copy of ``x``."""
+    v = np.array(x, dtype=float, copy=True).reshape(-1)
+    v.setflags(write=False)
+    return v
+
+
+@dataclass(frozen=True)
 class SolveResult:
-    """Outcome of one fixed-point / root solve."""
+    """Outcome of one fixed-point / root solve from one start."""
 
     x: np.ndarray
-    converged: bool
+    status: Status
     residual: float
     iterations: int
     method: str
     seconds: float
-    status: str = "converged"
     nfev: int = 0
-    history: list[float] = field(default_factory=list)
+    history: tuple[float, ...] = ()
+    #: What went wrong, in words, when the status alone does not say it (e.g. the numerical error).
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", frozen_vector(self.x))
+        object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def converged(self) -> bool:
+        return self.status.converged
 
     @property
     def message(self) -> str:
-        return STATUS_MESSAGES.get(self.status, self.status)
+        return f"{self.status.message} {self.detail}".strip() if self.detail else self.status.message
 
-    def diagnostics(self) -> dict[str, Any]:
-        return {
-            "residual": self.residual,
-            "iterations": self.iterations,
-            "method": self.method,
-            "seconds": self.seconds,
-            "status": self.status,
-            "message": self.message,
-            "nfev": self.nfev,
-        }
+    def replace(self, **changes: Any) -> SolveResult:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a theory says about one solution: named order parameters and observables (plain values)."""
+
+    order_parameters: Mapping[str, Any] = field(default_factory=dict)
+    observables: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Notes:
+    """What a theory adds about a whole catalogue or sweep (not about one branch).
+
+    ``observables`` and ``diagnostics`` are merged into the top-level blocks of the same name;
+    ``fields`` become top-level fields of their own (e.g. a sweep's sample complexity).
+    """
+
+    observables: Mapping[str, Any] = field(default_factory=dict)
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One solution at one parameter value: a point of a named branch."""
+
+    name: str
+    x: np.ndarray
+    result: SolveResult
+    stable: bool | None
+    stability_margin: float | None
+    free_entropy: float | None
+    starts: tuple[str, ...] = ()
+    report: Report | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", frozen_vector(self.x))
+
+    @property
+    def converged(self) -> bool:
+        return self.result.converged
+
+    def replace(self, **changes: Any) -> Branch:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One start of a catalogue and how its solve ended."""
+
+    start: str
+    status: Status
+    residual: float
+    iterations: int
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Every branch found at one parameter value, the equilibrium among them, and whether the search finished.
+
+    ``complete`` is True when every start ran to a verdict of its own; a catalogue cut short by the
+    time limit may be missing branches (and so the true equilibrium), and is never cached.
+    """
+
+    parameter: float
+    branches: tuple[Branch, ...]
+    equilibrium: str | None
+    attempts: tuple[Attempt, ...] = ()
+    seconds: float = 0.0
+    complete: bool = True
+    notes: Notes | None = None
+
+    def get(self, name: str | None) -> Branch | None:
+        return next((b for b in self.branches if b.name == name), None)
+
+    @property
+    def equilibrium_branch(self) -> Branch | None:
+        return self.get(self.equilibrium)
+
+    @property
+    def converged(self) -> bool:
+        """A converged equilibrium, from a search that finished."""
+        eq = self.equilibrium_branch
+        return self.complete and eq is not None and eq.converged
+
+    @property
+    def reference(self) -> Branch | None:
+        """The branch whose solve describes the catalogue: the equilibrium, else the best attempt."""
+        eq = self.equilibrium_branch
+        if eq is not None:
+            return eq
+        return min(self.branches, key=lambda b: b.result.residual) if self.branches else None
+
+    @property
+    def status(self) -> Status:
+        interrupted = next((a.status for a in self.attempts if a.status.interrupted), None)
+        if not self.complete:
+            return interrupted or Status.TIME_LIMIT
+        ref = self.reference
+        return ref.result.status if ref is not None else Status.NO_SOLUTION
+
+    @property
+    def message(self) -> str:
+        if not self.complete:
+            return f"{self.status.message} Not every start finished: the catalogue may be missing branches."
+        ref = self.reference
+        return ref.result.message if ref is not None else Status.NO_SOLUTION.message
+
+    @property
+    def cacheable(self) -> bool:
+        """Complete, and every outcome a property of the equations (no time limit, no failed evaluation)."""
+        return self.complete and not any(a.status.interrupted for a in self.attempts) and not any(
+            b.result.status.interrupted for b in self.branches
+        )
+
+    @property
+    def iterations(self) -> int:
+        return int(sum(b.result.iterations for b in self.branches))
+
+    def replace(self, **changes: Any) -> Catalogue:
+        return dataclasses.replace(self, **changes)

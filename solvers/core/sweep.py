@@ -2,106 +2,202 @@
 
 Continuation finds branches by solving the catalogue at a few seed values (the ends and some
 interior points), traces each new branch through the whole range, and then assembles, at every
-requested value, all solutions on all traced curves (polished by Newton). Special points:
+requested value, all solutions on all traced curves (polished by Newton). The grid method solves
+every value independently, warm-started from the previous one. Both hand their solutions to the
+one detector (:mod:`solvers.core.detect`) as tracks, so special points are found and refined the
+same way whatever the method.
 
-- ``spinodal``: a fold of a curve (a branch is born or dies), or a sign change of a branch's
-  stability margin away from any fold (local stability lost, e.g. at a pitchfork);
-- ``first_order``: a free-entropy crossing between two stable branches, refined by Brent's
-  method on the free-entropy difference of the Newton-polished branches.
-
-The grid method solves every value independently (warm-started from the previous value) and
-reports the same kinds of special point, bracketed by the grid where it cannot refine them.
+A sweep can resume from stored points (``stored``: index -> catalogue of an earlier, interrupted
+run): those values are not solved again and are not reported through ``on_point``; a grid
+continues warm from the last stored value, and the special points are found on all points,
+stored and new.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
-from solvers.core.catalogue import Catalogue, build_catalogue, same_solution, solve_catalogue, stability_margin
-from solvers.core.continuation import Curve, CurvePoint, Frame, OnStep, refine_along, trace_curve
+from solvers.core.catalogue import build_catalogue, same_solution, solve_catalogue
+from solvers.core.continuation import Curve, CurvePoint, Frame, OnStep, trace_curve
+from solvers.core.detect import (
+    CurveRefiner,
+    Detector,
+    Refiner,
+    Track,
+    interpolations,
+    merge_branch_points,
+    polish,
+    refinement_precision,
+)
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import SolveResult
-from solvers.core.solve import solve_at
-from solvers.core.transitions import Transition
+from solvers.core.results import Catalogue, Notes, SolveResult
+from solvers.core.special_points import SpecialKind, SpecialPoint, dedupe
 
-OnPoint = Callable[[float, Catalogue], None]
+#: Called once per requested value, in the order of the values, with (index, catalogue).
+OnPoint = Callable[[int, Catalogue], None]
 MAX_SEEDS = 7
+METHODS = ("continuation", "grid")
 
 
-@dataclass
-class SweepResult:
-    values: list[float]
-    catalogues: list[Catalogue]
-    transitions: list[Transition] = field(default_factory=list)
-    method: str = "grid"
+@dataclass(frozen=True)
+class Sweep:
+    """Every requested value's catalogue, the special points between them, and the traced curves."""
+
+    method: str
+    values: tuple[float, ...]
+    catalogues: tuple[Catalogue, ...]
+    special_points: tuple[SpecialPoint, ...] = ()
+    curves: tuple[Curve, ...] = ()
     seconds: float = 0.0
-    curves: list[Curve] = field(default_factory=list)
+    #: Indices of the values taken from stored points rather than solved.
+    reused: tuple[int, ...] = ()
+    notes: Notes | None = None
 
     @property
     def converged(self) -> bool:
         return all(c.converged for c in self.catalogues)
 
-    def diagnostics(self) -> dict[str, Any]:
-        res = [c.diagnostics()["residual"] for c in self.catalogues]
-        finite = [r for r in res if r is not None]
-        return {
-            "converged": self.converged,
-            "residual": max(finite) if finite else None,
-            "iterations": int(sum(c.diagnostics()["iterations"] for c in self.catalogues)),
-            "method": self.method,
-            "seconds": self.seconds,
-            "curves": [{"name": c.name, "points": len(c.points), "message": c.message} for c in self.curves],
-        }
-
-
-@dataclass
-class Segment:
-    """A piece of a curve between special points: monotone in p, of one stability."""
-
-    name: str
-    points: list[CurvePoint]
+    @property
+    def complete(self) -> bool:
+        return all(c.complete for c in self.catalogues)
 
     @property
-    def stable(self) -> bool | None:
-        flags = [q.stable for q in self.points if q.stable is not None]
-        return None if not flags else bool(np.mean(flags) > 0.5)
+    def residual(self) -> float | None:
+        res = [r.result.residual for c in self.catalogues if (r := c.reference) is not None]
+        finite = [r for r in res if np.isfinite(r)]
+        return max(finite) if finite else None
 
-    def p_range(self) -> tuple[float, float]:
-        ps = [q.p for q in self.points]
-        return min(ps), max(ps)
-
-    def guess(self, p: float) -> np.ndarray | None:
-        """Linear interpolation of the state at ``p`` along the segment (None outside it)."""
-        pts = self.points
-        first = next(interpolations(pts, p), None)
-        if first is None and len(pts) == 1 and pts[0].p == p:
-            return pts[0].x.copy()
-        return first
+    @property
+    def iterations(self) -> int:
+        return int(sum(c.iterations for c in self.catalogues))
 
 
-def interpolations(points: list[CurvePoint], p: float) -> Iterator[np.ndarray]:
-    """The state at ``p`` interpolated linearly on every piece of a curve whose ends bracket ``p``."""
-    for a, b in itertools.pairwise(points):
-        lo, hi = sorted((a.p, b.p))
-        if lo <= p <= hi:
-            w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
-            yield (1 - w) * a.x + w * b.x
+def run_sweep(
+    problem: Problem,
+    values: Sequence[float],
+    options: SolverOptions,
+    *,
+    method: str = "continuation",
+    on_point: OnPoint | None = None,
+    on_step: OnStep | None = None,
+    stored: Mapping[int, Catalogue] | None = None,
+) -> Sweep:
+    """Sweep ``values`` of the problem's control parameter with ``continuation`` or ``grid``."""
+    if method not in METHODS:
+        raise ValueError(f"unknown sweep method {method!r}")
+    vals = [float(v) for v in values]
+    stored = {int(i): c for i, c in (stored or {}).items() if 0 <= int(i) < len(vals)}
+    t0 = time.perf_counter()
+    if method == "grid" or max(vals) == min(vals):
+        sweep = _grid(problem, vals, options, on_point, stored)
+    else:
+        sweep = _continuation(problem, vals, options, on_point, on_step, stored)
+    sweep = Sweep(
+        method=method,
+        values=tuple(vals),
+        catalogues=sweep.catalogues,
+        special_points=tuple(sp for sp in sweep.special_points if problem.looks_for(sp.kind)),
+        curves=sweep.curves,
+        seconds=time.perf_counter() - t0,
+        reused=tuple(sorted(stored)),
+    )
+    if problem.sweep_notes is not None:
+        sweep = Sweep(**{**sweep.__dict__, "notes": problem.sweep_notes(sweep)})
+    return sweep
 
 
-def _newton_options(options: SolverOptions) -> SolverOptions:
-    return options.model_copy(update={"method": "newton"})
+# ---------------------------------------------------------------------------------------------
+# grid
+# ---------------------------------------------------------------------------------------------
 
 
-def polish(problem: Problem, p: float, guess: np.ndarray, options: SolverOptions) -> SolveResult:
-    return solve_at(problem, p, guess, _newton_options(options))
+def _grid(
+    problem: Problem, vals: list[float], options: SolverOptions, on_point: OnPoint | None,
+    stored: Mapping[int, Catalogue],
+) -> Sweep:
+    """Independent solves at each value, warm-started from the previous one."""
+    cats: list[Catalogue] = []
+    prev: dict[str, np.ndarray] = {}
+    for i, v in enumerate(vals):
+        cat = stored.get(i)
+        if cat is None:
+            cat = solve_catalogue(problem, v, options, extra_starts=prev, report=True)
+            if on_point is not None:
+                on_point(i, cat)
+        prev = {b.name: b.x for b in cat.branches if b.converged}
+        cats.append(cat)
+    return Sweep("grid", tuple(vals), tuple(cats), tuple(grid_special_points(problem, vals, cats, options)))
+
+
+def _grid_point(cat: Catalogue, name: str) -> CurvePoint | None:
+    b = cat.get(name)
+    if b is None or not b.converged:
+        return None
+    return CurvePoint(cat.parameter, np.asarray(b.x), np.zeros(0), b.stability_margin, b.free_entropy)
+
+
+def grid_tracks(vals: list[float], cats: Sequence[Catalogue]) -> list[Track]:
+    """Runs of neighbouring values (in value order) holding a converged branch of one name and stability."""
+    order = sorted(range(len(vals)), key=lambda i: vals[i])
+    names = sorted({b.name for c in cats for b in c.branches if b.converged})
+    tracks: list[Track] = []
+    for name in names:
+        run: list[CurvePoint] = []
+        for i in order:
+            q = _grid_point(cats[i], name)
+            if q is not None and run and q.p == run[-1].p:
+                continue  # a repeated value adds nothing to the track
+            if run and (q is None or q.stable != run[-1].stable):
+                tracks.append(Track(name, tuple(run)))
+                run = []
+            if q is not None:
+                run.append(q)
+        if run:
+            tracks.append(Track(name, tuple(run)))
+    return tracks
+
+
+def grid_special_points(
+    problem: Problem, vals: list[float], cats: Sequence[Catalogue], options: SolverOptions
+) -> tuple[SpecialPoint, ...]:
+    """Special points between neighbouring grid values: folds bracketed, everything else refined."""
+    if not vals:
+        return ()
+    detector = Detector(problem, options, Refiner(problem, options), min(vals), max(vals))
+    out: list[SpecialPoint] = []
+    order = sorted(range(len(vals)), key=lambda i: vals[i])
+    for i0, i1 in itertools.pairwise(order):
+        p0, p1 = vals[i0], vals[i1]
+        if p0 == p1:
+            continue
+        c0, c1 = cats[i0], cats[i1]
+        names0 = {b.name for b in c0.branches if b.converged}
+        names1 = {b.name for b in c1.branches if b.converged}
+        for nm in sorted(names0 ^ names1):
+            out.append(
+                SpecialPoint(
+                    SpecialKind.FOLD, 0.5 * (p0 + p1), (nm,), refined_to=None, uncertainty=abs(p1 - p0) / 2,
+                    detail="branch appears or disappears between grid points",
+                )
+            )
+        for nm in sorted(names0 & names1):
+            a, b = _grid_point(c0, nm), _grid_point(c1, nm)
+            assert a is not None and b is not None
+            if a.stable is not None and b.stable is not None and a.stable != b.stable:
+                sp = detector.stability_loss(a, b, nm)
+                if sp is not None:
+                    out.append(sp)
+    tracks = grid_tracks(vals, cats)
+    out.extend(detector.first_order(tracks))
+    for tr in tracks:
+        out.extend(detector.events(tr))
+    return dedupe(merge_branch_points(out))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,146 +216,10 @@ def _on_some_curve(problem: Problem, curves: list[Curve], p: float, x: np.ndarra
     return False
 
 
-def _segments(problem: Problem, curve: Curve) -> tuple[list[Segment], list[tuple[int, str]]]:
-    """Split a curve at its folds and stability changes. Returns segments and the cut list."""
-    pts = curve.points
-    cuts: list[tuple[int, str]] = [(f.index, "fold") for f in curve.folds]
-    fold_idx = {f.index for f in curve.folds}
-    for i in range(len(pts) - 1):
-        a, b = pts[i].stable, pts[i + 1].stable
-        if a is not None and b is not None and a != b and not ({i - 1, i, i + 1} & fold_idx):
-            cuts.append((i, "stability"))
-    cuts.sort()
-    pieces: list[list[CurvePoint]] = []
-    start = 0
-    for idx, _ in cuts:
-        pieces.append(pts[start : idx + 1])
-        start = idx + 1
-    pieces.append(pts[start:])
-    pieces = [pc for pc in pieces if pc]
-    segs = []
-    for k, pc in enumerate(pieces):
-        mid = pc[len(pc) // 2]
-        default = curve.name if len(pieces) == 1 else f"{curve.name}#{k}"
-        segs.append(Segment(problem.name_of(mid.x, mid.p, default), pc))
-    return segs, cuts
-
-
-def _segment_at(segs: list[Segment], index: int) -> tuple[Segment, Segment | None]:
-    """Segments on either side of the cut after point ``index``."""
-    count = 0
-    for k, s in enumerate(segs):
-        count += len(s.points)
-        if count - 1 >= index:
-            return s, segs[k + 1] if k + 1 < len(segs) else None
-    return segs[-1], None
-
-
-def _first_order(
-    problem: Problem, segs: list[Segment], options: SolverOptions, width: float
-) -> list[Transition]:
-    """Free-entropy crossings between pairs of stable segments."""
-    if problem.free_entropy is None:
-        return []
-    stable = [s for s in segs if s.stable and len(s.points) >= 2]
-    out: list[Transition] = []
-    for i in range(len(stable)):
-        for j in range(i + 1, len(stable)):
-            A, B = stable[i], stable[j]
-            (a_lo, a_hi), (b_lo, b_hi) = A.p_range(), B.p_range()
-            lo, hi = max(a_lo, b_lo), min(a_hi, b_hi)
-            if hi <= lo:
-                continue
-            grid = sorted({q.p for q in A.points + B.points if lo <= q.p <= hi} | {lo, hi})
-
-            def delta(p: float, A: Segment = A, B: Segment = B) -> float:
-                ga, gb = A.guess(p), B.guess(p)
-                if ga is None or gb is None:
-                    raise ValueError("outside overlap")
-                ra, rb = polish(problem, p, ga, options), polish(problem, p, gb, options)
-                if not (ra.converged and rb.converged):
-                    raise ValueError("polish failed")
-                if same_solution(problem, ra.x, rb.x, tol=1e-5):
-                    return 0.0
-                return float(problem.free_entropy(ra.x, p) - problem.free_entropy(rb.x, p))  # type: ignore[misc]
-
-            # Exact differences (both branches Newton-polished at the same p) at every curve point
-            # of the overlap: interpolated free entropies can put a crossing in the wrong interval.
-            vals: list[float | None] = []
-            for p in grid:
-                try:
-                    vals.append(delta(p))
-                except (ValueError, RuntimeError):
-                    vals.append(None)
-            for k in range(len(grid) - 1):
-                d0, d1 = vals[k], vals[k + 1]
-                if d0 is None or d1 is None or d0 == 0 or d1 == 0 or np.sign(d0) == np.sign(d1):
-                    continue
-                try:
-                    pc = brentq(delta, grid[k], grid[k + 1], xtol=1e-13 * max(width, 1e-300), rtol=1e-14, maxiter=200)
-                except (ValueError, RuntimeError):
-                    continue
-                out.append(
-                    Transition(
-                        "first_order",
-                        float(pc),
-                        sorted([A.name, B.name]),
-                        detail="free-entropy crossing of two stable branches",
-                    )
-                )
-    return out
-
-
-def _merge_branch_points(transitions: list[Transition], rel: float = 1e-4) -> list[Transition]:
-    """A fold that sits where another branch loses stability is one branch point (e.g. a pitchfork).
-
-    The stability change is located precisely (the margin is smooth there); the fold of the
-    branch that splits off is not (the bordered system is singular at a branch point). Report it
-    once, as the stability change, naming both branches.
-    """
-    losses = [t for t in transitions if t.kind == "spinodal" and t.detail.startswith("local stability")]
-    out = []
-    for t in transitions:
-        if t.kind == "spinodal" and t.detail.startswith("fold"):
-            near = [u for u in losses if abs(u.parameter - t.parameter) <= rel * max(1.0, abs(u.parameter))]
-            if near:
-                u = near[0]
-                extra = [b for b in t.branches if b not in u.branches]
-                if extra:
-                    u.branches = [*u.branches, *extra]
-                    u.detail += f"; branch point where {', '.join(repr(b) for b in extra)} branches off"
-                continue
-        out.append(t)
-    return out
-
-
-def _dedupe(transitions: list[Transition]) -> list[Transition]:
-    out: list[Transition] = []
-    for t in sorted(transitions, key=lambda t: t.parameter):
-        if any(
-            u.kind == t.kind
-            and sorted(u.branches) == sorted(t.branches)
-            and abs(u.parameter - t.parameter) <= 1e-7 * max(1.0, abs(t.parameter))
-            for u in out
-        ):
-            continue
-        out.append(t)
-    return out
-
-
-def continuation_sweep(
-    problem: Problem,
-    values: Sequence[float],
-    options: SolverOptions,
-    *,
-    on_point: OnPoint | None = None,
-    on_step: OnStep | None = None,
-) -> SweepResult:
-    t0 = time.perf_counter()
-    vals = [float(v) for v in values]
+def _trace_all(
+    problem: Problem, vals: list[float], options: SolverOptions, on_step: OnStep | None
+) -> list[Curve]:
     p_lo, p_hi = min(vals), max(vals)
-    if p_hi == p_lo:
-        return grid_sweep(problem, values, options, on_point=on_point)
     ordered = sorted(set(vals))
     k = min(MAX_SEEDS, len(ordered))
     seed_values = [ordered[round(i)] for i in np.linspace(0, len(ordered) - 1, k)]
@@ -278,181 +238,120 @@ def continuation_sweep(
             if curves and _on_some_curve(problem, curves, mid.p, mid.x, options):
                 continue
             curves.append(curve)
+    return curves
 
+
+def curve_cuts(curve: Curve) -> list[tuple[int, SpecialKind]]:
+    """Where a curve is cut into tracks: after point ``index``, at a fold or a stability change."""
+    pts = curve.points
+    cuts: list[tuple[int, SpecialKind]] = [(f.index, SpecialKind.FOLD) for f in curve.folds]
+    fold_idx = {f.index for f in curve.folds}
+    for i in range(len(pts) - 1):
+        a, b = pts[i].stable, pts[i + 1].stable
+        if a is not None and b is not None and a != b and not ({i - 1, i, i + 1} & fold_idx):
+            cuts.append((i, SpecialKind.STABILITY_LOSS))
+    return sorted(cuts)
+
+
+def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKind]]) -> list[tuple[int, Track]]:
+    """The curve's pieces between cuts, named by the theory at their middle; with their first point's index."""
+    pieces: list[tuple[int, tuple[CurvePoint, ...]]] = []
+    start = 0
+    for idx, _ in cuts:
+        pieces.append((start, curve.points[start : idx + 1]))
+        start = idx + 1
+    pieces.append((start, curve.points[start:]))
+    pieces = [(s, pc) for s, pc in pieces if pc]
+    out = []
+    for k, (s, pc) in enumerate(pieces):
+        mid = pc[len(pc) // 2]
+        default = curve.name if len(pieces) == 1 else f"{curve.name}#{k}"
+        out.append((s, Track(problem.name_of(mid.x, mid.p, default), pc)))
+    return out
+
+
+def _track_at(tracks: list[tuple[int, Track]], index: int) -> tuple[Track, Track | None]:
+    """Tracks on either side of the cut after point ``index``."""
+    for k, (s, tr) in enumerate(tracks):
+        if s + len(tr.points) - 1 >= index:
+            return tr, tracks[k + 1][1] if k + 1 < len(tracks) else None
+    return tracks[-1][1], None
+
+
+def curve_special_points(
+    problem: Problem, curves: list[Curve], options: SolverOptions, p_lo: float, p_hi: float
+) -> tuple[list[Track], tuple[SpecialPoint, ...]]:
     frame = Frame(problem, p_lo, p_hi, options)
-    width = p_hi - p_lo
-    all_segs: list[Segment] = []
-    transitions: list[Transition] = []
-    n = problem.dim
+    detector = Detector(problem, options, CurveRefiner(problem, options, frame), p_lo, p_hi)
+    all_tracks: list[Track] = []
+    out: list[SpecialPoint] = []
     for curve in curves:
-        segs, cuts = _segments(problem, curve)
-        all_segs.extend(segs)
+        cuts = curve_cuts(curve)
+        tracks = curve_tracks(problem, curve, cuts)
+        all_tracks.extend(tr for _, tr in tracks)
         for idx, why in cuts:
-            left, right = _segment_at(segs, idx)
-            names = sorted({left.name} | ({right.name} if right else set()))
-            if why == "fold":
+            left, right = _track_at(tracks, idx)
+            if why is SpecialKind.FOLD:
                 fold = next(f for f in curve.folds if f.index == idx)
-                if not (p_lo - 1e-9 * width <= fold.p <= p_hi + 1e-9 * width):
+                if not detector.inside(fold.p):
                     continue
-                transitions.append(
-                    Transition(
-                        "spinodal",
+                names = tuple(sorted({left.name} | ({right.name} if right else set())))
+                out.append(
+                    SpecialPoint(
+                        SpecialKind.FOLD,
                         fold.p,
                         names,
-                        detail="fold: two branches merge and vanish",
-                        refined=fold.refined,
+                        refined_to=refinement_precision(options) if fold.refined else None,
                         uncertainty=0.0 if fold.refined else abs(curve.points[idx + 1].p - curve.points[idx].p) / 2,
+                        detail="fold: two branches merge and vanish",
+                        x=np.asarray(fold.x) if fold.refined else None,
                     )
                 )
             else:
-                a, b = curve.points[idx], curve.points[idx + 1]
-                if a.margin is None:
-                    continue
-
-                def g(z: np.ndarray, tau: np.ndarray) -> float:
-                    m = stability_margin(problem, z[:n], frame.p(float(z[n])))
-                    return float(m) if m is not None else 0.0
-
-                found = refine_along(frame, a, b, g, a.margin)
-                p_star = found[0] if found else 0.5 * (a.p + b.p)
-                if not (p_lo - 1e-9 * width <= p_star <= p_hi + 1e-9 * width):
-                    continue
                 lost = left.name if left.stable else (right.name if right else left.name)
-                transitions.append(
-                    Transition(
-                        "spinodal",
-                        float(p_star),
-                        [lost],
-                        detail=f"local stability of '{lost}' changes (bifurcation)",
-                        refined=found is not None,
-                        uncertainty=0.0 if found else abs(b.p - a.p) / 2,
-                    )
-                )
-    transitions = _merge_branch_points(transitions)
-    transitions.extend(_first_order(problem, all_segs, options, width))
-
-    catalogues: list[Catalogue] = []
-    for v in vals:
-        tc = time.perf_counter()
-        cands: list[tuple[str, SolveResult]] = []
-        for seg in all_segs:
-            for g in interpolations(seg.points, v):
-                cands.append((seg.name, polish(problem, v, g, options)))
-        if not cands:
-            cat = solve_catalogue(problem, v, options)
-        else:
-            cat = build_catalogue(problem, v, cands, time.perf_counter() - tc)
-        catalogues.append(cat)
-        if on_point is not None:
-            on_point(v, cat)
-    return SweepResult(vals, catalogues, _dedupe(transitions), "continuation", time.perf_counter() - t0, curves)
+                sp = detector.stability_loss(curve.points[idx], curve.points[idx + 1], lost)
+                if sp is not None:
+                    out.append(sp)
+    out = merge_branch_points(out)
+    out.extend(detector.first_order(all_tracks))
+    for tr in all_tracks:
+        out.extend(detector.events(tr))
+    return all_tracks, dedupe(out)
 
 
-# ---------------------------------------------------------------------------------------------
-# grid
-# ---------------------------------------------------------------------------------------------
-
-
-def grid_sweep(
+def _continuation(
     problem: Problem,
-    values: Sequence[float],
+    vals: list[float],
     options: SolverOptions,
-    *,
-    on_point: OnPoint | None = None,
-    warm: dict[str, np.ndarray] | None = None,
-) -> SweepResult:
-    """Independent solves at each value, warm-started from the previous one."""
-    t0 = time.perf_counter()
-    vals = [float(v) for v in values]
+    on_point: OnPoint | None,
+    on_step: OnStep | None,
+    stored: Mapping[int, Catalogue],
+) -> Sweep:
+    p_lo, p_hi = min(vals), max(vals)
+    curves = _trace_all(problem, vals, options, on_step)
+    tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi)
     cats: list[Catalogue] = []
-    prev = dict(warm or {})
-    for v in vals:
-        cat = solve_catalogue(problem, v, options, extra_starts=prev)
-        prev = {b.name: b.x for b in cat.branches if b.converged}
+    by_value: dict[float, Catalogue] = {}
+    for i, v in enumerate(vals):
+        cat = stored.get(i)
+        if cat is None:
+            cat = by_value.get(v)
+            if cat is None:
+                cat = _assemble(problem, v, tracks, options)
+                by_value[v] = cat
+            if on_point is not None:
+                on_point(i, cat)
         cats.append(cat)
-        if on_point is not None:
-            on_point(v, cat)
-    return SweepResult(vals, cats, grid_transitions(problem, vals, cats, options), "grid", time.perf_counter() - t0)
+    return Sweep("continuation", tuple(vals), tuple(cats), special, tuple(curves))
 
 
-def grid_transitions(
-    problem: Problem, vals: list[float], cats: list[Catalogue], options: SolverOptions
-) -> list[Transition]:
-    """Special points between adjacent grid values; first-order points refined, others bracketed."""
-    out: list[Transition] = []
-    order = np.argsort(vals)
-    for i0, i1 in itertools.pairwise(order):
-        p0, p1 = vals[i0], vals[i1]
-        c0, c1 = cats[i0], cats[i1]
-        names0 = {b.name for b in c0.branches if b.converged}
-        names1 = {b.name for b in c1.branches if b.converged}
-        for nm in sorted(names0 ^ names1):
-            out.append(
-                Transition(
-                    "spinodal",
-                    0.5 * (p0 + p1),
-                    [nm],
-                    detail="branch appears or disappears between grid points",
-                    refined=False,
-                    uncertainty=abs(p1 - p0) / 2,
-                )
-            )
-        for nm in sorted(names0 & names1):
-            b0, b1 = c0.get(nm), c1.get(nm)
-            assert b0 is not None and b1 is not None
-            if b0.stable is not None and b1.stable is not None and b0.stable != b1.stable:
-                out.append(
-                    Transition(
-                        "spinodal", 0.5 * (p0 + p1), [nm], detail="local stability changes between grid points",
-                        refined=False, uncertainty=abs(p1 - p0) / 2,
-                    )
-                )
-        if problem.free_entropy is None:
-            continue
-        stable = sorted(
-            n for n in names0 & names1 if c0.get(n).stable and c1.get(n).stable  # type: ignore[union-attr]
-        )
-        for a_i in range(len(stable)):
-            for b_i in range(a_i + 1, len(stable)):
-                A, B = stable[a_i], stable[b_i]
-                d0 = c0.get(A).free_entropy - c0.get(B).free_entropy  # type: ignore[operator, union-attr]
-                d1 = c1.get(A).free_entropy - c1.get(B).free_entropy  # type: ignore[operator, union-attr]
-                if np.sign(d0) == np.sign(d1) or d0 == 0 or d1 == 0:
-                    continue
-                xa0, xa1 = c0.get(A).x, c1.get(A).x  # type: ignore[union-attr]
-                xb0, xb1 = c0.get(B).x, c1.get(B).x  # type: ignore[union-attr]
-
-                def delta(p: float, xa0=xa0, xa1=xa1, xb0=xb0, xb1=xb1, p0=p0, p1=p1) -> float:
-                    w = (p - p0) / (p1 - p0)
-                    ra = polish(problem, p, (1 - w) * xa0 + w * xa1, options)
-                    rb = polish(problem, p, (1 - w) * xb0 + w * xb1, options)
-                    if not (ra.converged and rb.converged):
-                        raise ValueError("polish failed")
-                    return float(problem.free_entropy(ra.x, p) - problem.free_entropy(rb.x, p))  # type: ignore[misc]
-
-                try:
-                    pc = brentq(delta, p0, p1, xtol=1e-13 * max(abs(p1 - p0), 1e-300), rtol=1e-14, maxiter=200)
-                    out.append(Transition("first_order", float(pc), sorted([A, B]), detail="free-entropy crossing"))
-                except (ValueError, RuntimeError):
-                    out.append(
-                        Transition("first_order", 0.5 * (p0 + p1), sorted([A, B]), detail="free-entropy crossing",
-                                   refined=False, uncertainty=abs(p1 - p0) / 2)
-                    )
-    return _dedupe(out)
-
-
-def run_sweep(
-    problem: Problem,
-    values: Sequence[float],
-    options: SolverOptions,
-    *,
-    method: str = "continuation",
-    on_point: OnPoint | None = None,
-    on_step: OnStep | None = None,
-) -> SweepResult:
-    """Sweep ``values`` of the problem's control parameter with ``continuation`` or ``grid``."""
-    if method == "grid":
-        return grid_sweep(problem, values, options, on_point=on_point)
-    if method == "continuation":
-        return continuation_sweep(problem, values, options, on_point=on_point, on_step=on_step)
-    raise ValueError(f"unknown sweep method {method!r}")
+def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOptions) -> Catalogue:
+    """The catalogue at ``v``: every traced solution there, Newton-polished."""
+    tc = time.perf_counter()
+    cands: list[tuple[str, SolveResult]] = []
+    for tr in tracks:
+        for g in interpolations(tr.points, v):
+            cands.append((tr.name, polish(problem, v, g, options)))
+    if not cands:
+        return solve_catalogue(problem, v, options, report=True)
+    return build_catalogue(problem, v, cands, time.perf_counter() - tc, report=True)

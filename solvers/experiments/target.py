@@ -26,6 +26,8 @@ MinibatchLogLikelihood = Callable[[Array, Array], Array]
 Initialiser = Callable[[Array], Array]
 #: position -> named per-draw estimates (jnp scalars or arrays of fixed shape)
 Estimators = Callable[[Array], Mapping[str, Array]]
+#: posterior means of the estimators (by name) -> named observables that are smooth functions of them
+Derived = Callable[[Mapping[str, Array]], Mapping[str, Array]]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,13 @@ class Target:
         integrated_out: names of the blocks integrated out exactly (e.g. a readout that is
             conditionally Gaussian given the hidden weights), reported beside the estimates.
         info: anything the theory wants reported about the network (sizes, scalings).
+        derived: observables that are not posterior means of one per-draw quantity but smooth functions
+            of such means (a predictive variance E[f²] − E[f]², the test error of the posterior-mean
+            predictor). Their Monte-Carlo error is that of the linearised per-draw series
+            Σ_k ∂g/∂m_k · x_k (delta method), so they carry an ESS and R-hat like any estimator.
+        cache_key: optional canonical identifier (e.g. the spec's hash): targets with equal keys are the same
+            network and share compiled samplers within a process; without it, compiled samplers are cached per
+            Target object.
     """
 
     dim: int
@@ -56,6 +65,8 @@ class Target:
     sampled: tuple[tuple[str, int], ...] = ()
     integrated_out: tuple[str, ...] = ()
     info: Mapping[str, Any] = field(default_factory=dict)
+    derived: Derived | None = None
+    cache_key: str | None = None
 
     def logdensity(self, position: Array) -> Array:
         return self.log_prior(position) + self.log_likelihood(position)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from functools import cache
 
 from solvers.theories.base import Theory
@@ -17,11 +18,21 @@ THEORY_MODULES: dict[str, str] = {
 }
 
 
+def enabled() -> list[str]:
+    """The theories this process serves: all of them, or those named in ``SADDLELAB_THEORIES`` (comma-separated)."""
+    chosen = [t.strip() for t in os.environ.get("SADDLELAB_THEORIES", "").split(",") if t.strip()]
+    unknown = sorted(set(chosen) - set(THEORY_MODULES))
+    if unknown:
+        raise ValueError(f"SADDLELAB_THEORIES names unknown theories {unknown}; known: {sorted(THEORY_MODULES)}")
+    return chosen or list(THEORY_MODULES)
+
+
 @cache
 def registry() -> dict[str, Theory]:
-    """All installed theories, by name."""
+    """All installed (and enabled) theories, by name."""
     out: dict[str, Theory] = {}
-    for name, module in THEORY_MODULES.items():
+    for name in enabled():
+        module = THEORY_MODULES[name]
         if importlib.util.find_spec(module) is None:
             continue
         theory = getattr(importlib.import_module(module), "THEORY", None)

@@ -1,33 +1,53 @@
 """What a theory supplies to SaddleLab, and the default way its specs are solved and swept.
 
-A theory is a spec (Pydantic, ``theory: Literal[...]``), a :class:`~solvers.core.problem.Problem`
-built from a spec, and functions that turn a solution vector into named order parameters and
-observables. It never writes its own iteration loop: :meth:`Theory.solve` and
-:meth:`Theory.sweep` run the engine's catalogue and continuation. A theory may override them to
-add quantities that need the whole catalogue (e.g. finite-size mixtures over several wells), but
-still solves through the engine.
+A theory is a spec (Pydantic, ``theory: Literal[...]``) and a :class:`~solvers.core.problem.Problem`
+bound to that spec: the saddle-point system plus ``report(x, p)``, which names the order
+parameters and observables of a solution. It never writes its own iteration loop:
+:meth:`Theory.solve` and :meth:`Theory.sweep` run the engine's catalogue and continuation and
+return its typed results (:class:`~solvers.core.results.Catalogue`, :class:`~solvers.core.sweep.Sweep`).
+Nothing here is JSON; the service makes the HTTP contract from these objects in one place.
+
+A theory declares the sizes that set its cost (``sizes``), with default limits (``size_limits``);
+the service checks them against the instance's settings, so an instance can raise or lower every
+limit. Specs validate physics only (ranges, shapes), never sizes.
+
+Theories keep no mutable module state: whatever a solve learns (eigendecompositions, warm
+starts) lives on its bound problem; caches that pay across requests are keyed by immutable
+inputs and safe under threads.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
 from pydantic import BaseModel
 
-from solvers.core.catalogue import Catalogue, solve_catalogue
-from solvers.core.jsonsafe import json_safe
+from solvers.core.catalogue import solve_catalogue
+from solvers.core.continuation import OnStep
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.sweep import SweepResult, run_sweep
+from solvers.core.results import Catalogue
+from solvers.core.sweep import OnPoint, Sweep, run_sweep
 
-OnPoint = Callable[[dict[str, Any]], None]
+#: limit name -> (location of the field in the spec, value)
+Sizes = dict[str, tuple[tuple[str | int, ...], float]]
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small spec of the theory and a short sweep of it: what the contract tests run for every theory."""
+
+    spec: Mapping[str, Any]
+    parameter: str
+    values: tuple[float, ...]
+    method: str = "continuation"
 
 
 class Theory(ABC):
-    """One theory family. Subclasses are stateless; caches live in module-level LRU maps."""
+    """One theory family (or one mode of a family). Instances are stateless and shared by every request."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -38,26 +58,15 @@ class Theory(ABC):
     #: Default maximum problem sizes, by limit name; an instance may override each
     #: (environment ``SADDLELAB_LIMIT_<NAME>``). See :meth:`sizes`.
     size_limits: ClassVar[dict[str, float]] = {}
-
-    # ---- what every theory provides -------------------------------------------------------
-    @abstractmethod
-    def problem(self, spec: BaseModel, parameter: str | None, options: SolverOptions) -> Problem:
-        """The saddle-point system; ``p`` stands for ``spec.<parameter>`` (or is unused when None)."""
+    #: Cheap specs and sweeps that exercise the theory (run by the contract tests and shown in the docs).
+    examples: ClassVar[tuple[Example, ...]] = ()
 
     @abstractmethod
-    def order_parameters(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        """Named order parameters of the solution ``x`` at control value ``p``."""
+    def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
+        """The saddle-point system bound to ``spec``; ``p`` stands for ``spec.<parameter>`` (unused when None)."""
 
-    @abstractmethod
-    def observables(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        """Named observables of the solution ``x`` at control value ``p``."""
-
-    # ---- helpers --------------------------------------------------------------------------
-    def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
-        """Fields of this particular spec that a sweep may vary (per mode where a theory has modes)."""
-        return self.sweepable
-
-    def sizes(self, spec: BaseModel) -> dict[str, tuple[tuple[str | int, ...], float]]:
+    # ---- what a spec costs and what it may sweep ------------------------------------------------
+    def sizes(self, spec: BaseModel) -> Sizes:
         """The size-like quantities of a spec: limit name -> (location of the field in the spec, value).
 
         The service refuses a spec (422 naming the field and the limit) when a value exceeds the
@@ -65,56 +74,19 @@ class Theory(ABC):
         """
         return {}
 
+    def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """Fields of this particular spec that a sweep may vary."""
+        return self.sweepable
+
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
+        """The value of ``p`` that stands for the spec itself (0 for a single solve)."""
         return float(getattr(spec, parameter)) if parameter else 0.0
 
-    def with_value(self, spec: BaseModel, parameter: str | None, p: float) -> BaseModel:
-        """The spec with ``parameter`` set to ``p`` (integers rounded only where the theory needs it)."""
-        if not parameter:
-            return spec
-        return spec.model_copy(update={parameter: p})
-
-    def branch_payload(self, spec: BaseModel, catalogue: Catalogue, p: float) -> list[dict[str, Any]]:
-        out = []
-        for b in catalogue.branches:
-            out.append(
-                {
-                    "name": b.name,
-                    "converged": b.converged,
-                    "stable": b.stable,
-                    "free_entropy": b.free_entropy,
-                    "order_parameters": self.order_parameters(spec, b.x, p),
-                    "observables": self.observables(spec, b.x, p),
-                    "diagnostics": b.diagnostics(),
-                }
-            )
-        return out
-
-    # ---- default solve / sweep ------------------------------------------------------------
-    def solve(self, spec: BaseModel, options: SolverOptions) -> dict[str, Any]:
-        """Solve from every named start; report all branches and the equilibrium."""
+    # ---- solve and sweep ---------------------------------------------------------------------------
+    def solve(self, spec: BaseModel, options: SolverOptions) -> Catalogue:
+        """Solve from every named start; every branch reported, the equilibrium chosen."""
         problem = self.problem(spec, None, options)
-        cat = solve_catalogue(problem, 0.0, options)
-        return json_safe(self.catalogue_result(spec, cat, 0.0))
-
-    def catalogue_result(self, spec: BaseModel, cat: Catalogue, p: float) -> dict[str, Any]:
-        branches = self.branch_payload(spec, cat, p)
-        eq = next((b for b in branches if b["name"] == cat.equilibrium), None)
-        return {
-            "theory": self.name,
-            "converged": cat.converged,
-            "order_parameters": eq["order_parameters"] if eq else {},
-            "observables": eq["observables"] if eq else {},
-            "branches": branches,
-            "equilibrium": cat.equilibrium,
-            "diagnostics": cat.diagnostics(),
-        }
-
-    def sweep_point(self, spec: BaseModel, parameter: str, p: float, cat: Catalogue) -> dict[str, Any]:
-        """One point of a sweep in the contract's shape: the catalogue at ``parameter = p``."""
-        res = self.catalogue_result(self.with_value(spec, parameter, p), cat, p)
-        keys = ("converged", "equilibrium", "branches", "order_parameters", "observables")
-        return {"parameter": p, **{k: res[k] for k in keys}}
+        return solve_catalogue(problem, self.control_value(spec, None), options, report=True)
 
     def sweep(
         self,
@@ -123,30 +95,11 @@ class Theory(ABC):
         values: Sequence[float],
         method: str,
         options: SolverOptions,
+        *,
         on_point: OnPoint | None = None,
-    ) -> dict[str, Any]:
-        """Trace every branch over ``values``; locate spinodals and first-order transitions."""
+        on_step: OnStep | None = None,
+        stored: Mapping[int, Catalogue] | None = None,
+    ) -> Sweep:
+        """Trace every branch over ``values``; locate spinodals, first-order points and events."""
         problem = self.problem(spec, parameter, options)
-
-        def point_payload(p: float, cat: Catalogue) -> dict[str, Any]:
-            return json_safe(self.sweep_point(spec, parameter, p, cat))
-
-        payloads: list[dict[str, Any]] = []
-
-        def record(p: float, cat: Catalogue) -> None:
-            payloads.append(point_payload(p, cat))  # built once, shared by the callback and the result
-            if on_point is not None:
-                on_point(payloads[-1])
-
-        # The engine calls back once per value, in order, so the payloads are the sweep's points.
-        result: SweepResult = run_sweep(problem, values, options, method=method, on_point=record)
-        return json_safe(
-            {
-                "theory": self.name,
-                "parameter": parameter,
-                "method": method,
-                "points": payloads,
-                "transitions": [t.payload() for t in result.transitions],
-                "diagnostics": result.diagnostics(),
-            }
-        )
+        return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)

@@ -104,7 +104,7 @@ def test_plots_of_a_real_potential_sweep() -> None:
     from service.schemas import SweepRequest
     from service.settings import Settings
     from service.sweep_plan import plan
-    from service.sweep_runner import assemble_line, run_line
+    from service.jobs.lines import assemble_line, run_line
 
     req = SweepRequest.model_validate({"model": {"theory": "rubin_cavity", "mode": "potential"}, "parameter": "u",
                                        "values": {"start": 20, "stop": 40, "num": 21}})

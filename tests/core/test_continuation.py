@@ -13,7 +13,7 @@ FOLD = 2 / (3 * np.sqrt(3))
 
 
 def _kinds(result, kind):
-    return [t for t in result.transitions if t.kind == kind]
+    return [t for t in result.special_points if t.transition == kind]
 
 
 @pytest.mark.parametrize("lambda0", [0.0, 0.1, -0.23])
@@ -24,7 +24,7 @@ def test_double_well_folds_and_maxwell_point(lambda0: float) -> None:
     assert folds == pytest.approx(expected, abs=1e-6)
     (maxwell,) = _kinds(res, "first_order")
     assert maxwell.parameter == pytest.approx(lambda0, abs=1e-8)
-    assert maxwell.branches == ["left", "right"]
+    assert maxwell.branches == ("left", "right")
     # Equilibrium switches at the Maxwell point, not at a fold.
     for v, cat in zip(res.values, res.catalogues, strict=True):
         if abs(v - lambda0) > 1e-3:
@@ -57,7 +57,7 @@ def test_pitchfork_is_a_stability_loss_with_no_first_order_point() -> None:
     # One special point: the paramagnet loses stability where the ferromagnet branches off.
     loss = _kinds(res, "spinodal")
     assert len(loss) == 1 and loss[0].parameter == pytest.approx(1.0, abs=1e-8)
-    assert loss[0].branches == ["paramagnet", "ferromagnet"]
+    assert loss[0].branches == ("paramagnet", "ferromagnet")
     for v, cat in zip(res.values, res.catalogues, strict=True):
         eq = cat.get(cat.equilibrium)
         assert eq is not None

@@ -8,7 +8,7 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from service.app import create_app
-from service.jobs_rq import JobStore
+from service.jobs.store import JobStore
 from tests.integration.conftest import app_settings, sweep_request
 
 K1, K2 = {"X-API-Key": "key-one"}, {"X-API-Key": "key-two"}

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from service.jobs_rq import JobStore
+from service.jobs.store import JobStore
 from tests.integration.conftest import events, job_of, sweep_request, wait_finished, wait_until
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from service.schemas import JobStatus, SweepRequest
 from service.settings import Settings
 from service.sweep_plan import plan
-from service.sweep_runner import fixed_for_row, run_line
+from service.jobs.lines import fixed_for_row, run_line
 from tests.integration.conftest import POTENTIAL, U_FIRST_ORDER, events, wait_finished
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

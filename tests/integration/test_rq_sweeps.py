@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.jobs_rq import JobKeys
+from service.jobs.store import JobKeys
 from service.schemas import JobStatus
 from tests.integration.conftest import (
     U_FIRST_ORDER,

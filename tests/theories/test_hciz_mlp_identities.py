@@ -17,7 +17,8 @@ from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.solve import solve_at
 from solvers.theories import get
-from solvers.theories.hciz_mlp.models import shallow_model
+from solvers.theories.hciz_mlp.models import deep_model, shallow_model
+from tests.payloads import solve_json
 
 THEORY = get("hciz_mlp")
 OPTIONS = SolverOptions()
@@ -85,7 +86,7 @@ def test_deep_free_entropy_is_stationary() -> None:
     act = {"name": "tanh2", "remove_linear": True, "unit_variance": True}
     spec = spec_of(activation=act, gamma=[1.0, 0.7, 1.3], depth=3, alpha=8.0, Delta=0.1, readout="four_point")
     found = branches(spec)
-    model = THEORY._model(spec, 16)
+    model = deep_model(spec, 16)
     spec_branch = next(b for n, b in found.items() if n.startswith("specialized") and b["stable"])
     st = model.state(spec_branch["x"], spec.alpha)
     Q = np.concatenate([st.Q_inner, st.Q_last])
@@ -113,8 +114,7 @@ def _follow(spec, parameter: str, value: float, x0: np.ndarray):
     problem = THEORY.problem(spec, parameter, OPTIONS)
     res = solve_at(problem, value, x0, SolverOptions(method="newton"))
     assert res.converged
-    at = spec.model_copy(update={parameter: value})
-    return res.x, THEORY.observables(at, res.x, value)
+    return res.x, problem.report(res.x, value).observables
 
 
 @pytest.mark.parametrize("case", [CASES[0], dict(activation="tanh", gamma=0.5, alpha=5.0, Delta=0.1)])
@@ -123,7 +123,7 @@ def test_i_mmse_relations_of_the_output_channel(case) -> None:
     for name, b in branches(spec).items():
         if not b["stable"]:
             continue
-        obs = THEORY.observables(spec, b["x"], 0.0)
+        obs = THEORY.problem(spec, None, OPTIONS).report(b["x"], 0.0).observables
         eps, D, a, g = obs["generalization_error"], spec.Delta, spec.alpha, spec.gamma
         h = 1e-4 * D
         lo = _follow(spec, "Delta", D - h, b["x"])[1]["mutual_information"]
@@ -140,7 +140,7 @@ def test_nishimori_and_bounds_on_every_branch() -> None:
     model = shallow_model(spec, 16)
     for b in branches(spec).values():
         st = model.state(b["x"], spec.alpha)
-        obs = THEORY.observables(spec, b["x"], 0.0)
+        obs = THEORY.problem(spec, None, OPTIONS).report(b["x"], 0.0).observables
         # overlaps are second moments of posterior means: 0 ≤ Q ≤ 1, and the matrix overlap can never be
         # below what the neuron overlaps already imply, R_2 − γ v̄² = m_S(τ + R̂_2) ≥ m_S(τ) = E[v² Q²]
         assert np.all((st.Q >= 0) & (st.Q <= 1))
@@ -153,11 +153,11 @@ def test_universal_branch_limits() -> None:
     relu = dict(activation="relu", gamma=0.5, Delta=0.1)
     mu2sq, g1 = 1.0 / (2 * np.pi), 0.25 - 3.0 / (4 * np.pi)
     # α → 0⁺: the linear part (and the known mean of S for v = 1) is learned at once, nothing else
-    tiny = THEORY.solve(spec_of(alpha=1e-7, **relu), OPTIONS)["observables"]["generalization_error"]
+    tiny = solve_json(THEORY, spec_of(alpha=1e-7, **relu), OPTIONS)["observables"]["generalization_error"]
     assert tiny == pytest.approx(mu2sq / 2 + g1, rel=1e-5)
     # α → ∞ (γ < 1): ε − g(1) ≈ (2γ − γ²)(Δ + g(1))/(2α)
     for alpha in (2e3, 2e4):
-        res = THEORY.solve(spec_of(alpha=alpha, **relu), OPTIONS)
+        res = solve_json(THEORY, spec_of(alpha=alpha, **relu), OPTIONS)
         uni = next(b for b in res["branches"] if b["name"] == "universal")
         eps = uni["observables"]["generalization_error"]
         assert alpha * (eps - g1) == pytest.approx(0.75 * (0.1 + g1) / 2, rel=20.0 / alpha)
@@ -166,7 +166,8 @@ def test_universal_branch_limits() -> None:
 def test_universal_branch_does_not_depend_on_the_weight_prior() -> None:
     eps = []
     for prior in ("gaussian", "rademacher"):
-        res = THEORY.solve(spec_of(activation="relu", gamma=0.5, alpha=0.2, Delta=0.1, weight_prior=prior), OPTIONS)
+        spec = spec_of(activation="relu", gamma=0.5, alpha=0.2, Delta=0.1, weight_prior=prior)
+        res = solve_json(THEORY, spec, OPTIONS)
         eps.append(next(b for b in res["branches"] if b["name"] == "universal")["observables"]["generalization_error"])
     assert eps[0] == pytest.approx(eps[1], rel=1e-12)
 
@@ -174,7 +175,7 @@ def test_universal_branch_does_not_depend_on_the_weight_prior() -> None:
 def test_hciz_margin_predicts_the_instability_of_the_universal_branch() -> None:
     """Q = 0 loses stability exactly where 1 − v_max² m_S(R̂_2)/γ changes sign (HCIZ term, q'(0) = 1)."""
     for alpha, stable in ((0.25, True), (0.5, False)):
-        res = THEORY.solve(spec_of(activation="relu", gamma=0.5, alpha=alpha, Delta=0.03), OPTIONS)
+        res = solve_json(THEORY, spec_of(activation="relu", gamma=0.5, alpha=alpha, Delta=0.03), OPTIONS)
         uni = next(b for b in res["branches"] if b["name"] == "universal")
         assert uni["stable"] is stable
         assert (uni["observables"]["hciz_margin"] > 0) is stable

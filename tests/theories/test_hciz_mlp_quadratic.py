@@ -18,6 +18,7 @@ from scipy.optimize import brentq
 
 from solvers.core.options import SolverOptions
 from solvers.theories import get
+from tests.payloads import solve_json
 
 THEORY = get("hciz_mlp")
 OPTIONS = SolverOptions()
@@ -25,7 +26,7 @@ OPTIONS = SolverOptions()
 
 def solve(**kw):
     spec = THEORY.spec_model.model_validate({"theory": "hciz_mlp", "activation": "he2", **kw})
-    return THEORY.solve(spec, OPTIONS)
+    return solve_json(THEORY, spec, OPTIONS)
 
 
 def _density(x: np.ndarray, sigma: float, kappa: float) -> np.ndarray:
@@ -88,7 +89,7 @@ def test_scaling_of_the_activation() -> None:
     spec = THEORY.spec_model.model_validate(
         {"theory": "hciz_mlp", "activation": "quadratic", "gamma": 0.5, "alpha": 0.3, "Delta": 0.1}
     )
-    eps_sq = THEORY.solve(spec, OPTIONS)["observables"]["generalization_error"]
+    eps_sq = solve_json(THEORY, spec, OPTIONS)["observables"]["generalization_error"]
     eps_he2 = solve(gamma=0.5, alpha=0.3, Delta=0.05)["observables"]["generalization_error"]
     assert eps_sq == pytest.approx(2.0 * eps_he2, rel=1e-9)
 

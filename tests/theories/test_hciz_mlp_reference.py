@@ -20,6 +20,7 @@ import pytest
 
 from solvers.core.options import SolverOptions
 from solvers.theories import get
+from tests.payloads import solve_json, sweep_json
 
 THEORY = get("hciz_mlp")
 OPTIONS = SolverOptions()
@@ -42,7 +43,7 @@ def relu(alpha: float) -> dict:
     spec = THEORY.spec_model.model_validate(
         {"theory": "hciz_mlp", "activation": "relu", "gamma": 0.5, "alpha": alpha, "Delta": 0.03}
     )
-    return THEORY.solve(spec, OPTIONS)
+    return solve_json(THEORY, spec, OPTIONS)
 
 
 @pytest.mark.parametrize(("alpha", "eps"), RELU_UNIVERSAL)
@@ -70,7 +71,7 @@ def test_deep_error_at_the_transition(L: int) -> None:
         {"theory": "hciz_mlp", "activation": DEEP_ACT, "gamma": 1.0, "alpha": DEEP_ALPHA_E[L - 1], "Delta": 0.1,
          "depth": L}
     )
-    res = THEORY.solve(spec, OPTIONS)
+    res = solve_json(THEORY, spec, OPTIONS)
     spec_branch = next(b for b in res["branches"] if b["name"] == "specialized")
     uni = next(b for b in res["branches"] if b["name"] == "universal")
     assert spec_branch["observables"]["generalization_error"] == pytest.approx(DEEP_EPS_E[L - 1], rel=2e-5)
@@ -86,7 +87,7 @@ def test_deep_transitions_located_by_the_sweep(L: int) -> None:
         {"theory": "hciz_mlp", "activation": DEEP_ACT, "gamma": 1.0, "alpha": 1.0, "Delta": 0.1, "depth": L}
     )
     lo, hi = 0.9 * DEEP_ALPHA_C[L - 1], 1.05 * DEEP_ALPHA_E[L - 1]
-    res = THEORY.sweep(spec, "alpha", list(np.linspace(lo, hi, 30)), "continuation", OPTIONS)
+    res = sweep_json(THEORY, spec, "alpha", list(np.linspace(lo, hi, 30)), "continuation", OPTIONS)
     first = [t for t in res["transitions"] if t["kind"] == "first_order"]
     spin = [t for t in res["transitions"] if t["kind"] == "spinodal"]
     assert len(first) == 1 and sorted(first[0]["branches"]) == ["specialized", "universal"]

@@ -85,3 +85,23 @@ def test_gamma_is_sweepable_only_when_scalar() -> None:
     assert "gamma" in theory.sweepable_for(model.model_validate(BASE))
     deep = model.model_validate({**BASE, "gamma": [0.5, 1.0], "depth": 2, "activation": TANH_NO_LINEAR})
     assert "gamma" not in theory.sweepable_for(deep)
+
+
+def test_sizes_above_the_default_limits_validate_and_are_declared() -> None:
+    """Depth and Hermite length are the instance's to limit (declared by the theory), not the spec's."""
+    theory = get("hciz_mlp")
+    model = theory.spec_model
+    deep = model.model_validate({**BASE, "depth": 13, "activation": TANH_NO_LINEAR})
+    assert theory.sizes(deep)["hciz_depth"] == (("depth",), 13.0)
+    assert theory.size_limits["hciz_depth"] == 12
+    long = model.model_validate({**BASE, "activation": {"hermite": [0.0, 1.0] + [0.1] * 39}})
+    assert theory.sizes(long)["hciz_hermite_terms"] == (("activation", "hermite"), 41.0)
+    assert theory.size_limits["hciz_hermite_terms"] == 40
+
+
+def test_a_hermite_list_needs_factorials_that_are_doubles() -> None:
+    model = get("hciz_mlp").spec_model
+    longest = [0.0, 1.0] + [0.0] * 168 + [1.0]  # 171 entries: 170! ≈ 7.3e306 is a double
+    assert len(model.model_validate({**BASE, "activation": {"hermite": longest}}).activation.hermite) == 171
+    with pytest.raises(ValidationError, match="l!"):
+        model.model_validate({**BASE, "activation": {"hermite": [*longest, 0.0]}})  # 171! overflows

@@ -18,6 +18,7 @@ from scipy.optimize import brentq, minimize_scalar
 from solvers.core.options import SolverOptions
 from solvers.numerics.hermite import gauss_hermite
 from solvers.theories import get
+from tests.payloads import sweep_json
 
 THEORY = get("hciz_mlp")
 OPTIONS = SolverOptions()
@@ -64,7 +65,7 @@ def sweep() -> dict:
     spec = THEORY.spec_model.model_validate(
         {"theory": "hciz_mlp", "activation": "tanh", "gamma": GAMMA, "alpha": 1.0, "Delta": DELTA}
     )
-    return THEORY.sweep(spec, "alpha", list(np.linspace(2.0, 6.0, 41)), "continuation", OPTIONS)
+    return sweep_json(THEORY, spec, "alpha", list(np.linspace(2.0, 6.0, 41)), "continuation", OPTIONS)
 
 
 def test_spinodal_and_first_order_point(reference, sweep) -> None:
@@ -105,7 +106,7 @@ def test_delta_and_gamma_sweeps_find_the_spinodal() -> None:
     spec = THEORY.spec_model.model_validate(
         {"theory": "hciz_mlp", "activation": "tanh", "gamma": GAMMA, "alpha": 6.0, "Delta": DELTA}
     )
-    res = THEORY.sweep(spec, "Delta", list(np.linspace(0.02, 0.4, 25)), "continuation", OPTIONS)
+    res = sweep_json(THEORY, spec, "Delta", list(np.linspace(0.02, 0.4, 25)), "continuation", OPTIONS)
     folds = [t for t in res["transitions"] if t["kind"] == "spinodal"]
     assert len(folds) == 1
     d_sp = folds[0]["parameter"]
@@ -115,5 +116,5 @@ def test_delta_and_gamma_sweeps_find_the_spinodal() -> None:
         return float(minimize_scalar(f, bounds=(0.05, 0.99), method="bounded", options={"xatol": 1e-12}).fun)
 
     assert a_min(d_sp) == pytest.approx(6.0, rel=1e-6)
-    res = THEORY.sweep(spec, "gamma", list(np.linspace(0.3, 1.5, 25)), "continuation", OPTIONS)
+    res = sweep_json(THEORY, spec, "gamma", list(np.linspace(0.3, 1.5, 25)), "continuation", OPTIONS)
     assert any(t["kind"] == "spinodal" for t in res["transitions"])

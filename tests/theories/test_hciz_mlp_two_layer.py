@@ -28,6 +28,7 @@ from solvers.theories.hciz_mlp.priors import channel
 from solvers.theories.hciz_mlp.readouts import atoms
 from solvers.theories.hciz_mlp.shallow import ShallowModel
 from solvers.theories.hciz_mlp.two_layer import TwoLayerModel
+from tests.payloads import solve_json, sweep_json
 
 THEORY = get("hciz_mlp")
 OPTIONS = SolverOptions(quadrature_order=8)
@@ -165,7 +166,7 @@ def test_wide_second_layer_is_the_shallow_theory_with_extra_noise() -> None:
     for g2 in (10.0, 1e3):
         spec = spec_of(activation=[T2, {"name": "erf", "unit_variance": True}], gamma=[0.5, g2], alpha=3.0,
                        readout="gaussian")
-        res = THEORY.solve(spec, OPTIONS)
+        res = solve_json(THEORY, spec, OPTIONS)
         eq = next(b for b in res["branches"] if b["name"] == res["equilibrium"])
         gaps.append((abs(eq["observables"]["generalization_error"] - eps_sh), abs(eq["free_entropy"] - f_sh)))
     assert gaps[1][0] < 1e-9 and gaps[1][1] < 1e-9
@@ -207,7 +208,7 @@ def test_free_entropy_is_stationary_on_every_branch_for_the_derived_form(alpha: 
     converged branch of the derived form, and f⁽²⁾ there is the reported free entropy; the notebook forms'
     fixed points are not stationary (their specialised branch has a gradient of order one)."""
     spec = spec_of(alpha=alpha)
-    model = THEORY._model(spec, N)
+    model = two_layer_model(spec, N)
     found = branches(spec)
     assert any(n.startswith("specialized") for n in found)
     for name, b in found.items():
@@ -218,7 +219,7 @@ def test_free_entropy_is_stationary_on_every_branch_for_the_derived_form(alpha: 
         assert np.max(np.abs(g)) < 2e-5 * (1.0 + np.max(np.abs(z0))), (name, np.max(np.abs(g)))
     for pf in ("ones_notebook", "gauss_notebook"):
         other = spec_of(alpha=6.0, prefactors=pf)
-        om = THEORY._model(other, N)
+        om = two_layer_model(other, N)
         b = next(b for n, b in branches(other).items() if n.startswith("specialized") and b.stable)
         z0, sizes = _full_args(om, b.x, 6.0)
         assert np.max(np.abs(_gradient(_f_full(om, 6.0, sizes), z0))) > 1e-3, pf
@@ -227,10 +228,10 @@ def test_free_entropy_is_stationary_on_every_branch_for_the_derived_form(alpha: 
 def _follow(spec, parameter: str, value: float, x0: np.ndarray) -> dict:
     from solvers.core.solve import solve_at
 
-    res = solve_at(THEORY.problem(spec, parameter, OPTIONS), value, x0, SolverOptions(method="newton",
-                                                                                      quadrature_order=N))
+    problem = THEORY.problem(spec, parameter, OPTIONS)
+    res = solve_at(problem, value, x0, SolverOptions(method="newton", quadrature_order=N))
     assert res.converged
-    return THEORY.observables(spec.model_copy(update={parameter: value}), res.x, value)
+    return problem.report(res.x, value).observables
 
 
 def test_nishimori_bounds_and_i_mmse_on_every_branch() -> None:
@@ -239,13 +240,13 @@ def test_nishimori_bounds_and_i_mmse_on_every_branch() -> None:
     (the linear part is always learned); and the I-MMSE relations of the output channel, which hold only if ε
     and f belong to a stationary point: dMI/dΔ = −(α/2γ₁) ε/(Δ(Δ + ε)), dMI/dα = ln(1 + ε/Δ)/(2γ₁)."""
     spec = spec_of(alpha=5.0)
-    model = THEORY._model(spec, N)
+    model = two_layer_model(spec, N)
     found = branches(spec)
     assert len(found) >= 3
     g1, D, a = 0.5, spec.Delta, spec.alpha
     for name, b in found.items():
         st = model.state(b.x, a)
-        obs = THEORY.observables(spec, b.x, a)
+        obs = THEORY.problem(spec, None, OPTIONS).report(b.x, 0.0).observables
         assert np.all((st.Q1 >= -1e-14) & (st.Q1 <= 1)) and np.all((st.Q2 >= -1e-14) & (st.Q2 <= 1)), name
         assert np.all(st.Q21 >= st.T - 1e-12) and np.all(st.Q21 <= 1), name
         assert -1e-14 <= obs["generalization_error"] <= model.K_d - model.mu1sq * model.nu1sq + 1e-14, name
@@ -264,7 +265,7 @@ def test_sweep_reports_the_branches_and_their_transitions() -> None:
     """An α sweep traces the universal-like, first-layer and fully specialised branches and reports the
     spinodal of the specialised branch and the first-order point where it takes over."""
     spec = spec_of(alpha=1.5)
-    res = THEORY.sweep(spec, "alpha", list(np.linspace(1.5, 2.1, 4)), "continuation", OPTIONS)
+    res = sweep_json(THEORY, spec, "alpha", list(np.linspace(1.5, 2.1, 4)), "continuation", OPTIONS)
     names = {b["name"].split("[")[0] for p in res["points"] for b in p["branches"]}
     assert {"universal", "first_layer_specialized", "specialized", "specialized_unstable"} <= names
     found = {(t["kind"], tuple(sorted(t["branches"]))): t["parameter"] for t in res["transitions"]}
@@ -277,7 +278,7 @@ def test_sweep_reports_the_branches_and_their_transitions() -> None:
 
 def test_quenched_first_layer_and_product_overlap_starts() -> None:
     spec = spec_of(alpha=4.0, quench=True)
-    res = THEORY.solve(spec, OPTIONS)
+    res = solve_json(THEORY, spec, OPTIONS)
     assert res["branches"] and all(b["name"].startswith("quenched_") for b in res["branches"])
     assert res["order_parameters"]["Q1"] == [1.0] * N and res["order_parameters"]["Q_hat1"] is None
     problem = THEORY.problem(spec_of(alpha=4.0), None, OPTIONS)
@@ -285,7 +286,7 @@ def test_quenched_first_layer_and_product_overlap_starts() -> None:
 
 
 def test_specialisation_map_is_reported_per_effective_readout() -> None:
-    res = THEORY.solve(spec_of(alpha=6.0, readout="four_point"), OPTIONS)
+    res = solve_json(THEORY, spec_of(alpha=6.0, readout="four_point"), OPTIONS)
     op = res["order_parameters"]
     assert len(op["Q1"]) == len(op["v2"]) == N and len(op["Q2"]) == len(op["v"]) == 2
     assert all(len(row) == N for row in op["Q2"])
@@ -321,7 +322,8 @@ def test_routing_between_the_reduced_and_the_two_layer_model() -> None:
     assert THEORY.sweepable_for(spec_of()) == ("alpha", "Delta")
     with pytest.raises(ValueError, match="gamma"):
         two_layer_model(spec_of(), N, gamma=0.7)
-    assert dataclasses.is_dataclass(THEORY._model(spec_of(), N))
+    assert dataclasses.is_dataclass(two_layer_model(spec_of(), N))
+    assert THEORY.problem(spec_of(), None, OPTIONS).dim == two_layer_model(spec_of(), N).dim
 
 
 @pytest.mark.parametrize("eta", [1.0, 0.0])

@@ -9,6 +9,7 @@ import numpy as np
 from solvers.core.options import SolverOptions
 from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
+from tests.payloads import solve_json
 
 OPTIONS = SolverOptions(tol_abs=1e-13, tol_rel=1e-13)
 
@@ -31,7 +32,7 @@ def make_spec(data: dict[str, Any], **fields: Any) -> KernelRenormalizationSpec:
 
 
 def solve(spec: KernelRenormalizationSpec) -> dict[str, Any]:
-    result = THEORY.solve(spec, OPTIONS)
+    result = solve_json(THEORY, spec, OPTIONS)
     assert result["converged"], result["diagnostics"]
     return result
 

@@ -9,6 +9,7 @@ import pytest
 
 from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization import spectrum as spectrum_module
+from tests.payloads import solve_json, sweep_json
 from tests.theories.test_kernel_renormalization_common import OPTIONS, arrays, make_spec, qbar_of, recipe_data
 
 
@@ -43,14 +44,14 @@ def eigh_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 )
 def test_sweeps_reuse_the_spectrum(eigh_calls, activation, depth, parameter, values, expected) -> None:
     spec = make_spec(arrays(*recipe_data()), activation=activation, depth=depth, N1=40)
-    first = THEORY.solve(spec, OPTIONS)
+    first = solve_json(THEORY, spec, OPTIONS)
     assert first["converged"]
-    sweep = THEORY.sweep(spec, parameter, values, "grid", OPTIONS)
+    sweep = sweep_json(THEORY, spec, parameter, values, "grid", OPTIONS)
     assert all(point["converged"] for point in sweep["points"])
     assert len(eigh_calls) == expected, eigh_calls
     # the cached spectrum answers exactly what a cold solve would
     spectrum_module.clear_cache()
-    cold = THEORY.solve(spec.model_copy(update={parameter: values[-1]}), OPTIONS)
+    cold = solve_json(THEORY, spec.model_copy(update={parameter: values[-1]}), OPTIONS)
     warm = sweep["points"][-1]
     assert np.allclose(cold["order_parameters"]["Qbar"], warm["order_parameters"]["Qbar"], rtol=1e-12)
     assert cold["observables"]["generalization_error"] == pytest.approx(
@@ -77,7 +78,7 @@ def _designed_three_root_data() -> tuple[np.ndarray, ...]:
 def test_every_stationary_point_is_a_branch() -> None:
     X, y, Xt, yt = _designed_three_root_data()
     spec = make_spec(arrays(X, y, Xt, yt), activation="linear", N1=10, T=1.0)
-    out = THEORY.solve(spec, OPTIONS)
+    out = solve_json(THEORY, spec, OPTIONS)
     assert out["diagnostics"]["stationary_points"] == 3
     assert any("3 stationary points" in note for note in out["diagnostics"]["notes"])
     branches = {b["name"]: b for b in out["branches"]}
@@ -140,7 +141,7 @@ def test_continuation_finds_the_first_order_transition_and_the_spinodal_in_tempe
         lo, hi = (mid, hi) if len(roots(mid)) == 3 else (lo, mid)
 
     spec = make_spec(arrays(X, y, Xt, yt), activation="linear", N1=10, T=1.0)
-    out = THEORY.sweep(spec, "T", list(np.linspace(0.5, 2.0, 31)), "continuation", OPTIONS)
+    out = sweep_json(THEORY, spec, "T", list(np.linspace(0.5, 2.0, 31)), "continuation", OPTIONS)
     kinds = {(t["kind"], tuple(sorted(t["branches"]))): t for t in out["transitions"]}
     first = kinds[("first_order", ("high_Qbar", "low_Qbar"))]
     assert first["parameter"] == pytest.approx(T_star, abs=1e-7)
@@ -153,29 +154,29 @@ def test_continuation_finds_the_first_order_transition_and_the_spinodal_in_tempe
 
 def test_zero_temperature_with_a_singular_kernel_is_reported_not_raised() -> None:
     X, y, Xt, yt = recipe_data(P=30, N0=10)  # linear kernel of rank 10 < P
-    out = THEORY.solve(make_spec(arrays(X, y, Xt, yt), activation="linear", T=0.0), OPTIONS)
+    out = solve_json(THEORY, make_spec(arrays(X, y, Xt, yt), activation="linear", T=0.0), OPTIONS)
     assert out["converged"] is False
     assert any("singular" in note for note in out["diagnostics"]["notes"])
     json.dumps(out, allow_nan=False)
     # at any T > 0 the same data solve
-    assert THEORY.solve(make_spec(arrays(X, y, Xt, yt), activation="linear", T=1e-3), OPTIONS)["converged"]
+    assert solve_json(THEORY, make_spec(arrays(X, y, Xt, yt), activation="linear", T=1e-3), OPTIONS)["converged"]
 
 
 def test_sweep_payload_is_json_safe_and_follows_the_grid() -> None:
     spec = make_spec({"kind": "teacher", "P": 60, "P_test": 15, "N0": 20, "seed": 1}, activation="relu", N1=30)
     values = list(np.geomspace(1e-3, 10, 7))
-    out = THEORY.sweep(spec, "T", values, "grid", OPTIONS)
+    out = sweep_json(THEORY, spec, "T", values, "grid", OPTIONS)
     json.dumps(out, allow_nan=False)
     assert [p["parameter"] for p in out["points"]] == pytest.approx(values)
     for p in out["points"]:
-        single = THEORY.solve(spec.model_copy(update={"T": p["parameter"]}), OPTIONS)
+        single = solve_json(THEORY, spec.model_copy(update={"T": p["parameter"]}), OPTIONS)
         assert p["order_parameters"]["Qbar"] == pytest.approx(qbar_of(single), rel=1e-10)
         assert len(p["observables"]["test_variance"]) == 15
 
 
 def test_N1_sweep_accepts_continuous_widths() -> None:
     spec = make_spec(arrays(*recipe_data()), N1=30)
-    out = THEORY.sweep(spec, "N1", [12.5, 30.0, 77.7], "grid", OPTIONS)
+    out = sweep_json(THEORY, spec, "N1", [12.5, 30.0, 77.7], "grid", OPTIONS)
     assert all(p["converged"] for p in out["points"])
     assert out["points"][0]["observables"]["alpha"] == pytest.approx(30 / 12.5)
 
@@ -185,11 +186,70 @@ def test_N1_sweep_accepts_continuous_widths() -> None:
 def test_absurd_magnitudes_are_results_not_errors(activation: str, x_scale: float, y_scale: float) -> None:
     X, y, Xt, yt = recipe_data(P=12, N0=6, P_test=3)
     spec = make_spec(arrays(X * x_scale, y * y_scale, Xt, yt), activation=activation, T=0.1)
-    out = THEORY.solve(spec, OPTIONS)
+    out = solve_json(THEORY, spec, OPTIONS)
     json.dumps(out, allow_nan=False)
     if out["converged"]:
         assert np.isfinite(out["order_parameters"]["Qbar"]) and out["order_parameters"]["Qbar"] > 0
     else:
         assert out["diagnostics"]["notes"] or out["diagnostics"]["status"] != "converged"
-    sweep = THEORY.sweep(spec, "T", [0.01, 1.0], "grid", OPTIONS)
+    sweep = sweep_json(THEORY, spec, "T", [0.01, 1.0], "grid", OPTIONS)
     json.dumps(sweep, allow_nan=False)
+
+
+@pytest.mark.parametrize("where", ["search", "observables"])
+def test_numerical_failures_are_diagnostics_and_bugs_propagate(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    from solvers.theories.kernel_renormalization import report as report_module
+    from solvers.theories.kernel_renormalization.scalar_action import ScalarAction
+
+    spec = make_spec(arrays(*recipe_data()), N1=30)
+
+    def failing(exc: Exception):
+        def fail(*args, **kwargs):
+            raise exc
+
+        if where == "search":
+            monkeypatch.setattr(ScalarAction, "stationary_points", fail)
+        else:
+            monkeypatch.setattr(report_module, "class_distance", fail)
+
+    failing(FloatingPointError("overflow in a test"))
+    out = solve_json(THEORY, spec, OPTIONS)
+    if where == "search":
+        assert any("exhaustive search failed: FloatingPointError" in n for n in out["diagnostics"]["notes"])
+        assert out["converged"]  # the NNGP start still finds the root
+    else:
+        assert out["observables"]["error"] == "FloatingPointError: overflow in a test"
+        assert out["observables"]["generalization_error"] is None
+    failing(ValueError("a programming error"))
+    with pytest.raises(ValueError, match="a programming error"):
+        THEORY.solve(spec, OPTIONS)
+
+
+@pytest.mark.parametrize("data", ["three_roots", "teacher"])
+def test_the_sweep_scan_table_finds_the_roots_of_the_direct_scan(data: str) -> None:
+    """Along a sweep the search reads A(v), B(v) from a table; it must find exactly the direct scan's roots."""
+    import dataclasses
+
+    from solvers.theories.kernel_renormalization.model import Model
+    from solvers.theories.kernel_renormalization.problem import KernelRenormalizationProblem
+
+    if data == "three_roots":
+        spec = make_spec(arrays(*_designed_three_root_data()), activation="linear", N1=10, T=1.0)
+    else:
+        spec = make_spec({"kind": "teacher", "P": 80, "P_test": 5, "N0": 30, "seed": 2}, N1=40)
+    sweeps = {"T": np.geomspace(1e-5, 1e3, 120), "N1": np.geomspace(2.0, 1e4, 40),
+              "lambda1": np.geomspace(1e-2, 1e2, 40)}
+    used = 0
+    for parameter, values in sweeps.items():
+        kp = KernelRenormalizationProblem(Model(spec), parameter)
+        for v in values:
+            act = kp.action(v)
+            roots = act.stationary_points()
+            direct = dataclasses.replace(act, table=None).stationary_points()
+            assert len(roots) == len(direct) and np.allclose(roots, direct, rtol=0, atol=1e-12), (parameter, v)
+            used += act._table_scan(*act.root_interval(), np.inf) is not None
+            for s in roots:
+                assert abs(float(act.symmetric_residual(s))) < 1e-12
+    assert used > 100  # the table is what these sweeps scan
+    if data == "three_roots":
+        assert len(KernelRenormalizationProblem(Model(spec), "T").action(1.0).stationary_points()) == 3

@@ -43,7 +43,7 @@ def test_fixed_q_observables_equal_the_weight_space_posterior() -> None:
     D2_exact = float(u @ Khat @ u)
 
     spec = make_spec(arrays(X, y, Xt, np.zeros(Pt)), activation="linear", N1=N1, T=T, lambda0=lambda0, lambda1=lambda1)
-    obs = THEORY.observables(spec, np.array([np.log(lambda1 * q)]), 0.0)
+    obs = THEORY.problem(spec).report(np.array([np.log(lambda1 * q)]), 0.0).observables
     assert np.allclose(obs["test_mean"], pred_mean, rtol=1e-12, atol=1e-14)
     assert np.allclose(obs["test_variance"], pred_var, rtol=1e-11, atol=1e-14)
     assert obs["class_distance"]["D2"] == pytest.approx(D2_exact, rel=1e-12)

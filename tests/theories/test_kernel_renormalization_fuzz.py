@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
+from tests.payloads import solve_json
 from tests.theories.test_kernel_renormalization_common import OPTIONS
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -62,7 +63,7 @@ def specs(draw) -> dict[str, Any]:
 @given(specs())
 def test_every_valid_spec_gives_a_json_safe_result(body: dict[str, Any]) -> None:
     spec = KernelRenormalizationSpec.model_validate(body)
-    out = THEORY.solve(spec, BOUNDED)
+    out = solve_json(THEORY, spec, BOUNDED)
     json.dumps(out, allow_nan=False)
     if out["converged"]:
         q = np.atleast_1d(out["order_parameters"]["Qbar"]).astype(float)

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
 from service.app import create_app
+from service.limits import check_sizes
 from service.settings import Settings
-from solvers.theories.kernel_renormalization import spec as spec_module
+from solvers.theories.kernel_renormalization import THEORY
 from solvers.theories.kernel_renormalization.datasets import materialize
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
 
@@ -37,7 +39,6 @@ BAD = [
     (body(T=-0.1), "T"),
     (body(N1=0), "N1"),
     (body(depth=0), "depth"),
-    (body(depth=spec_module.MAX_DEPTH + 1), "depth"),
     (body(lambda0=0.0), "lambda0"),
     (body(lambda1=-1.0), "lambda1"),
     (body(activation="tanh"), "activation"),
@@ -52,7 +53,6 @@ BAD = [
     (body(data={**GOOD_ARRAYS, "y_test": [1.0, 2.0]}), "data.arrays.y_test"),
     (body(data={**GOOD_ARRAYS, "X": [[1.0, float("nan")], [0.0, 1.0], [1.0, 1.0]]}), "data.arrays.X"),
     (body(data={**GOOD_ARRAYS, "y": [1.0, float("inf"), 1.0]}), "data.arrays.y"),
-    (body(data={"kind": "teacher", "P": spec_module.MAX_P + 1, "N0": 5}), "data.teacher.P"),
     (body(data={"kind": "teacher", "P": 0, "N0": 5}), "data.teacher.P"),
     (body(data={"kind": "teacher", "P": 10, "N0": 0}), "data.teacher.N0"),
     (body(data={"kind": "teacher", "P": 10, "N0": 5, "teacher": "quadratic"}), "data.teacher.teacher"),
@@ -71,11 +71,41 @@ def test_bad_input_names_the_field(model: dict[str, Any], field: str) -> None:
     assert any(loc == field or loc.startswith(field + ".") for loc in locs), locs
 
 
-def test_P_above_the_configured_maximum_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(spec_module, "MAX_P", 2)
-    assert "data.arrays.X" in error_locs(body())
-    assert KernelRenormalizationSpec.model_validate(body(data={**GOOD_ARRAYS, "X": GOOD_ARRAYS["X"][:2],
-                                                               "y": [1.0, -1.0]}))
+# Sizes are not the spec's to refuse: the theory declares them (field and default limit) and the service
+# checks them against its instance's limits.
+@pytest.mark.parametrize(
+    ("model", "limit", "loc", "value"),
+    [
+        (body(depth=THEORY.size_limits["kernel_depth"] + 1), "kernel_depth", ("depth",), 21),
+        (body(data={"kind": "teacher", "P": THEORY.size_limits["kernel_p"] + 1, "N0": 5}), "kernel_p",
+         ("data", "teacher", "P"), 5001),
+    ],
+    ids=["depth", "data.teacher.P"],
+)
+def test_sizes_above_the_default_limits_validate_and_are_declared(
+    model: dict[str, Any], limit: str, loc: tuple[str, ...], value: float
+) -> None:
+    spec = KernelRenormalizationSpec.model_validate(model)
+    assert THEORY.sizes(spec)[limit] == (loc, value)
+    assert THEORY.size_limits[limit] == {"kernel_depth": 20, "kernel_p": 5000}[limit]
+
+
+def test_P_is_declared_with_its_field_and_the_default_limit() -> None:
+    spec = KernelRenormalizationSpec.model_validate(body())
+    assert THEORY.sizes(spec)["kernel_p"] == (("data", "arrays", "X"), 3.0)
+    assert THEORY.size_limits["kernel_p"] == 5000
+    two = KernelRenormalizationSpec.model_validate(body(data={**GOOD_ARRAYS, "X": GOOD_ARRAYS["X"][:2],
+                                                              "y": [1.0, -1.0]}))
+    assert THEORY.sizes(two)["kernel_p"] == (("data", "arrays", "X"), 2.0)
+
+
+def test_an_instance_can_raise_the_limit_on_P() -> None:
+    """SADDLELAB_LIMIT_KERNEL_P=8000 admits teacher data with P = 6000 (the spec itself never limits P)."""
+    spec = KernelRenormalizationSpec.model_validate(body(data={"kind": "teacher", "P": 6000, "N0": 5}))
+    check_sizes(spec, Settings(redis_url=None, limits={"kernel_p": 8000.0}))
+    with pytest.raises(RequestValidationError) as err:
+        check_sizes(spec, Settings(redis_url=None, limits={}))
+    assert "kernel_p" in str(err.value.errors())
 
 
 @pytest.fixture()
@@ -84,7 +114,11 @@ def client() -> Iterator[TestClient]:
         yield c
 
 
-@pytest.mark.parametrize(("model", "field"), [BAD[0], BAD[1], BAD[9], BAD[22], BAD[25]], ids=lambda v: str(v)[:20])
+HTTP_BAD = [next(b for b in BAD if b[1] == f) for f in ("T", "N1", "data.arrays.y", "data.digits.classes",
+                                                         "data.digits.P_test")]
+
+
+@pytest.mark.parametrize(("model", "field"), HTTP_BAD, ids=lambda v: str(v)[:20])
 def test_bad_input_is_a_422_over_http(client: TestClient, model: dict[str, Any], field: str) -> None:
     r = client.post("/v1/solve", json={"model": model})
     assert r.status_code == 422, r.text

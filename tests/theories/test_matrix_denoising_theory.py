@@ -14,6 +14,7 @@ from solvers.theories import get
 from solvers.theories.matrix_denoising.point import mmse_point
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
 from solvers.theories.matrix_denoising.values import direct_values
+from tests.payloads import solve_json, sweep_json
 
 BASE = {"theory": "matrix_denoising", "gamma": 0.5, "readout": "ones", "snr": 2.0}
 
@@ -29,7 +30,7 @@ def test_registered_with_described_fields() -> None:
 
 def test_solve_has_the_common_shape_and_direct_values() -> None:
     th = get("matrix_denoising")
-    res = th.solve(MatrixDenoisingSpec(**BASE), SolverOptions())
+    res = solve_json(th, MatrixDenoisingSpec(**BASE), SolverOptions())
     json.dumps(res, allow_nan=False)
     assert res["converged"] and res["equilibrium"] == "bayes_optimal"
     assert len(res["branches"]) == 1 and res["branches"][0]["stable"]
@@ -44,18 +45,18 @@ def test_solve_has_the_common_shape_and_direct_values() -> None:
 
 
 def test_snr_zero_is_the_pure_noise_point() -> None:
-    res = get("matrix_denoising").solve(MatrixDenoisingSpec(**{**BASE, "snr": 0.0}), SolverOptions())
+    res = solve_json(get("matrix_denoising"), MatrixDenoisingSpec(**{**BASE, "snr": 0.0}), SolverOptions())
     assert res["observables"] == {"mmse": 1.0, "overlap": 0.0, "iota": 0.0, "overlap_integral": 0.0}
 
 
 def test_sweeps_over_snr_and_gamma() -> None:
     th = get("matrix_denoising")
     spec = MatrixDenoisingSpec(**BASE)
-    snr = th.sweep(spec, "snr", [0.5, 1.0, 4.0], "grid", SolverOptions())
+    snr = sweep_json(th, spec, "snr", [0.5, 1.0, 4.0], "grid", SolverOptions())
     overlaps = [p["observables"]["overlap"] for p in snr["points"]]
     assert overlaps == sorted(overlaps) and all(p["converged"] for p in snr["points"])
     assert snr["transitions"] == []
-    gam = th.sweep(spec, "gamma", [0.5, 1.7], "grid", SolverOptions())
+    gam = sweep_json(th, spec, "gamma", [0.5, 1.7], "grid", SolverOptions())
     for p, g in zip(gam["points"], [0.5, 1.7], strict=True):
         assert p["observables"]["mmse"] == pytest.approx(mmse_point(g, "ones", 2.0).mmse, abs=1e-6)
 
@@ -119,16 +120,16 @@ def test_rectangular_shape_solves_and_sweeps() -> None:
     th = get("matrix_denoising")
     spec = MatrixDenoisingSpec(**RECT)
     assert set(th.sweepable_for(spec)) == {"snr", "gamma", "eta"}
-    res = th.solve(spec, SolverOptions())
+    res = solve_json(th, spec, SolverOptions())
     json.dumps(res, allow_nan=False)
     assert res["converged"] and res["equilibrium"] == "bayes_optimal"
     direct = rectangular_mmse_point(0.5, 2.0, 1.5).mmse
     assert res["observables"]["mmse"] == pytest.approx(direct, abs=3e-7)
-    eta = th.sweep(spec, "eta", [0.5, 1.0], "grid", SolverOptions())
+    eta = sweep_json(th, spec, "eta", [0.5, 1.0], "grid", SolverOptions())
     for p, e in zip(eta["points"], [0.5, 1.0], strict=True):
         # direct quadrature, or the table where an earlier solve has built it (accurate to 3e-7)
         assert p["observables"]["mmse"] == pytest.approx(rectangular_mmse_point(0.5, e, 1.5).mmse, abs=3e-7)
-    snr = th.sweep(spec, "snr", [1.5, 1.5001], "grid", SolverOptions())
+    snr = sweep_json(th, spec, "snr", [1.5, 1.5001], "grid", SolverOptions())
     i0, i1 = (p["observables"]["iota"] for p in snr["points"])
     assert 2 * (i1 - i0) / 1e-4 == pytest.approx(res["observables"]["mmse"], rel=1e-4)
 

@@ -12,19 +12,22 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from solvers.theories.rubin_cavity.closure import mode_matrix, nngp_eigenvalues, residual_coefficients
-from solvers.theories.rubin_cavity.erf_moments import (
+from solvers.theories.rubin_cavity.common.closure import nngp_eigenvalues, residual_coefficients
+from solvers.theories.rubin_cavity.common.erf_moments import (
     arcsin_kernel,
-    erf_derivative,
     erf_prime_mean,
     erf_third_mean,
     erf_variance,
     erf_variance_prime,
-    h1_correlation,
-    h3_correlation,
-    residual_correlation,
     shifted_erf_mean,
     shifted_erf_square_mean,
+)
+from solvers.theories.rubin_cavity.common.erf_projections import (
+    erf_derivative,
+    h1_projection,
+    h3_projection,
+    mode_matrix,
+    residual_projection,
 )
 
 N_MC = 2_000_000
@@ -47,9 +50,9 @@ def test_stein_identities_and_erf_correlations() -> None:
     q, rho, b, c = 0.99, 0.7, 0.3, -0.3  # the generic point of the theory note
     g, z = _correlated(q, rho, rng)
     e = erf(g)
-    _within(e * z, float(h1_correlation(rho, q)))
-    _within(e * (z**3 - 3 * z), float(h3_correlation(rho, q)))
-    _within(e * (b * z + c * (z**3 - 3 * z)), float(residual_correlation(rho, q, b, c)))
+    _within(e * z, float(h1_projection(rho, q)))
+    _within(e * (z**3 - 3 * z), float(h3_projection(rho, q)))
+    _within(e * (b * z + c * (z**3 - 3 * z)), float(residual_projection(rho, q, b, c)))
     _within(e * e, float(erf_variance(q)))
     g0 = math.sqrt(q) * rng.standard_normal(N_MC)
     d1 = (2 / math.sqrt(math.pi)) * np.exp(-g0 * g0)

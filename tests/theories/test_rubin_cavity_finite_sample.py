@@ -12,16 +12,20 @@ import math
 
 import numpy as np
 import pytest
+from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 from scipy.special import erf
 
+from service.keys import spec_hash
+from service.limits import check_sizes
+from service.settings import Settings
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.theories import get
-from solvers.theories.rubin_cavity import specs
-from solvers.theories.rubin_cavity.finite_sample_data import sample
-from solvers.theories.rubin_cavity.finite_sample_kernel import gauss_rule, geometry, kernels
-from solvers.theories.rubin_cavity.finite_sample_mode import LAW_NODES, evaluator
+from solvers.theories.rubin_cavity.finite_sample.data import sample
+from solvers.theories.rubin_cavity.finite_sample.evaluator import LAW_NODES, evaluator
+from solvers.theories.rubin_cavity.finite_sample.kernel import gauss_rule, geometry, kernels
+from tests.payloads import solve_json
 
 THEORY = get("rubin_cavity")
 SPEC = TypeAdapter(THEORY.spec_model)
@@ -102,7 +106,7 @@ def test_kernel_is_converged_in_the_number_of_law_nodes() -> None:
     geo = ev.geometry(net)
     outs = []
     for n in (LAW_NODES, 2 * LAW_NODES):
-        from solvers.theories.rubin_cavity import finite_sample_mode as fsm
+        import solvers.theories.rubin_cavity.finite_sample.evaluator as fsm
 
         old = fsm.LAW_NODES
         fsm.LAW_NODES = n
@@ -131,13 +135,13 @@ def test_agrees_with_the_population_theory_at_large_P() -> None:
     (which drops the effective ridge of the D − 1 perpendicular modes), measured at ≈ 0.003 in c.
     """
     base = {"D": 30, "N": 100, "s_a2": 8 / 100**2, "T": 0.3, "P": 1000}
-    pop = THEORY.solve(
+    pop = solve_json(THEORY,
         SPEC.validate_python({"theory": "rubin_cavity", "mode": "self_consistent", **base}), SolverOptions()
     )
     fd = pop["observables"]["finite_D"]
     bs, cs = [], []
     for seed in range(3):
-        res = THEORY.solve(spec(**base, seed=seed, P_test=200), SolverOptions())
+        res = solve_json(THEORY, spec(**base, seed=seed, P_test=200), SolverOptions())
         assert res["converged"]
         bs.append(res["order_parameters"]["b"])
         cs.append(res["order_parameters"]["c"])
@@ -151,17 +155,31 @@ def test_agrees_with_the_population_theory_at_large_P() -> None:
 
 
 def test_size_limits_name_the_limit() -> None:
-    with pytest.raises(ValidationError) as err:
-        spec(P=specs.LIMITS.max_P + 1)
-    assert "P" in str(err.value) and str(specs.LIMITS.max_P) in str(err.value)
-    old = specs.LIMITS.max_P
-    specs.LIMITS.max_P = 100
-    try:
-        with pytest.raises(ValidationError):
-            spec(P=101)
-    finally:
-        specs.LIMITS.max_P = old
+    """Sizes are limits of the instance (checked by the service against its settings), not of the spec."""
+    assert THEORY.size_limits == {"finite_sample_p": 5000, "finite_sample_p_test": 20000, "finite_sample_d": 20000}
+    defaults = Settings(redis_url=None, api_keys=(), limits={})
+    check_sizes(spec(P=5000, P_test=20000, D=20000), defaults)
+    for field, limit in (("P", "finite_sample_p"), ("P_test", "finite_sample_p_test"), ("D", "finite_sample_d")):
+        too_big = spec(**{field: THEORY.size_limits[limit] + 1})  # a valid spec ...
+        with pytest.raises(RequestValidationError) as err:  # ... that this instance refuses, naming field and limit
+            check_sizes(too_big, defaults)
+        (e,) = err.value.errors()
+        assert e["loc"] == ["body", "model", field] and f"{limit}={THEORY.size_limits[limit]:g}" in e["msg"]
+    lowered = Settings(redis_url=None, api_keys=(), limits={"finite_sample_p": 100})
+    check_sizes(spec(P=100), lowered)
+    with pytest.raises(RequestValidationError):
+        check_sizes(spec(P=101), lowered)
     for bad, field in [({"P": 0}, "P"), ({"D": 0}, "D"), ({"P_test": 0}, "P_test"), ({"T": -1}, "T")]:
         with pytest.raises(ValidationError) as err:
             spec(**bad)
         assert field in str(err.value)
+
+
+def test_seed_is_an_exactly_representable_integer() -> None:
+    # The canonical cache key (RFC 8785 JSON) represents integers exactly only up to 2^53 − 1.
+    largest = spec(seed=2**53 - 1)
+    assert len(spec_hash(largest, SolverOptions())) == 64
+    for bad in (2**53, 2**63 - 1, -1):
+        with pytest.raises(ValidationError) as err:
+            spec(seed=bad)
+        assert "seed" in str(err.value)

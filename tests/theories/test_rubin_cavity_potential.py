@@ -17,8 +17,10 @@ from scipy.optimize import brentq, minimize_scalar
 
 from solvers.core.options import SolverOptions
 from solvers.theories import get
-from solvers.theories.rubin_cavity.erf_moments import erf_variance, residual_correlation
-from solvers.theories.rubin_cavity.potential import OverlapPotential
+from solvers.theories.rubin_cavity.common.erf_moments import erf_variance
+from solvers.theories.rubin_cavity.common.erf_projections import residual_projection
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential
+from tests.payloads import solve_json, sweep_json
 
 THEORY = get("rubin_cavity")
 SPEC = TypeAdapter(THEORY.spec_model)
@@ -98,7 +100,7 @@ def test_standard_scaling_potential_is_the_blog_cavity_U() -> None:
     for rho in (0.0, 0.1, 0.5, 0.9, 1.7):
         q = sw + rho**2
         L = 1 + lam * erf_variance(q)
-        m = residual_correlation(rho, q, b, c)
+        m = residual_projection(rho, q, b, c)
         U = D * rho**2 / (2 * sw) + 0.5 * math.log(L) - sa2 * P**2 * m**2 / (2 * T**2 * L)
         assert float(pot.value(rho)) == pytest.approx(U / D, rel=1e-12)
         fd = (float(pot.value(rho + 1e-5)) - float(pot.value(rho - 1e-5))) / 2e-5
@@ -141,7 +143,7 @@ def _basin_masses(u: float, D: float, barrier: float) -> tuple[float, float, flo
 
 @pytest.mark.parametrize("u,D", [(U_C, 150.0), (28.5, 40.0), (31.0, 150.0), (U_C, 2000.0)])
 def test_R_and_well_weights_by_brute_force_quadrature(u: float, D: float) -> None:
-    res = THEORY.solve(spec(u=u, D=D), SolverOptions())
+    res = solve_json(THEORY, spec(u=u, D=D), SolverOptions())
     obs = res["observables"]
     barrier = obs["barriers"][0]["rho"]
     inner, outer, m2 = _basin_masses(u, D, barrier)
@@ -159,13 +161,13 @@ def test_well_weights_approach_the_laplace_ratio_at_equal_depth() -> None:
     c0 = (blog_potential(h, U_C) - 2 * blog_potential(0, U_C) + blog_potential(-h, U_C)) / h**2
     r = 1 / math.sqrt(2)
     ca = (blog_potential(r + h, U_C) - 2 * blog_potential(r, U_C) + blog_potential(r - h, U_C)) / h**2
-    res = THEORY.solve(spec(u=U_C, D=1e6), SolverOptions())
+    res = solve_json(THEORY, spec(u=U_C, D=1e6), SolverOptions())
     weights = {w["kind"]: w["weight"] for w in res["observables"]["potential_wells"]}
     assert weights["aligned"] / weights["center"] == pytest.approx(2 * math.sqrt(c0 / ca), rel=2e-3)
 
 
 def test_solve_reports_every_branch_with_stability_and_phase() -> None:
-    res = THEORY.solve(spec(u=U_C), SolverOptions())
+    res = solve_json(THEORY, spec(u=U_C), SolverOptions())
     br = {b["name"]: b for b in res["branches"]}
     assert set(br) == {"center", "aligned", "barrier"}
     assert br["center"]["stable"] and br["aligned"]["stable"] and not br["barrier"]["stable"]
@@ -174,7 +176,7 @@ def test_solve_reports_every_branch_with_stability_and_phase() -> None:
     assert res["observables"]["phase"] == "GMFL-I"
     assert res["order_parameters"]["R"] is None  # no D: no finite-D moments
     assert res["observables"]["test_mse"] == pytest.approx(B**2 + 6 * C**2)
-    low, high = THEORY.solve(spec(u=25.0), SolverOptions()), THEORY.solve(spec(u=33.0), SolverOptions())
+    low, high = solve_json(THEORY, spec(u=25.0), SolverOptions()), solve_json(THEORY, spec(u=33.0), SolverOptions())
     assert low["equilibrium"] == "center" and low["observables"]["phase"] == "GFL"
     assert low["order_parameters"]["rho_star"] == 0.0
     assert high["equilibrium"] == "aligned" and high["observables"]["phase"] == "GMFL-II"
@@ -218,7 +220,7 @@ def _transitions(res: dict, kind: str) -> list[dict]:
 
 
 def test_sweep_in_u_finds_the_first_order_point_and_both_spinodals() -> None:
-    res = THEORY.sweep(spec(), "u", list(np.linspace(20.0, 40.0, 41)), "continuation", SolverOptions())
+    res = sweep_json(THEORY, spec(), "u", list(np.linspace(20.0, 40.0, 41)), "continuation", SolverOptions())
     (fo,) = _transitions(res, "first_order")
     assert fo["parameter"] == pytest.approx(U_C, abs=1e-5)
     assert set(fo["branches"]) == {"center", "aligned"}
@@ -232,7 +234,7 @@ def test_sweep_in_u_finds_the_first_order_point_and_both_spinodals() -> None:
 
 def test_sweep_without_first_order_point_when_side_wells_grow_continuously() -> None:
     # c = 0: F''(0) ∝ 8bc + 4b² > 0, the side wells bifurcate supercritically out of ρ = 0.
-    res = THEORY.sweep(spec(c=0.0), "u", list(np.linspace(20.0, 50.0, 31)), "continuation", SolverOptions())
+    res = sweep_json(THEORY, spec(c=0.0), "u", list(np.linspace(20.0, 50.0, 31)), "continuation", SolverOptions())
     assert _transitions(res, "first_order") == []
     center_loss = math.pi * (1 + 2 * SW) / (4 * SW * B**2)
     spin = [t["parameter"] for t in _transitions(res, "spinodal")]

@@ -2,8 +2,8 @@
 
 Checks: the GP limit and the no-learning limit in closed form, the GFL closed form of the note,
 dependence on (P, T) only through P/T, invariance of the transition under the paper's (α, β)
-scaling, convergence of the finite-D solution to D → ∞, the paper's transition (u_c ≈ 30.2 at
-T ≈ 0.18) with the equal-depth condition re-checked by brute force, analytic Jacobians against
+scaling, convergence of the finite-D solution to D → ∞, the paper's transition (σ² ≈ 0.18, where
+u = 30.2) with the equal-depth condition re-checked by brute force, analytic Jacobians against
 finite differences, the closure re-checked by adaptive quadrature, and the learning-curve report.
 """
 
@@ -20,12 +20,13 @@ from scipy.optimize import brentq, minimize_scalar
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.theories import get
-from solvers.theories.rubin_cavity.network import Network, network_of
-from solvers.theories.rubin_cavity.quadrature_mode import QuadratureRule, panel_count
-from solvers.theories.rubin_cavity.quadrature_mode import fixed_point as fd_map
-from solvers.theories.rubin_cavity.quadrature_mode import jacobian as fd_jac
-from solvers.theories.rubin_cavity.saddle_mode import evaluate
-from solvers.theories.rubin_cavity.saddle_mode import jacobian as saddle_jac
+from solvers.theories.rubin_cavity.common.network import Network, network_of
+from solvers.theories.rubin_cavity.self_consistent.quadrature import QuadratureRule, panel_count
+from solvers.theories.rubin_cavity.self_consistent.quadrature import fixed_point as fd_map
+from solvers.theories.rubin_cavity.self_consistent.quadrature import jacobian as fd_jac
+from solvers.theories.rubin_cavity.self_consistent.saddle import evaluate
+from solvers.theories.rubin_cavity.self_consistent.saddle import jacobian as saddle_jac
+from tests.payloads import solve_json, sweep_json
 
 THEORY = get("rubin_cavity")
 SPEC = TypeAdapter(THEORY.spec_model)
@@ -55,7 +56,7 @@ def test_gp_limit() -> None:
     # u → 0 at fixed η = P N s_a2/(T D) = 1: N huge, s_a2 = η T D/(P N).
     eta, sw, eps = 1.0, 0.7, -0.4
     s = spec(sigma_w2=sw, epsilon=eps, D=150, N=1e12, P=3000, T=1.0, s_a2=eta * 150 / (3000 * 1e12))
-    res = THEORY.solve(s, SolverOptions())
+    res = solve_json(THEORY, s, SolverOptions())
     assert res["observables"]["u"] < 1e-5
     b_gp = 1 / (1 + eta * (4 / math.pi) * sw / (1 + 2 * sw))
     assert res["order_parameters"]["b"] == pytest.approx(b_gp, rel=1e-5)
@@ -68,7 +69,7 @@ def test_gp_limit() -> None:
 
 
 def test_nothing_learned_leaves_b_one_and_c_epsilon() -> None:
-    res = THEORY.solve(spec(s_a2=1e-16), SolverOptions())
+    res = solve_json(THEORY, spec(s_a2=1e-16), SolverOptions())
     assert res["order_parameters"]["b"] == pytest.approx(1.0, abs=1e-9)
     assert res["order_parameters"]["c"] == pytest.approx(-0.3, abs=1e-12)
     assert res["observables"]["finite_D"]["b"] == pytest.approx(1.0, abs=1e-9)
@@ -77,7 +78,7 @@ def test_nothing_learned_leaves_b_one_and_c_epsilon() -> None:
 
 @pytest.mark.parametrize("T", [0.2, 0.25, 0.3])
 def test_gfl_branch_matches_the_closed_form(T: float) -> None:
-    res = THEORY.solve(spec(**PAPER, T=T), SolverOptions())
+    res = solve_json(THEORY, spec(**PAPER, T=T), SolverOptions())
     obs, op = res["observables"], res["order_parameters"]
     assert obs["phase"] == "GFL" and op["aligned_weight"] == 0.0
     b = gfl_b(obs["u"], obs["eta"])
@@ -89,9 +90,9 @@ def test_gfl_branch_matches_the_closed_form(T: float) -> None:
 
 def test_dependence_on_P_and_T_only_through_their_ratio() -> None:
     for scaling in ("mean_field", "standard"):
-        a = THEORY.solve(spec(**PAPER, T=0.17, scaling=scaling), SolverOptions())
+        a = solve_json(THEORY, spec(**PAPER, T=0.17, scaling=scaling), SolverOptions())
         base = {**PAPER, "P": 3000 * 3.7}
-        b = THEORY.solve(spec(**base, T=0.17 * 3.7, scaling=scaling), SolverOptions())
+        b = solve_json(THEORY, spec(**base, T=0.17 * 3.7, scaling=scaling), SolverOptions())
         for key in ("b", "c", "aligned_weight", "R"):
             assert b["order_parameters"][key] == pytest.approx(a["order_parameters"][key], rel=1e-9, abs=1e-12)
         for key in ("b", "c", "R"):
@@ -111,21 +112,25 @@ def _scaled(alpha: float, beta: float, T: float) -> dict:
 
 
 def test_alpha_beta_scaling_invariance() -> None:
-    ref = THEORY.sweep(spec(**PAPER, T=0.18), "T", list(np.linspace(0.15, 0.21, 13)), "continuation", SolverOptions())
+    ref = sweep_json(
+        THEORY, spec(**PAPER, T=0.18), "T", list(np.linspace(0.15, 0.21, 13)), "continuation", SolverOptions()
+    )
     (onset,) = transitions(ref, "first_order", {"GFL", "GMFL-I"})
     for alpha, beta in ((2.0, 4.0), (0.5, 1 / 8)):
         s = spec(**_scaled(alpha, beta, 0.18))
-        res = THEORY.sweep(s, "T", list(np.linspace(0.15, 0.21, 13) * alpha / beta), "continuation", SolverOptions())
+        res = sweep_json(
+            THEORY, s, "T", list(np.linspace(0.15, 0.21, 13) * alpha / beta), "continuation", SolverOptions()
+        )
         (t,) = transitions(res, "first_order", {"GFL", "GMFL-I"})
         # u and η are invariant, and so is the D → ∞ onset (ω = 0 there): T_c scales exactly like T.
         assert t["state"]["u"] == pytest.approx(onset["state"]["u"], rel=1e-9)
         assert t["parameter"] == pytest.approx(onset["parameter"] * alpha / beta, rel=1e-9)
-        gfl = THEORY.solve(spec(**{**_scaled(alpha, beta, 0.25)}), SolverOptions())["order_parameters"]
-        gfl_ref = THEORY.solve(spec(**PAPER, T=0.25), SolverOptions())["order_parameters"]
+        gfl = solve_json(THEORY, spec(**{**_scaled(alpha, beta, 0.25)}), SolverOptions())["order_parameters"]
+        gfl_ref = solve_json(THEORY, spec(**PAPER, T=0.25), SolverOptions())["order_parameters"]
         assert gfl["b"] == pytest.approx(gfl_ref["b"], rel=1e-10)
         # In GMFL-I only the (1 − ω) center factor, ω = O(1/(ηD)), is not invariant.
-        mixed = THEORY.solve(spec(**_scaled(alpha, beta, 0.15)), SolverOptions())["order_parameters"]
-        mixed_ref = THEORY.solve(spec(**PAPER, T=0.15), SolverOptions())["order_parameters"]
+        mixed = solve_json(THEORY, spec(**_scaled(alpha, beta, 0.15)), SolverOptions())["order_parameters"]
+        mixed_ref = solve_json(THEORY, spec(**PAPER, T=0.15), SolverOptions())["order_parameters"]
         assert mixed["b"] == pytest.approx(
             mixed_ref["b"], abs=3 * max(mixed["aligned_weight"], mixed_ref["aligned_weight"])
         )
@@ -138,7 +143,7 @@ def test_finite_D_solution_converges_to_the_saddle_point(u: float) -> None:
     for D in (150.0, 1500.0, 15000.0):
         beta = (D / 150) ** 2  # β = α scaling with α = 1 keeps u and η fixed while D grows
         s = spec(**{**PAPER, "D": D, "N": 700 * beta, "s_a2": PAPER["s_a2"] / beta**1.5, "u": u})
-        res = THEORY.solve(s, SolverOptions())
+        res = solve_json(THEORY, s, SolverOptions())
         fd = res["observables"]["finite_D"]
         assert fd["converged"]
         errors.append(max(abs(fd["b"] - res["order_parameters"]["b"]), abs(fd["c"] - res["order_parameters"]["c"])))
@@ -148,7 +153,7 @@ def test_finite_D_solution_converges_to_the_saddle_point(u: float) -> None:
 
 
 def test_paper_setting_transition() -> None:
-    res = THEORY.sweep(spec(**PAPER), "T", list(np.linspace(0.1, 0.3, 41)), "continuation", SolverOptions())
+    res = sweep_json(THEORY, spec(**PAPER), "T", list(np.linspace(0.1, 0.3, 41)), "continuation", SolverOptions())
     (onset,) = transitions(res, "first_order", {"GFL", "GMFL-I"})
     u_c, T_c = onset["state"]["u"], onset["parameter"]
     assert u_c == pytest.approx(30.2, rel=0.03)  # paper: u_c ≈ 30.2 "for ε = −0.3"
@@ -177,9 +182,25 @@ def test_paper_setting_transition() -> None:
             assert obs["depth_gap"] is None or obs["depth_gap"] > 0
 
 
+def test_paper_u_c_is_u_at_its_rounded_transition_temperature() -> None:
+    """The paper's "u_c ≈ 30.2" is u = n² σ_a²/(σ⁴ d N) = P² s_a2/(T² D) evaluated at its rounded σ² = 0.18."""
+    P, D, s_a2 = PAPER["P"], PAPER["D"], PAPER["s_a2"]
+    u_018 = P**2 * s_a2 / (0.18**2 * D)  # the formula alone, no solver
+    assert u_018 == pytest.approx(30.234, abs=1e-3)
+    paper = spec(**PAPER, T=0.18)
+    assert network_of(paper).u == pytest.approx(u_018, rel=1e-12)
+    assert solve_json(THEORY, paper, SolverOptions())["observables"]["u"] == pytest.approx(u_018, rel=1e-12)
+    res = sweep_json(THEORY, paper, "T", list(np.linspace(0.15, 0.21, 13)), "continuation", SolverOptions())
+    (onset,) = transitions(res, "first_order", {"GFL", "GMFL-I"})
+    T_c = onset["parameter"]
+    assert round(T_c, 2) == 0.18  # the solver's transition rounds to the paper's σ² ≈ 0.18 ...
+    # ... and its own u_c is u at the unrounded T_c, by the same formula.
+    assert onset["state"]["u"] == pytest.approx(P**2 * s_a2 / (T_c**2 * D), rel=1e-12)
+
+
 def test_u_sweep_agrees_with_the_T_sweep() -> None:
-    by_T = THEORY.sweep(spec(**PAPER), "T", list(np.linspace(0.15, 0.21, 13)), "continuation", SolverOptions())
-    by_u = THEORY.sweep(spec(**PAPER), "u", list(np.linspace(25.0, 40.0, 16)), "continuation", SolverOptions())
+    by_T = sweep_json(THEORY, spec(**PAPER), "T", list(np.linspace(0.15, 0.21, 13)), "continuation", SolverOptions())
+    by_u = sweep_json(THEORY, spec(**PAPER), "u", list(np.linspace(25.0, 40.0, 16)), "continuation", SolverOptions())
     (a,) = transitions(by_T, "first_order", {"GFL", "GMFL-I"})
     (b,) = transitions(by_u, "first_order", {"GFL", "GMFL-I"})
     assert b["parameter"] == pytest.approx(a["state"]["u"], rel=1e-8)
@@ -187,7 +208,9 @@ def test_u_sweep_agrees_with_the_T_sweep() -> None:
 
 
 def test_p_sweep_reports_sample_complexity() -> None:
-    res = THEORY.sweep(spec(**PAPER, T=0.18), "P", list(np.linspace(1000, 6000, 26)), "continuation", SolverOptions())
+    res = sweep_json(
+        THEORY, spec(**PAPER, T=0.18), "P", list(np.linspace(1000, 6000, 26)), "continuation", SolverOptions()
+    )
     sc = res["sample_complexity"]
     lam3 = 700 * PAPER["s_a2"] * (40 / math.pi) * 0.5**3 / (150**3 * 2**3)  # note §6, per σ_a² = N s_a2
     assert sc["nngp"]["P_cubic_learnable"] == pytest.approx(0.18 / lam3, rel=1e-12)
@@ -220,7 +243,7 @@ def test_analytic_jacobians_against_finite_differences() -> None:
 
 def test_finite_D_closure_by_adaptive_quadrature() -> None:
     s = spec(**PAPER, T=0.16)
-    res = THEORY.solve(s, SolverOptions())
+    res = solve_json(THEORY, s, SolverOptions())
     fd = res["observables"]["finite_D"]
     b, c = fd["b"], fd["c"]
     net = network_of(s)
@@ -250,14 +273,14 @@ def test_standard_scaling_reduces_to_mean_field_when_L_goes_to_one(u: float) -> 
     lam, eta, D, T = 1e-7, 1.35, 150.0, 1e-3
     P = u * D / lam * T
     s_kw = {"sigma_w2": 0.5, "epsilon": -0.3, "D": D, "T": T, "P": P, "s_a2": lam * T / P, "N": eta * D / lam}
-    a = THEORY.solve(spec(**s_kw), SolverOptions())
-    b = THEORY.solve(spec(**s_kw, scaling="standard"), SolverOptions())
+    a = solve_json(THEORY, spec(**s_kw), SolverOptions())
+    b = solve_json(THEORY, spec(**s_kw, scaling="standard"), SolverOptions())
     assert a["observables"]["u"] == pytest.approx(u, rel=1e-9)
     for key in ("b", "c", "aligned_weight"):
         assert b["order_parameters"][key] == pytest.approx(a["order_parameters"][key], rel=1e-5, abs=1e-8)
     # At the paper's λ = s_a2 P/T ≈ 0.27 the 1/L factor weakens the reward: less is learned.
-    std = THEORY.solve(spec(**PAPER, T=0.16, scaling="standard"), SolverOptions())
-    mf = THEORY.solve(spec(**PAPER, T=0.16), SolverOptions())
+    std = solve_json(THEORY, spec(**PAPER, T=0.16, scaling="standard"), SolverOptions())
+    mf = solve_json(THEORY, spec(**PAPER, T=0.16), SolverOptions())
     assert std["converged"] and std["order_parameters"]["b"] > mf["order_parameters"]["b"]
 
 
@@ -277,6 +300,6 @@ def test_bad_input_and_non_convergence() -> None:
         assert field in str(err.value)
     s = spec(u=25.0)
     assert network_of(s).u == pytest.approx(25.0, rel=1e-12)
-    res = THEORY.solve(spec(**PAPER, T=0.12), SolverOptions(method="newton", max_iterations=1))
+    res = solve_json(THEORY, spec(**PAPER, T=0.12), SolverOptions(method="newton", max_iterations=1))
     assert res["converged"] is False
     assert res["diagnostics"]["residual"] > 0

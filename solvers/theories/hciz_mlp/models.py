@@ -1,6 +1,8 @@
-"""Build the numerical model of a spec at a control value (α, Δ or γ swept), with a small cache.
+"""Build the numerical model of a spec at a control value (α, Δ or γ swept).
 
 A sweep in γ needs one matrix-denoising table per γ value (when μ2 ≠ 0); α and Δ sweeps reuse one.
+Models are built per problem (they carry a memo of evaluated states); what pays across requests is
+the denoiser of a (γ, readout), kept by an LRU on those two immutable values.
 """
 
 from __future__ import annotations
@@ -87,23 +89,3 @@ def two_layer_model(spec: HCIZSpec, n_atoms: int, gamma: float | None = None,
         quench=spec.quench,
     )
 
-
-_MODELS: dict[tuple[str, int], ShallowModel | DeepModel | TwoLayerModel] = {}
-
-
-def build_model(spec: HCIZSpec, n_atoms: int) -> ShallowModel | DeepModel | TwoLayerModel:
-    if spec.two_layer:
-        return two_layer_model(spec, n_atoms)
-    return (deep_model if spec.depth >= 2 else shallow_model)(spec, n_atoms)
-
-
-def cached_model(spec: HCIZSpec, n_atoms: int) -> ShallowModel | DeepModel | TwoLayerModel:
-    """The model of a spec (shallow, deep or two-layer), remembered so that reporting many points stays cheap."""
-    key = (spec.model_dump_json(), int(n_atoms))
-    model = _MODELS.get(key)
-    if model is None:
-        if len(_MODELS) > 512:
-            _MODELS.clear()
-        model = build_model(spec, n_atoms)
-        _MODELS[key] = model
-    return model

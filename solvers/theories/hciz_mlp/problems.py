@@ -17,8 +17,10 @@ import numpy as np
 
 from solvers.core.newton import fd_jacobian
 from solvers.core.problem import Problem
+from solvers.core.results import Report
 from solvers.theories.hciz_mlp.deep import DeepModel
 from solvers.theories.hciz_mlp.models import deep_model, readout_atom_count, shallow_model, two_layer_model
+from solvers.theories.hciz_mlp.reports import deep_report, shallow_report, two_layer_report
 from solvers.theories.hciz_mlp.shallow import T_MAX, UNIVERSAL_TOL, ShallowModel
 from solvers.theories.hciz_mlp.spec import HCIZSpec
 from solvers.theories.hciz_mlp.two_layer import T_MAX as TWO_LAYER_T_MAX
@@ -36,7 +38,11 @@ SCAN_GRID = np.unique(np.concatenate([[0.0], np.linspace(2e-3, 0.98, 160), 1.0 -
 
 
 class ModelAt:
-    """Maps a control value p to (model, α), caching models when γ or Δ is swept."""
+    """Maps a control value p to (model, α), caching models when γ or Δ is swept.
+
+    One per problem: the solve, the special points and the reports of every point all read the
+    models it holds (never rebuilt from the length of a solution vector).
+    """
 
     def __init__(self, spec: HCIZSpec, parameter: str | None, n_atoms: int, build: Callable[..., Any]):
         self.spec = spec
@@ -133,6 +139,10 @@ def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int
             y[-1] = min(y[-1], T_MAX)
         return y
 
+    def report(x: np.ndarray, p: float) -> Report:
+        model, alpha = at(p)
+        return shallow_report(model, alpha, np.asarray(x, dtype=float))
+
     names = [f"log1p_Qhat[{i}]" for i in range(n_q)] + ["epsilon"] + (["log1p_tau"] if probe.has_tau else [])
     return Problem(
         residual=None,
@@ -148,6 +158,7 @@ def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int
         project=project,
         scale=np.ones(dim),
         names=names,
+        report=report,
     )
 
 
@@ -178,6 +189,10 @@ def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | 
         return branch_label(Q[probe.depth - 1 :] if float(np.max(np.abs(Q))) > UNIVERSAL_TOL else Q,
                             probe.readout.v, lambda: stability(x, p))
 
+    def report(x: np.ndarray, p: float) -> Report:
+        model, alpha = at(p)
+        return deep_report(model, alpha, np.asarray(x, dtype=float))
+
     return Problem(
         residual=None,
         dim=dim,
@@ -191,6 +206,7 @@ def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | 
         scale=np.ones(dim),
         names=[f"log1p_Qhat{l + 1}" for l in range(probe.depth - 1)]
         + [f"log1p_Qhat{probe.depth}[{j}]" for j in range(probe.readout.size)],
+        report=report,
     )
 
 
@@ -285,6 +301,10 @@ def two_layer_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: i
         y[n1 + VS :] = np.clip(y[n1 + VS :], 0.0, TWO_LAYER_T_MAX)
         return y
 
+    def report(x: np.ndarray, p: float) -> Report:
+        model, alpha = at(p)
+        return two_layer_report(model, alpha, np.asarray(x, dtype=float))
+
     names = ([f"log1p_Qhat1[{s}]" for s in range(probe.n1)]
              + [f"log1p_Qhat2[{v},{s}]" for v in range(V) for s in range(S)]
              + [f"log1p_Qhat21[{v}]" for v in range(probe.n21)])
@@ -301,4 +321,5 @@ def two_layer_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: i
         project=project,
         scale=np.ones(dim),
         names=names,
+        report=report,
     )

@@ -3,7 +3,9 @@
 Teacher and student share the architecture
 ``y = v·σ(W_L … σ(W_1 x/√d) … /√k_{L−1})/√k_L + √Δ z`` with x ~ N(0, I_d), n = α d² samples, hidden
 widths k_l = γ_l d, iid unit-variance weights from ``weight_prior`` and known readouts v ~ P_v.
-Every physical range is checked here, so bad input is a 422 naming the offending field.
+Every physical range is checked here, so bad input is a 422 naming the offending field. Sizes (the
+depth, the length of a Hermite list) are not limited here: the theory declares them
+(``HCIZTheory.sizes``) and the service checks them against the limits of its instance.
 """
 
 from __future__ import annotations
@@ -21,10 +23,8 @@ _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 ActivationName = Literal["relu", "tanh", "tanh2", "erf", "sign", "quadratic", "he2", "he3", "he2_he3", "elu"]
 assert set(ActivationName.__args__) == set(NAMES)  # type: ignore[attr-defined]
 
-#: Longest Hermite list accepted (coefficients beyond ~40 overflow l! in the closed-form covariance).
-MAX_HERMITE = 40
-#: Deepest network accepted.
-MAX_DEPTH = 12
+#: Longest Hermite list that can be represented: g(q) = Σ μ_l² q^l / l! needs l! as a double (170! < 1.8e308 < 171!).
+REPRESENTABLE_HERMITE = 171
 
 
 class NamedActivation(BaseModel):
@@ -46,7 +46,8 @@ class HermiteActivation(BaseModel):
     model_config = _CONFIG
 
     hermite: list[float] = Field(
-        description="[μ0, μ1, μ2, …], μ_l = E[σ(z) He_l(z)], z ~ N(0, 1); at most 40 entries, not all zero."
+        description="[μ0, μ1, μ2, …], μ_l = E[σ(z) He_l(z)], z ~ N(0, 1); not all zero; at most 171 entries "
+        "(l! must be a double) and at most the instance limit hciz_hermite_terms (default 40)."
     )
 
     @field_validator("hermite")
@@ -54,8 +55,10 @@ class HermiteActivation(BaseModel):
     def _coefficients(cls, mu: list[float]) -> list[float]:
         if not mu:
             raise ValueError("the Hermite list is empty: give at least μ0")
-        if len(mu) > MAX_HERMITE:
-            raise ValueError(f"{len(mu)} Hermite coefficients exceed the maximum {MAX_HERMITE}")
+        if len(mu) > REPRESENTABLE_HERMITE:
+            raise ValueError(
+                f"{len(mu)} Hermite coefficients: μ_l²/l! needs l! as a double, so at most {REPRESENTABLE_HERMITE}"
+            )
         if not all(math.isfinite(m) for m in mu):
             raise ValueError("Hermite coefficients must be finite")
         if all(m == 0.0 for m in mu):
@@ -81,11 +84,12 @@ class HCIZSpec(BaseModel):
 
     theory: Literal["hciz_mlp"] = Field(description="Theory name.")
     depth: int = Field(
-        1, ge=1, le=MAX_DEPTH,
-        description="Number of hidden layers L. L = 2 needs μ0 = μ2 = 0 in both layers and E σ₁² = 1 in the first "
-        "(assumption H2; μ1 ≠ 0 solves the two-hidden-layer theory with the product overlap Q_2:1, e.g. "
-        "{name: tanh2, unit_variance: true}); L ≥ 3 solves the reduced deep model, which needs μ0 = μ1 = μ2 = 0 "
-        "and E σ² = 1 (e.g. {name: tanh2, remove_linear: true, unit_variance: true}).",
+        1, ge=1,
+        description="Number of hidden layers L (at most the instance limit hciz_depth, default 12). L = 2 needs "
+        "μ0 = μ2 = 0 in both layers and E σ₁² = 1 in the first (assumption H2; μ1 ≠ 0 solves the two-hidden-layer "
+        "theory with the product overlap Q_2:1, e.g. {name: tanh2, unit_variance: true}); L ≥ 3 solves the reduced "
+        "deep model, which needs μ0 = μ1 = μ2 = 0 and E σ² = 1 (e.g. {name: tanh2, remove_linear: true, "
+        "unit_variance: true}).",
     )
     activation: Activation
     weight_prior: Literal["gaussian", "rademacher"] = Field(

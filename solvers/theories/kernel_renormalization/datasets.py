@@ -2,21 +2,29 @@
 
 The hash keys the spectrum cache, so two specs that describe the same arrays share one
 eigendecomposition whatever their kind.
+
+Generated data (a teacher at large N0, the digits split) are remembered across requests in a memo
+bounded in bytes (:data:`DATA_MEMO_BYTES` in all; a dataset larger than that is rebuilt when asked
+for again rather than kept). Its key is the canonical content of the data spec (its JSON: kind,
+sizes, seed, rule), so two different specs never share an entry.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache
-from threading import Lock
 
 import numpy as np
-from pydantic import BaseModel
 from scipy.special import erf
 
+from solvers.theories.kernel_renormalization.lru import BytesLRU
 from solvers.theories.kernel_renormalization.spec import ArraysData, DigitsData, TeacherData
+
+#: Total bytes of data arrays remembered across requests.
+DATA_MEMO_BYTES = 256 * 2**20
+#: Most datasets remembered (whatever their size).
+DATA_MEMO_ENTRIES = 16
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,10 @@ class Dataset:
     @property
     def N0(self) -> int:
         return int(self.X.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.X.nbytes + self.y.nbytes + self.X_test.nbytes + self.y_test.nbytes)
 
 
 def make_dataset(X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray) -> Dataset:
@@ -101,29 +113,34 @@ def arrays_dataset(spec: ArraysData) -> Dataset:
 
 
 # ---- memo ----------------------------------------------------------------------------------
-_MEMO: OrderedDict[int, tuple[BaseModel, Dataset]] = OrderedDict()
-_MEMO_SIZE = 16
-_LOCK = Lock()
+_MEMO: BytesLRU[Dataset] = BytesLRU(DATA_MEMO_BYTES, DATA_MEMO_ENTRIES, lambda ds: ds.nbytes)
+
+
+def data_key(spec: TeacherData | DigitsData) -> tuple[str, str]:
+    """The memo key of generated data: the kind and the spec's canonical JSON (every field that shapes the arrays)."""
+    return (spec.kind, spec.model_dump_json())
 
 
 def materialize(spec: ArraysData | TeacherData | DigitsData) -> Dataset:
-    """Arrays of a data spec. A sweep copies the spec but shares its ``data`` object, so identity is
-    a cheap exact key (the memo holds the object, so its id cannot be reused while cached)."""
-    with _LOCK:
-        hit = _MEMO.get(id(spec))
-        if hit is not None and hit[0] is spec:
-            _MEMO.move_to_end(id(spec))
-            return hit[1]
+    """The arrays of a data spec; generated data come from the memo when the same content was built before.
+
+    Inline arrays are not memoised: hashing them (the key they would need) costs as much as building them.
+    """
     if isinstance(spec, ArraysData):
-        ds = arrays_dataset(spec)
-    elif isinstance(spec, TeacherData):
+        return arrays_dataset(spec)
+    key = data_key(spec)
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit
+    if isinstance(spec, TeacherData):
         ds = teacher_dataset(spec)
     elif isinstance(spec, DigitsData):
         ds = digits_dataset(spec)
     else:  # pragma: no cover - the spec union is closed
         raise TypeError(f"unknown data spec {type(spec).__name__}")
-    with _LOCK:
-        _MEMO[id(spec)] = (spec, ds)
-        while len(_MEMO) > _MEMO_SIZE:
-            _MEMO.popitem(last=False)
+    _MEMO.put(key, ds)
     return ds
+
+
+def clear_memo() -> None:
+    _MEMO.clear()

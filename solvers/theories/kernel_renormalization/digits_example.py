@@ -44,14 +44,18 @@ def shuffled_spec(N1: int, seed: int = 1) -> KernelRenormalizationSpec:
 
 def curves(spec: KernelRenormalizationSpec, temperatures: np.ndarray) -> dict[str, np.ndarray]:
     out = THEORY.sweep(spec, "T", [float(t) for t in temperatures], "grid", SolverOptions())
-    pts = out["points"]
+    reports = []
+    for cat in out.catalogues:
+        eq = cat.equilibrium_branch
+        assert eq is not None and eq.report is not None, f"no equilibrium at T = {cat.parameter}"
+        reports.append(eq.report)
     return {
-        "T": np.array([p["parameter"] for p in pts]),
-        "Qbar": np.array([p["order_parameters"]["Qbar"] for p in pts]),
-        "D2": np.array([p["observables"]["class_distance"]["D2"] for p in pts]),
-        "D2_nngp": np.array([p["observables"]["class_distance"]["D2_nngp"] for p in pts]),
-        "eps": np.array([p["observables"]["generalization_error"] for p in pts]),
-        "eps_nngp": np.array([p["observables"]["generalization_error_nngp"] for p in pts]),
+        "T": np.array(out.values),
+        "Qbar": np.array([r.order_parameters["Qbar"] for r in reports]),
+        "D2": np.array([r.observables["class_distance"]["D2"] for r in reports]),
+        "D2_nngp": np.array([r.observables["class_distance"]["D2_nngp"] for r in reports]),
+        "eps": np.array([r.observables["generalization_error"] for r in reports]),
+        "eps_nngp": np.array([r.observables["generalization_error_nngp"] for r in reports]),
     }
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
+from solvers.core.errors import DomainError
+from solvers.theories.kernel_renormalization.roots import bracketed_root
 from solvers.theories.kernel_renormalization.scalar_action import SCAN_LOG_RANGE, SCAN_POINTS_PER_DECADE
 
 
@@ -121,6 +122,8 @@ class MeanCorrectedAction:
         w = float(self.y_t @ (self.m_t * inv))
         k1, k2, n = self.scale * u, self.scale * w * w, self.N1
         coeffs = [-k1 * k1 * (1.0 - 1.0 / n), qbar * k1 * k1 - 2.0 * k1 + (k1 - k2) / n, 2.0 * qbar * k1 - 1.0, qbar]
+        if not np.all(np.isfinite(coeffs)):
+            raise DomainError(f"the conjugate equation at log Q̄ = {s:g} overflows double precision")
         roots = np.roots(coeffs)
         real = roots[np.abs(roots.imag) <= 1e-9 * np.maximum(1.0, np.abs(roots))].real
         return np.sort(real[real > 0])
@@ -146,7 +149,7 @@ class MeanCorrectedAction:
         roots: list[np.ndarray] = []
         for i in range(n - 1):
             if np.isfinite(h[i]) and np.isfinite(h[i + 1]) and h[i] * h[i + 1] < 0:
-                s = brentq(self.reduced_residual, grid[i], grid[i + 1], xtol=1e-14, rtol=1e-15)
+                s = bracketed_root(self.reduced_residual, grid[i], grid[i + 1], xtol=1e-14, rtol=1e-15)
                 roots.append(np.array([s, self.conjugate_at(s)]))
         return roots
 

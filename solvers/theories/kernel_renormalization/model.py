@@ -3,10 +3,13 @@
 ``Settings`` holds the four continuous parameters a sweep may vary; ``Model`` maps settings to
 the right action (one-variable / vanilla deep, nested deep, or mean-corrected ReLU) built on
 the cached spectrum, so a sweep in T, N1 or λ1 (and λ0 for relu/linear) never re-diagonalises.
+A model is built once per solve or sweep and holds the spectra it uses (and the eigendecompositions
+of nested kernels at its solutions), so it never depends on what the shared cache still holds.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -16,7 +19,7 @@ from solvers.theories.kernel_renormalization.datasets import Dataset, materializ
 from solvers.theories.kernel_renormalization.kernels import input_covariance
 from solvers.theories.kernel_renormalization.mean_action import MeanCorrectedAction
 from solvers.theories.kernel_renormalization.nested_action import NestedAction
-from solvers.theories.kernel_renormalization.scalar_action import ScalarAction
+from solvers.theories.kernel_renormalization.scalar_action import ScalarAction, ScanTable
 from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
 from solvers.theories.kernel_renormalization.spectrum import (
     KernelFailure,
@@ -24,11 +27,16 @@ from solvers.theories.kernel_renormalization.spectrum import (
     cached_spectrum,
     feature_scale,
     readout_scale,
+    spectrum_key,
     spectrum_of,
 )
 
 Variant = Literal["scalar", "nested", "mean_corrected"]
 SWEEPABLE = ("T", "N1", "lambda0", "lambda1")
+#: Spectra a model holds (a λ0 sweep of erf data visits one per value).
+HELD_SPECTRA = 4
+#: Eigendecompositions of nested kernels a model holds (one per solution).
+HELD_NESTED = 4
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,9 @@ class Model:
             # depth 1, vanilla deep, or nested with a homogeneous σ (identical to vanilla)
             self.variant = "scalar"
         self.settings = Settings.of(spec)
+        self._spectra: OrderedDict[tuple, Spectrum | KernelFailure] = OrderedDict()
+        self._nested: OrderedDict[tuple, Spectrum] = OrderedDict()
+        self._tables: OrderedDict[tuple, ScanTable] = OrderedDict()
 
     @property
     def description(self) -> str:
@@ -90,7 +101,21 @@ class Model:
     # ---- spectra -------------------------------------------------------------------------------
     def spectrum(self, st: Settings, *, mean_mode: bool | None = None) -> Spectrum:
         mm = (self.variant == "mean_corrected") if mean_mode is None else mean_mode
-        return cached_spectrum(self.dataset, self.activation, self.depth, st.lambda0, st.lambda1, mm)
+        key = spectrum_key(self.dataset, self.activation, self.depth, st.lambda0, st.lambda1, mm)
+        held = self._spectra.get(key)
+        if held is None:
+            try:
+                held = cached_spectrum(self.dataset, self.activation, self.depth, st.lambda0, st.lambda1, mm)
+            except KernelFailure as exc:
+                held = exc
+            self._spectra[key] = held
+            while len(self._spectra) > HELD_SPECTRA:
+                self._spectra.popitem(last=False)
+        else:
+            self._spectra.move_to_end(key)
+        if isinstance(held, KernelFailure):
+            raise KernelFailure(str(held))
+        return held
 
     def readout_scale(self, st: Settings) -> float:
         return readout_scale(self.activation, self.depth, st.lambda0, st.lambda1)
@@ -99,9 +124,23 @@ class Model:
         return feature_scale(self.activation, st.lambda0)
 
     # ---- actions ------------------------------------------------------------------------------
-    def scalar_action(self, st: Settings) -> ScalarAction:
+    def scalar_action(self, st: Settings, *, scan_table: bool = False) -> ScalarAction:
+        """The one-variable (or vanilla deep) action; ``scan_table``: its search reads the spectrum's scan
+        table, which pays when many points of a sweep scan the same spectrum."""
         sp = self.spectrum(st, mean_mode=False)
-        return ScalarAction(sp.kappa * self.readout_scale(st), sp.y_t**2, st.T, st.N1, self.depth)
+        scale = self.readout_scale(st)
+        table = self._scan_table(st, sp) if scan_table else None
+        return ScalarAction(sp.kappa * scale, sp.y_t**2, st.T, st.N1, self.depth, table, scale)
+
+    def _scan_table(self, st: Settings, sp: Spectrum) -> ScanTable:
+        """The scan table of the spectrum (one per spectrum, shared by every point of a sweep on it)."""
+        key = spectrum_key(self.dataset, self.activation, self.depth, st.lambda0, st.lambda1, False)
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = ScanTable(sp.kappa, sp.y_t**2)
+            while len(self._tables) > HELD_SPECTRA:
+                self._tables.popitem(last=False)
+        return table
 
     def mean_action(self, st: Settings) -> MeanCorrectedAction:
         sp = self.spectrum(st, mean_mode=True)
@@ -112,12 +151,12 @@ class Model:
         c = input_covariance(self.dataset.X, self.dataset.X[:0], st.lambda0).train
         return NestedAction(c, self.dataset.y, self.activation, st.lambda1, st.T, st.N1, self.depth)
 
-    def action(self, st: Settings) -> ScalarAction | MeanCorrectedAction | NestedAction:
+    def action(self, st: Settings, *, scan_table: bool = False) -> ScalarAction | MeanCorrectedAction | NestedAction:
         if self.variant == "mean_corrected":
             return self.mean_action(st)
         if self.variant == "nested":
             return self.nested_action(st)
-        return self.scalar_action(st)
+        return self.scalar_action(st, scan_table=scan_table)
 
     def failure(self, st: Settings) -> str | None:
         """Why these data admit no kernel at these priors (overflow, failed eigendecomposition), or None."""
@@ -143,25 +182,21 @@ class Model:
             scale = self.readout_scale(st)
             return sp, float(np.exp(x[0])) * scale, scale * float(np.exp(-x[1]))
         if self.variant == "nested":
-            return _nested_spectrum(self, st, tuple(float(v) for v in x)), 1.0, 0.0
+            return self.nested_spectrum(st, tuple(float(v) for v in x)), 1.0, 0.0
         return self.spectrum(st), float(np.exp(np.sum(x))) * self.readout_scale(st), 0.0
 
-
-_NESTED: dict[tuple, Spectrum] = {}
-
-
-def _nested_spectrum(model: Model, st: Settings, s: tuple[float, ...]) -> Spectrum:
-    """Eigendecomposition of the nested K_R at one solution (memoised for the last few solutions)."""
-    key = (model.dataset.digest, model.activation, model.depth, st.lambda0, st.lambda1, s)
-    hit = _NESTED.get(key)
-    if hit is not None:
-        return hit
-    action = model.nested_action(st)
-    blocks = action.readout_blocks(
-        input_covariance(model.dataset.X, model.dataset.X_test, st.lambda0), np.asarray(s, dtype=float)
-    )
-    sp = spectrum_of(blocks, model.dataset.y, model.dataset.y_test)
-    if len(_NESTED) >= 4:
-        _NESTED.pop(next(iter(_NESTED)))
-    _NESTED[key] = sp
-    return sp
+    def nested_spectrum(self, st: Settings, s: tuple[float, ...]) -> Spectrum:
+        """Eigendecomposition of the nested K_R at one solution (held for the last few solutions)."""
+        key = (st.lambda0, st.lambda1, s)
+        hit = self._nested.get(key)
+        if hit is not None:
+            return hit
+        action = self.nested_action(st)
+        blocks = action.readout_blocks(
+            input_covariance(self.dataset.X, self.dataset.X_test, st.lambda0), np.asarray(s, dtype=float)
+        )
+        sp = spectrum_of(blocks, self.dataset.y, self.dataset.y_test)
+        self._nested[key] = sp
+        while len(self._nested) > HELD_NESTED:
+            self._nested.popitem(last=False)
+        return sp

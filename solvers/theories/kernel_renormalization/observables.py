@@ -11,10 +11,13 @@ mean-corrected ReLU action), so every quantity below is O(P) or O(P·P_test) per
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse.linalg
 
 from solvers.theories.kernel_renormalization.spectrum import Spectrum
@@ -36,6 +39,7 @@ class Posterior:
     def _rank_one(self) -> bool:
         return self.spectrum.m_t is not None and self.b != 0.0
 
+    @cached_property
     def _pieces(self) -> tuple[np.ndarray, np.ndarray | None, float]:
         inv = 1.0 / (self.T + self.a * self.spectrum.kappa)
         if not self._rank_one:
@@ -45,43 +49,66 @@ class Posterior:
         z = m * inv
         return inv, z, self.b / (1.0 + self.b * float(m @ z))
 
+    @property
+    def inverse_diagonal(self) -> np.ndarray:
+        """1/(T + aκ): A^(-1) in the eigenbasis when b = 0."""
+        return self._pieces[0]
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """A^(-1) ỹ."""
+        return self.solve(self.spectrum.y_t)
+
     def solve(self, v: np.ndarray) -> np.ndarray:
         """A^(-1) v for v of shape (P,) or (n, P) (rows), by Sherman–Morrison."""
-        inv, z, c = self._pieces()
+        inv, z, c = self._pieces
         out = v * inv
         if z is not None:
             out = out - c * np.multiply.outer(v @ z, z)
         return out
 
-    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and function variance at every test point."""
-        sp = self.spectrum
-        inv, z, c = self._pieces()
-        p = self.solve(sp.y_t)
+    # ---- predictions: products of the test kernel with a few P-vectors, then O(P_test) algebra ----
+    def columns(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The P-vectors the predictions multiply by k̃0, and those they multiply by k̃0∘k̃0."""
+        inv, z, _ = self._pieces
         if z is None:
-            mean = self.a * (sp.k0_t @ p)
-            var = self.a * sp.k00 - self.a * self.a * (sp.k0_t_sq @ inv)
+            return [self.weights], [inv]
+        m = self.spectrum.m_t
+        assert m is not None
+        return [self.weights, z, m * inv], [inv]
+
+    def from_products(self, k0v: np.ndarray, k0sq_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and function variance from ``k̃0 @ columns()[0]`` and ``(k̃0∘k̃0) @ columns()[1]``."""
+        sp = self.spectrum
+        inv, z, c = self._pieces
+        if z is None:
+            mean = self.a * k0v[:, 0]
+            var = self.a * sp.k00 - self.a * self.a * k0sq_v[:, 0]
             return mean, np.maximum(var, 0.0)
         assert sp.m_t is not None and sp.m0 is not None
-        rows_p = self.a * (sp.k0_t @ p) + self.b * sp.m0 * float(sp.m_t @ p)
+        p = self.weights
+        rows_p = self.a * k0v[:, 0] + self.b * sp.m0 * float(sp.m_t @ p)
         # k_R rows = a k̃0 + b m0 m̃ᵀ;  k_Rᵀ A^(-1) k_R expanded term by term (O(P·P_test))
-        k0z = sp.k0_t @ z
-        k0m_inv = sp.k0_t @ (sp.m_t * inv)
+        k0z, k0m_inv = k0v[:, 1], k0v[:, 2]
         m_inv_m = float(sp.m_t @ (sp.m_t * inv))
         m_z = float(sp.m_t @ z)
-        quad_kk = self.a**2 * ((sp.k0_t_sq @ inv) - c * k0z**2)
+        quad_kk = self.a**2 * (k0sq_v[:, 0] - c * k0z**2)
         quad_km = 2.0 * self.a * self.b * sp.m0 * (k0m_inv - c * k0z * m_z)
         quad_mm = self.b**2 * sp.m0**2 * (m_inv_m - c * m_z**2)
         var = self.a * sp.k00 + self.b * sp.m0**2 - (quad_kk + quad_km + quad_mm)
         return rows_p, np.maximum(var, 0.0)
 
-    def errors(self) -> dict[str, Any]:
-        mean, var = self.predictive()
+    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and function variance at every test point."""
+        return predict_together([self])[0]
+
+    def errors(self, predictive: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+        mean, var = self.predictive() if predictive is None else predictive
         bias2 = (self.spectrum.y_test - mean) ** 2
         return {
-            "generalization_error": float(np.mean(bias2 + var)),
-            "bias2": float(np.mean(bias2)),
-            "variance": float(np.mean(var)),
+            "generalization_error": float((bias2 + var).mean()),
+            "bias2": float(bias2.mean()),
+            "variance": float(var.mean()),
             "test_mean": mean,
             "test_variance": var,
         }
@@ -93,10 +120,33 @@ class Posterior:
         basis-independent, so the average needs only traces.
         """
         sp = self.spectrum
-        p = self.solve(sp.y_t)
-        inv, z, c = self._pieces()
+        p = self.weights
+        inv, z, c = self._pieces
         tr_inv = float(inv.sum()) - (c * float(z @ z) if z is not None else 0.0)
         return float((self.T**2 * float(p @ p) + self.T * (sp.P - self.T * tr_inv)) / sp.P)
+
+
+def predict_together(posteriors: Sequence[Posterior]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(mean, variance) of each posterior; those on one spectrum share one pass over its test kernel.
+
+    The pass over the P_test×P test kernel (twice: k̃0 and k̃0∘k̃0) is what a prediction costs, so the
+    vectors of every posterior on one spectrum are stacked into one matrix product.
+    """
+    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(posteriors)
+    done: set[int] = set()
+    for i, post in enumerate(posteriors):
+        if i in done:
+            continue
+        group = [j for j in range(i, len(posteriors)) if posteriors[j].spectrum is post.spectrum]
+        done.update(group)
+        cols = [posteriors[j].columns() for j in group]
+        k0v = post.spectrum.k0_t @ np.column_stack([v for c in cols for v in c[0]])
+        k0sq_v = post.spectrum.k0_t_sq @ np.column_stack([v for c in cols for v in c[1]])
+        a = b = 0
+        for j, (c0, c1) in zip(group, cols, strict=True):
+            out[j] = posteriors[j].from_products(k0v[:, a : a + len(c0)], k0sq_v[:, b : b + len(c1)])
+            a, b = a + len(c0), b + len(c1)
+    return [o for o in out if o is not None]
 
 
 def class_distance(
@@ -119,17 +169,27 @@ def class_distance(
 
 
 def weight_correlations(
-    spectrum: Spectrum, qbar: float, a: float, lambda0: float, lambda1: float, N0: int, T: float, N1: float
+    spectrum: Spectrum,
+    qbar: float,
+    a: float,
+    lambda0: float,
+    lambda1: float,
+    N0: int,
+    T: float,
+    N1: float,
+    inv: np.ndarray | None = None,
 ) -> dict[str, Any] | None:
     """First-layer weight two-point function ⟨w wᵀ⟩ = I/λ0 + (Λ1 + Λ2)/λ0 (unit-averaged).
 
     Λ1 = −(q/(λ0 N0 N1)) X̃ᵀ A^(-1) X̃,  Λ2 = (q/(λ0 N0 N1)) (X̃ᵀA^(-1)y)(X̃ᵀA^(-1)y)ᵀ,  q = Q̄/λ1,
     X̃ = G X, G = diag E[σ'(h_μ)] (exact for linear σ; the Gaussian-equivalence estimate otherwise).
+    ``inv`` = 1/(T + aκ) where the caller has it already.
     """
     z = spectrum.z
     if z is None or spectrum.z_norm2 is None:
         return None
-    inv = 1.0 / (T + a * spectrum.kappa)
+    if inv is None:
+        inv = 1.0 / (T + a * spectrum.kappa)
     pref = (qbar / lambda1) / (lambda0 * N0 * N1)
     bvec = z.T @ (spectrum.y_t * inv)
     out: dict[str, Any] = {
@@ -142,6 +202,24 @@ def weight_correlations(
     return out
 
 
+def extreme_eigenvalues(m: np.ndarray) -> tuple[float, float]:
+    """Smallest and largest eigenvalue of a symmetric matrix: one tridiagonal reduction, then bisection for
+    the two ends only (the reduction is the part of a full eigvalsh that needs all of them)."""
+    n = m.shape[0]
+    if n == 1:
+        return float(m[0, 0]), float(m[0, 0])
+    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 32 * n))
+    if info != 0:
+        raise np.linalg.LinAlgError(f"tridiagonal reduction failed (info = {info})")
+    ends = []
+    for i in (1, n):
+        count, w, _, _, info = scipy.linalg.lapack.dstebz(d, e, 3, 0.0, 0.0, i, i, 0.0, "E")
+        if info != 0 or count != 1:
+            raise np.linalg.LinAlgError(f"bisection for eigenvalue {i} of {n} failed (info = {info})")
+        ends.append(float(w[0]))
+    return ends[0], ends[1]
+
+
 def _extreme_eigenvalues(
     z: np.ndarray, inv: np.ndarray, bvec: np.ndarray, pref: float
 ) -> tuple[float | None, float | None]:
@@ -150,8 +228,7 @@ def _extreme_eigenvalues(
     if n0 <= DENSE_EIGEN_MAX_N0:
         w = z * np.sqrt(inv)[:, None]
         m = pref * (np.outer(bvec, bvec) - w.T @ w)  # wᵀw is a symmetric rank-k update (syrk)
-        w = np.linalg.eigvalsh(m)
-        return float(w[0]), float(w[-1])
+        return extreme_eigenvalues(m)
 
     def matvec(v: np.ndarray) -> np.ndarray:
         v = np.ravel(v)

@@ -1,32 +1,63 @@
-"""The engine's view of the theory: residual ∂S/∂x, Hessian, −S, exhaustive root search, names.
+"""The engine's view of the theory: residual ∂S/∂x, Hessian, −S, exhaustive root search, names, report.
 
 x = log Q̄ per layer (and log(1 + Q) for the mean-corrected action). ``enumerate`` sign-scans the
 reduced 1-D residual on a log-Q̄ grid and brackets every sign change with brentq, so every
 stationary point becomes a branch; the engine polishes each with Newton (analytic Hessian) and
 picks the equilibrium by the free entropy −S among the stable ones.
+
+One :class:`KernelRenormalizationProblem` is built per solve or sweep from its :class:`Model`; it
+remembers, per control value p, the settings, whether the equations exist there, the action and
+what the exhaustive search found, and reports solutions through the same model
+(:mod:`~solvers.theories.kernel_renormalization.report`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from solvers.core.errors import NUMERICAL, is_numerical
 from solvers.core.problem import Problem
+from solvers.core.results import Catalogue, Notes, Report
 from solvers.theories.kernel_renormalization.mean_action import MeanCorrectedAction
 from solvers.theories.kernel_renormalization.model import Model, Settings
 from solvers.theories.kernel_renormalization.nested_action import NestedAction
+from solvers.theories.kernel_renormalization.report import Reporter
 from solvers.theories.kernel_renormalization.scalar_action import ScalarAction
 
 #: log Q̄ is kept in this box: Q̄ ∈ [e^-60, e^60] covers every physical case and keeps exp finite.
 LOG_BOX = 60.0
 #: Name of the solution when the action has a single stationary point.
 UNIQUE_NAME = "renormalized"
+#: Control values whose state (settings, action) a problem holds, and whose searches it remembers.
+HELD_POINTS = 8
+HELD_SEARCHES = 16
 
 Action = ScalarAction | MeanCorrectedAction | NestedAction
-#: What an evaluation at absurd inputs may raise; it becomes non-convergence, never an error.
-NUMERICAL_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError)
+IGNORE = {"over": "ignore", "under": "ignore", "invalid": "ignore", "divide": "ignore"}
+
+
+@dataclass(frozen=True)
+class Point:
+    """What the problem knows at one control value: the settings, and the action where the equations exist."""
+
+    settings: Settings
+    action: Action | None
+    #: why there are no equations here (no kernel for these data, or T = 0 with a singular kernel), or None
+    failure: str | None
+    singular_at_zero_temperature: bool
+
+    @property
+    def usable(self) -> bool:
+        return self.action is not None
+
+
+def numerical_message(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 class KernelRenormalizationProblem:
@@ -35,29 +66,44 @@ class KernelRenormalizationProblem:
     def __init__(self, model: Model, parameter: str | None) -> None:
         self.model = model
         self.parameter = parameter
-        self._actions: OrderedDict[float, Action] = OrderedDict()
+        self._points: OrderedDict[float, Point] = OrderedDict()
         #: p -> [(x, stable)] of the last exhaustive searches (for naming and diagnostics)
         self.found: OrderedDict[float, list[tuple[np.ndarray, bool]]] = OrderedDict()
         #: p -> why the exhaustive search could not run
-        self.search_errors: dict[float, str] = {}
+        self.search_errors: OrderedDict[float, str] = OrderedDict()
+        self.reporter = Reporter(self)
 
     # ---- plumbing ----------------------------------------------------------------------------
+    def _key(self, p: float) -> float:
+        return float(p) if self.parameter else 0.0
+
+    def point(self, p: float) -> Point:
+        key = self._key(p)
+        pt = self._points.get(key)
+        if pt is None:
+            st = self.model.settings.at(self.parameter, key)
+            failure = self.model.failure(st) if st.valid else None
+            singular = st.valid and failure is None and self.model.singular_at_zero_temperature(st)
+            usable = st.valid and failure is None and not singular
+            # a sweep scans one spectrum at many points: there the scan table pays
+            act = self.model.action(st, scan_table=self.parameter is not None) if usable else None
+            pt = Point(st, act, failure, singular)
+            self._points[key] = pt
+            while len(self._points) > HELD_POINTS:
+                self._points.popitem(last=False)
+        return pt
+
     def settings(self, p: float) -> Settings:
-        return self.model.settings.at(self.parameter, p)
+        return self.point(p).settings
 
     def action(self, p: float) -> Action:
-        key = float(p) if self.parameter else 0.0
-        act = self._actions.get(key)
+        act = self.point(p).action
         if act is None:
-            act = self.model.action(self.settings(key))
-            self._actions[key] = act
-            while len(self._actions) > 8:
-                self._actions.popitem(last=False)
+            return self.model.action(self.settings(p))
         return act
 
-    def _usable(self, p: float) -> bool:
-        st = self.settings(p)
-        return st.valid and self.model.failure(st) is None and not self.model.singular_at_zero_temperature(st)
+    def usable(self, p: float) -> bool:
+        return self.point(p).usable
 
     # ---- the hooks -----------------------------------------------------------------------------
     # The residual is ∂S/∂x divided by a positive weight per component (1 + Q̄, or 1 + Q̄/τ for the
@@ -72,16 +118,18 @@ class KernelRenormalizationProblem:
         return 1.0 + q, np.diag(q)
 
     def residual(self, x: np.ndarray, p: float) -> np.ndarray:
-        if not self._usable(p):
+        act = self.point(p).action
+        if act is None:
             return np.full(self.model.dim, np.nan)
         x = np.asarray(x, dtype=float)
-        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            act = self.action(p)
-            return np.asarray(act.gradient(x), dtype=float) / self._weights(act, x)[0]
+        with np.errstate(**IGNORE):
+            # the weights alone (their Jacobian is for Newton's)
+            w = self._weights(act, x)[0] if isinstance(act, MeanCorrectedAction) else 1.0 + np.exp(x)
+            return np.asarray(act.gradient(x), dtype=float) / w
 
     def jacobian(self, x: np.ndarray, p: float) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(**IGNORE):
             act = self.action(p)
             assert not isinstance(act, NestedAction)
             g, h = act.gradient(x), act.hessian(x)
@@ -89,19 +137,19 @@ class KernelRenormalizationProblem:
             return h / w[:, None] - (g / w**2)[:, None] * dw
 
     def free_entropy(self, x: np.ndarray, p: float) -> float:
-        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(**IGNORE):
             return -float(self.action(p).value(np.asarray(x, dtype=float)))
 
     def stability(self, x: np.ndarray, p: float) -> float:
         """Smallest curvature of S itself (not of the weighted residual): > 0 at a minimum."""
-        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(**IGNORE):
             return self._margin(self.action(p), np.asarray(x, dtype=float))
 
     def _margin(self, act: Action, x: np.ndarray) -> float:
         if isinstance(act, MeanCorrectedAction):
             return act.stability(x)
         if isinstance(act, ScalarAction):
-            return float(np.linalg.eigvalsh(act.hessian(x))[0])
+            return act.smallest_curvature(x)
         # nested: central differences of the exact gradient
         e = 1e-5
         cols = [(act.gradient(x + e * v) - act.gradient(x - e * v)) / (2 * e) for v in np.eye(x.size)]
@@ -114,20 +162,24 @@ class KernelRenormalizationProblem:
         if key in self.found:
             return self.found[key]
         found: list[tuple[np.ndarray, bool]] = []
-        act = self.action(p) if self._usable(p) else None
+        act = self.point(p).action
         if act is not None and not isinstance(act, NestedAction):
             try:
-                with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+                with np.errstate(**IGNORE):
                     if isinstance(act, ScalarAction):
                         points = [np.full(self.model.depth, s) for s in act.stationary_points()]
                     else:
                         points = act.stationary_points()
                     found = [(x, self._margin(act, x) > 0) for x in points if np.all(np.isfinite(x))]
-            except NUMERICAL_ERRORS as exc:
+            except (*NUMERICAL, ValueError) as exc:
+                if not is_numerical(exc):
+                    raise
                 # e.g. labels so large that the root interval overflows: report, do not raise
-                self.search_errors[key] = f"{type(exc).__name__}: {exc}"
+                self.search_errors[key] = numerical_message(exc)
+                while len(self.search_errors) > HELD_SEARCHES:
+                    self.search_errors.popitem(last=False)
         self.found[key] = found
-        while len(self.found) > 16:
+        while len(self.found) > HELD_SEARCHES:
             self.found.popitem(last=False)
         return found
 
@@ -140,11 +192,13 @@ class KernelRenormalizationProblem:
     def starts(self, p: float) -> dict[str, np.ndarray]:
         """NNGP (Q̄ = 1) always; for the nested recursion also the vanilla solution, its natural guess."""
         out = {"nngp": np.zeros(self.model.dim)}
-        if self.model.variant == "nested" and self._usable(p):
+        if self.model.variant == "nested" and self.usable(p):
             try:
-                with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+                with np.errstate(**IGNORE):
                     roots = self.model.scalar_action(self.settings(p)).stationary_points()
-            except NUMERICAL_ERRORS:
+            except (*NUMERICAL, ValueError) as exc:
+                if not is_numerical(exc):
+                    raise
                 roots = []
             if roots:
                 out["vanilla"] = np.full(self.model.depth, roots[0])
@@ -164,6 +218,37 @@ class KernelRenormalizationProblem:
     def project(self, x: np.ndarray) -> np.ndarray:
         return np.clip(x, -LOG_BOX, LOG_BOX)
 
+    # ---- what is reported ------------------------------------------------------------------------
+    def report(self, x: np.ndarray, p: float) -> Report:
+        return self.reporter.report(np.asarray(x, dtype=float), p)
+
+    def notes(self, cat: Catalogue) -> Notes:
+        """What the exhaustive search saw: how many stationary points, and anything a user must know."""
+        p = cat.parameter
+        model, pt = self.model, self.point(p)
+        notes: list[str] = []
+        found = self.found.get(float(p))
+        if pt.failure:
+            notes.append(f"no kernel for these data: {pt.failure}")
+        if float(p) in self.search_errors:
+            notes.append(f"the exhaustive search failed: {self.search_errors[float(p)]}")
+        if pt.singular_at_zero_temperature:
+            notes.append(
+                "T = 0 needs an invertible kernel (P ≤ rank K) and this kernel is singular: no closed form; use T > 0."
+            )
+        if found is not None and len(found) > 1:
+            notes.append(
+                f"S has {len(found)} stationary points ({sum(s for _, s in found)} stable); every one is a branch."
+            )
+        if model.variant == "nested":
+            notes.append("nested recursion: no exhaustive search; solved from the NNGP and vanilla starts.")
+        diagnostics: dict[str, Any] = {
+            "action_form": model.description,
+            "stationary_points": None if found is None else len(found),
+            "notes": notes,
+        }
+        return Notes(diagnostics=diagnostics)
+
     def build(self) -> Problem:
         variant = self.model.variant
         names = [f"log_Qbar_{k + 1}" for k in range(self.model.depth)] if variant != "mean_corrected" else None
@@ -177,8 +262,12 @@ class KernelRenormalizationProblem:
             kind="saddle" if variant == "mean_corrected" else "gradient",
             label=self.label,
             enumerate=None if variant == "nested" else self.enumerate,
+            # The scan brackets every sign change of the reduced 1-D residual of the scalar action.
+            exhaustive=variant == "scalar",
             project=self.project,
             names=names or ["log_Qbar", "log_1_plus_Q"],
+            report=self.report,
+            notes=self.notes,
         )
 
 

@@ -1,8 +1,9 @@
 """Validated input of the ``kernel_renormalization`` theory.
 
 Every physical range is checked here, so that bad input is a 422 naming the offending field
-rather than a failure deep inside a solve. Limits on sizes read the module constants at
-validation time (a deployment may lower them).
+rather than a failure deep inside a solve. Sizes (P, P_test, N0, depth) are not limited here: the
+theory declares them (``KernelRenormalizationTheory.sizes``) and the service checks them against
+the limits of its instance.
 """
 
 from __future__ import annotations
@@ -10,15 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-
-#: Largest training set accepted (the solver diagonalises a P×P kernel).
-MAX_P = 5000
-#: Largest test set accepted (the solver stores a P_test×P cross kernel).
-MAX_P_TEST = 10000
-#: Largest input dimension accepted for generated data.
-MAX_N0 = 20000
-#: Deepest network accepted.
-MAX_DEPTH = 20
 
 _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
@@ -29,7 +21,7 @@ class ArraysData(BaseModel):
     model_config = _CONFIG
 
     kind: Literal["arrays"] = Field(description="Inline arrays.")
-    X: list[list[float]] = Field(description="Training inputs, P rows of N0 numbers (P ≤ MAX_P).")
+    X: list[list[float]] = Field(description="Training inputs, P rows of N0 numbers (P ≤ the instance limit kernel_p).")
     y: list[float] = Field(description="Training labels y_μ, one per row of X.")
     X_test: list[list[float]] = Field(description="Test inputs, rows of N0 numbers (at least one).")
     y_test: list[float] = Field(description="Test labels, one per row of X_test.")
@@ -39,8 +31,6 @@ class ArraysData(BaseModel):
     def _x_shape(cls, X: list[list[float]]) -> list[list[float]]:
         if not X:
             raise ValueError("X is empty: need at least one training input")
-        if len(X) > MAX_P:
-            raise ValueError(f"P = {len(X)} training inputs exceeds the maximum {MAX_P}")
         n0 = len(X[0])
         if n0 == 0:
             raise ValueError("rows of X are empty: need N0 ≥ 1")
@@ -61,8 +51,6 @@ class ArraysData(BaseModel):
     def _xt_shape(cls, X_test: list[list[float]], info: ValidationInfo) -> list[list[float]]:
         if not X_test:
             raise ValueError("X_test is empty: need at least one test input")
-        if len(X_test) > MAX_P_TEST:
-            raise ValueError(f"{len(X_test)} test inputs exceeds the maximum {MAX_P_TEST}")
         X = info.data.get("X")
         n0 = len(X[0]) if X else None
         if n0 is not None and any(len(row) != n0 for row in X_test):
@@ -84,35 +72,14 @@ class TeacherData(BaseModel):
     model_config = _CONFIG
 
     kind: Literal["teacher"] = Field(description="Synthetic teacher-student data.")
-    P: int = Field(ge=1, description="Number of training inputs (≤ MAX_P).")
-    P_test: int = Field(200, ge=1, description="Number of test inputs (≤ MAX_P_TEST).")
-    N0: int = Field(ge=1, description="Input dimension N0 (≤ MAX_N0).")
+    P: int = Field(ge=1, description="Number of training inputs (≤ the instance limit kernel_p).")
+    P_test: int = Field(200, ge=1, description="Number of test inputs (≤ the instance limit kernel_p_test).")
+    N0: int = Field(ge=1, description="Input dimension N0 (≤ the instance limit kernel_n0).")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the input and teacher streams.")
     teacher: Literal["linear_sign", "linear", "erf_single_index"] = Field(
         "linear_sign",
         description="Label rule with z = t·x/√N0: linear_sign y = sign(z); linear y = z; erf_single_index y = erf(z).",
     )
-
-    @field_validator("P")
-    @classmethod
-    def _p_max(cls, P: int) -> int:
-        if P > MAX_P:
-            raise ValueError(f"P = {P} exceeds the maximum {MAX_P}")
-        return P
-
-    @field_validator("P_test")
-    @classmethod
-    def _pt_max(cls, P_test: int) -> int:
-        if P_test > MAX_P_TEST:
-            raise ValueError(f"P_test = {P_test} exceeds the maximum {MAX_P_TEST}")
-        return P_test
-
-    @field_validator("N0")
-    @classmethod
-    def _n0_max(cls, N0: int) -> int:
-        if N0 > MAX_N0:
-            raise ValueError(f"N0 = {N0} exceeds the maximum {MAX_N0}")
-        return N0
 
 
 class DigitsData(BaseModel):
@@ -138,13 +105,6 @@ class DigitsData(BaseModel):
         if classes[0] == classes[1]:
             raise ValueError("the two classes must differ")
         return classes
-
-    @field_validator("P")
-    @classmethod
-    def _p_max(cls, P: int) -> int:
-        if P > MAX_P:
-            raise ValueError(f"P = {P} exceeds the maximum {MAX_P}")
-        return P
 
     @field_validator("P_test")
     @classmethod
@@ -176,7 +136,9 @@ class KernelRenormalizationSpec(BaseModel):
         "erf", description="Hidden activation σ: erf (variance parameter ½), relu, or linear."
     )
     N1: int = Field(ge=1, le=10**12, description="Hidden width N1 (every hidden layer); α = P/N1 is the load.")
-    depth: int = Field(1, ge=1, description="Number L of hidden layers, all of width N1 (≤ MAX_DEPTH).")
+    depth: int = Field(
+        1, ge=1, description="Number L of hidden layers, all of width N1 (≤ the instance limit kernel_depth)."
+    )
     T: float = Field(
         ge=0.0,
         le=1e12,
@@ -203,13 +165,6 @@ class KernelRenormalizationSpec(BaseModel):
         "two-order-parameter action S(Q̄, Q) (Pacelli et al. 2023 SI), K_R = (Q̄/λ1)(K − mmᵀ) + mmᵀ/(λ1(1 + Q)).",
     )
     data: DataSpec = Field(description="Training and test data: inline arrays, a seeded teacher, or digits.")
-
-    @field_validator("depth")
-    @classmethod
-    def _depth_max(cls, depth: int) -> int:
-        if depth > MAX_DEPTH:
-            raise ValueError(f"depth = {depth} exceeds the maximum {MAX_DEPTH}")
-        return depth
 
     @field_validator("relu_mean_correction")
     @classmethod

@@ -15,9 +15,7 @@ Which priors enter the cached kernel:
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
-from threading import Lock
 
 import numpy as np
 import scipy.linalg
@@ -32,14 +30,16 @@ from solvers.theories.kernel_renormalization.kernels import (
     input_covariance,
     propagate,
 )
+from solvers.theories.kernel_renormalization.lru import BytesLRU
 
-#: Entries kept, and total bytes kept, by the module-level LRU.
+#: Entries kept, and total bytes kept, by the cache shared across requests (a spectrum larger than
+#: the budget is held only by the problems that use it).
 CACHE_ENTRIES = 8
 CACHE_BYTES = 3 * 2**30
 
 
-class KernelFailure(ValueError):
-    """The kernel of these data cannot be formed or diagonalised in floating point."""
+class KernelFailure(ArithmeticError):
+    """The kernel of these data cannot be formed or diagonalised in floating point (a numerical failure)."""
 
 
 def _eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +133,7 @@ def spectrum_of(
     P = train.shape[0]
     try:
         kappa, U = _eigh(np.array(train, dtype=float, order="F", copy=True))
-    except (np.linalg.LinAlgError, ValueError) as exc:
+    except np.linalg.LinAlgError as exc:
         raise KernelFailure(f"eigendecomposition of the kernel failed: {exc}") from exc
     kappa = np.maximum(kappa, 0.0)  # a kernel is PSD; negative values are round-off
     k0_t = cross @ U
@@ -180,43 +180,41 @@ def build_spectrum(
     return spectrum_of(blocks, dataset.y, dataset.y_test, mean=mean, features=features)
 
 
-# ---- module-level LRU ------------------------------------------------------------------------
-_CACHE: OrderedDict[tuple, Spectrum] = OrderedDict()
-_FAILED: OrderedDict[tuple, str] = OrderedDict()  # so a failing kernel is not rebuilt at every evaluation
-_LOCK = Lock()
+# ---- the cache shared across requests ---------------------------------------------------------
+_CACHE: BytesLRU[Spectrum] = BytesLRU(CACHE_BYTES, CACHE_ENTRIES, lambda sp: sp.nbytes)
+#: Kernels that failed, so that a failing kernel is not rebuilt at every request (messages only).
+_FAILED: BytesLRU[str] = BytesLRU(2**20, CACHE_ENTRIES, len)
+
+
+def spectrum_key(
+    dataset: Dataset, activation: Activation, depth: int, lambda0: float, lambda1: float, mean_mode: bool
+) -> tuple:
+    """The data hash and the priors that enter the base kernel: equal keys, equal spectra."""
+    l0, l1 = kernel_priors(activation, depth, lambda0, lambda1)
+    return (dataset.digest, activation, depth, l0, l1, mean_mode)
 
 
 def cached_spectrum(
     dataset: Dataset, activation: Activation, depth: int, lambda0: float, lambda1: float, mean_mode: bool
 ) -> Spectrum:
-    """:func:`build_spectrum` through an LRU keyed by the data hash and the kernel-relevant priors."""
-    l0, l1 = kernel_priors(activation, depth, lambda0, lambda1)
-    key = (dataset.digest, activation, depth, l0, l1, mean_mode)
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-        if key in _FAILED:
-            raise KernelFailure(_FAILED[key])
+    """:func:`build_spectrum` through the shared LRU keyed by :func:`spectrum_key`."""
+    key = spectrum_key(dataset, activation, depth, lambda0, lambda1, mean_mode)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    failed = _FAILED.get(key)
+    if failed is not None:
+        raise KernelFailure(failed)
+    l0, l1 = key[3], key[4]
     try:
         spec = build_spectrum(dataset, activation, depth, l0, l1, mean_mode)
     except KernelFailure as exc:
-        with _LOCK:
-            _FAILED[key] = str(exc)
-            while len(_FAILED) > CACHE_ENTRIES:
-                _FAILED.popitem(last=False)
+        _FAILED.put(key, str(exc))
         raise
-    with _LOCK:
-        _CACHE[key] = spec
-        while len(_CACHE) > 1 and (
-            len(_CACHE) > CACHE_ENTRIES or sum(s.nbytes for s in _CACHE.values()) > CACHE_BYTES
-        ):
-            _CACHE.popitem(last=False)
+    _CACHE.put(key, spec)
     return spec
 
 
 def clear_cache() -> None:
-    with _LOCK:
-        _CACHE.clear()
-        _FAILED.clear()
+    _CACHE.clear()
+    _FAILED.clear()

@@ -6,9 +6,9 @@ Two shapes: ``symmetric`` (the default: S̃ = WᵀD_vW/√(kd) through GOE noise
 There is one branch (the Bayes-optimal estimator is unique). It still goes through the engine: the
 Problem's unknown is the overlap x = m_S and its residual is x − m_S(λ), so that the result has the
 common shape (branches, equilibrium, diagnostics). m_S(λ) comes from the cached table for (γ, readout)
-when the swept or solved parameter is the SNR; when γ itself is swept, building a table per γ would be
-wasteful, so m_S is computed directly at that one λ (ι then needs ∫_0^λ mmse, done by Gauss–Legendre
-quadrature of direct evaluations).
+(or (γ, η)) when the swept or solved parameter is the SNR; when a ratio (γ, or η) is swept, building a
+table per value would be wasteful, so m_S is computed directly at that one λ (ι then needs ∫_0^λ mmse,
+done by Gauss–Legendre quadrature of direct evaluations).
 """
 
 from __future__ import annotations
@@ -20,17 +20,10 @@ from pydantic import BaseModel
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.theories.base import Theory
-from solvers.theories.matrix_denoising.rectangular_table import cached_rectangular_table
+from solvers.core.results import Report
+from solvers.theories.base import Example, Theory
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
-from solvers.theories.matrix_denoising.table import cached_table
-from solvers.theories.matrix_denoising.values import (
-    DenoisingValues,
-    direct_rectangular_values_cached,
-    direct_values_cached,
-    rectangular_values_at,
-    values_at,
-)
+from solvers.theories.matrix_denoising.values import DenoisingValues, rectangular_values_at, values_at
 
 BRANCH = "bayes_optimal"
 
@@ -45,25 +38,39 @@ class MatrixDenoisingTheory(Theory):
     )
     spec_model: ClassVar[Any] = MatrixDenoisingSpec
     sweepable: ClassVar[tuple[str, ...]] = ("snr", "gamma", "eta")
+    examples: ClassVar[tuple[Example, ...]] = (
+        Example({"theory": "matrix_denoising", "gamma": 0.5, "readout": "ones", "snr": 2.0}, "snr", (0.5, 1.0, 4.0)),
+        Example({"theory": "matrix_denoising", "shape": "rectangular", "gamma": 0.5, "eta": 2.0, "snr": 2.0},
+                "snr", (0.5, 1.0, 4.0)),
+    )
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """η exists only for the rectangular shape."""
         return self.sweepable if spec.shape == "rectangular" else ("snr", "gamma")  # type: ignore[attr-defined]
 
-    def _at(self, spec: BaseModel, parameter: str | None, p: float) -> DenoisingValues:
-        gamma = p if parameter == "gamma" else spec.gamma  # type: ignore[attr-defined]
-        snr = p if parameter == "snr" else spec.snr  # type: ignore[attr-defined]
-        if spec.shape == "rectangular":  # type: ignore[attr-defined]
-            eta = p if parameter == "eta" else spec.eta  # type: ignore[attr-defined]
-            direct = parameter in ("gamma", "eta")  # a table per swept ratio would be wasteful
-            return rectangular_values_at(float(gamma), float(eta), float(snr), use_table=not direct)
-        return values_at(float(gamma), spec.readout, float(snr), use_table=parameter != "gamma")  # type: ignore[attr-defined]
+    def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
+        if parameter not in (None, *self.sweepable_for(spec)):
+            raise ValueError(f"{parameter!r} is not sweepable for this spec")
+        gamma0, snr0, readout = float(spec.gamma), float(spec.snr), spec.readout  # type: ignore[attr-defined]
+        rectangular = spec.shape == "rectangular"  # type: ignore[attr-defined]
+        eta0 = float(spec.eta) if rectangular else 0.0  # type: ignore[attr-defined]
+        # A sweep of a ratio (γ, or η) computes m_S directly at each point (a table per value would be
+        # wasteful); the report reads the same source as the residual.
+        use_table = parameter not in ("gamma", "eta")
 
-    def problem(self, spec: BaseModel, parameter: str | None, options: SolverOptions) -> Problem:
-        def target(p: float) -> float:
-            return self._at(spec, parameter, p).overlap
+        def at(p: float) -> DenoisingValues:
+            gamma = p if parameter == "gamma" else gamma0
+            snr = p if parameter == "snr" else snr0
+            if rectangular:
+                eta = p if parameter == "eta" else eta0
+                return rectangular_values_at(float(gamma), float(eta), float(snr), use_table=use_table)
+            return values_at(float(gamma), readout, float(snr), use_table=use_table)
 
         def residual(x: np.ndarray, p: float) -> np.ndarray:
-            return np.array([x[0] - target(p)])
+            return np.array([x[0] - at(p).overlap])
+
+        def report(x: np.ndarray, p: float) -> Report:
+            return Report({"overlap": float(x[0])}, at(p).as_observables())
 
         return Problem(
             residual=residual,
@@ -76,20 +83,5 @@ class MatrixDenoisingTheory(Theory):
             project=lambda x: np.clip(x, 0.0, 1.0),
             scale=np.array([1.0]),
             names=("overlap",),
+            report=report,
         )
-
-    def order_parameters(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        return {"overlap": float(x[0])}
-
-    def observables(self, spec: BaseModel, x: np.ndarray, p: float) -> dict[str, Any]:
-        # The spec handed over already carries the swept value (Theory.with_value). The residual has been
-        # evaluated at this point, so the same source is reused: the table when it exists, else the direct
-        # values cached by the residual (a γ sweep).
-        gamma, readout, snr = float(spec.gamma), spec.readout, float(spec.snr)  # type: ignore[attr-defined]
-        if spec.shape == "rectangular":  # type: ignore[attr-defined]
-            eta = float(spec.eta)  # type: ignore[attr-defined]
-            use = cached_rectangular_table(gamma, eta) is not None or not direct_rectangular_values_cached(
-                gamma, eta, snr)
-            return rectangular_values_at(gamma, eta, snr, use_table=use).as_observables()
-        use_table = cached_table(gamma, readout) is not None or not direct_values_cached(gamma, readout, snr)
-        return values_at(gamma, readout, snr, use_table=use_table).as_observables()

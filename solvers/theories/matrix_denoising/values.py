@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from solvers.core.errors import DomainError
 from solvers.theories.matrix_denoising.point import mmse_points
 from solvers.theories.matrix_denoising.table import GAMMA_RANGE, cached_table, get_table
 
@@ -31,16 +32,9 @@ class DenoisingValues:
         }
 
 
-_direct_keys: set[tuple[float, str, float]] = set()
-
-
-def direct_values_cached(gamma: float, readout: str, snr: float) -> bool:
-    return (float(gamma), readout, float(snr)) in _direct_keys
-
-
 def direct_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
-    """Everything from quadratures of the spectral density at this γ (no table); memoised."""
-    _direct_keys.add((float(gamma), readout, float(snr)))
+    """Everything from quadratures of the spectral density at this γ (no table); memoised (lru_cache is
+    thread-safe and keyed by the immutable inputs)."""
     return _direct_values(float(gamma), readout, float(snr))
 
 
@@ -70,25 +64,18 @@ def table_values(gamma: float, readout: str, snr: float) -> DenoisingValues:
 def values_at(gamma: float, readout: str, snr: float, use_table: bool = True) -> DenoisingValues:
     """Table values when asked for (or when the table already exists); direct quadrature otherwise."""
     if not GAMMA_RANGE[0] <= gamma <= GAMMA_RANGE[1]:
-        raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}]")
+        raise DomainError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}]")
     if not 0.0 <= snr < np.inf:
-        raise ValueError("snr must be finite and >= 0")
+        raise DomainError("snr must be finite and >= 0")
     if use_table or cached_table(gamma, readout) is not None:
         return table_values(gamma, readout, snr)
     return direct_values(gamma, readout, snr)
 
 
 # ---- rectangular shape ---------------------------------------------------------------------------------
-_direct_rect_keys: set[tuple[float, float, float]] = set()
-
-
-def direct_rectangular_values_cached(gamma: float, eta: float, snr: float) -> bool:
-    return (float(gamma), float(eta), float(snr)) in _direct_rect_keys
-
-
 def direct_rectangular_values(gamma: float, eta: float, snr: float) -> DenoisingValues:
-    """Rectangular mmse_X, m_X, M and ι_X = ½∫_0^λ mmse_X from quadratures at this (γ, η) (no table); memoised."""
-    _direct_rect_keys.add((float(gamma), float(eta), float(snr)))
+    """Rectangular mmse_X, m_X, M and ι_X = ½∫_0^λ mmse_X from quadratures at this (γ, η) (no table); memoised
+    (lru_cache is thread-safe and keyed by the immutable inputs)."""
     return _direct_rectangular_values(float(gamma), float(eta), float(snr))
 
 
@@ -111,14 +98,16 @@ def _direct_rectangular_values(gamma: float, eta: float, snr: float) -> Denoisin
 def rectangular_values_at(gamma: float, eta: float, snr: float, use_table: bool = True) -> DenoisingValues:
     """Rectangular values from the (γ, η) table when asked for (or when it exists), else by direct quadrature."""
     from solvers.theories.matrix_denoising.rectangular_table import (
+        RATIO_RANGE,
         cached_rectangular_table,
-        check_ratios,
         get_rectangular_table,
     )
 
-    check_ratios(gamma, eta)
+    lo, hi = RATIO_RANGE
+    if not (lo <= gamma <= hi and lo <= eta <= hi):
+        raise DomainError(f"gamma and eta must be in [{lo:g}, {hi:g}]")
     if not 0.0 <= snr < np.inf:
-        raise ValueError("snr must be finite and >= 0")
+        raise DomainError("snr must be finite and >= 0")
     if use_table or cached_rectangular_table(gamma, eta) is not None:
         t = get_rectangular_table(gamma, eta)
         mmse = float(t.mmse(snr))

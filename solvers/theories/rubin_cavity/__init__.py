@@ -1,18 +1,16 @@
-"""Rubin cavity / adaptive-kernel theory of a two-layer erf network (theory name ``rubin_cavity``)."""
+"""Rubin cavity / adaptive-kernel theory of a two-layer erf network (theory name ``rubin_cavity``).
 
-from solvers.theories.rubin_cavity.specs import (
-    MAX_FINITE_SAMPLE_P,
-    FiniteSampleSpec,
-    PotentialSpec,
-    RubinCavitySpec,
-    SelfConsistentSpec,
-)
+Layout: ``potential/``, ``self_consistent/`` and ``finite_sample/`` hold one mode each (its
+``Theory`` and bound problem); ``common/`` holds what they share (the overlap potential and its
+law, the closure, the erf projections, phases); ``specs.py`` the validated specs of all modes.
+"""
+
+from solvers.theories.rubin_cavity.specs import FiniteSampleSpec, PotentialSpec, RubinCavitySpec, SelfConsistentSpec
 from solvers.theories.rubin_cavity.theory import RubinCavityTheory
 
 THEORY = RubinCavityTheory()
 
 __all__ = [
-    "MAX_FINITE_SAMPLE_P",
     "THEORY",
     "FiniteSampleSpec",
     "PotentialSpec",

@@ -8,24 +8,13 @@ per-weight readout variance s_a2); the paper's symbols are given in each descrip
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-
-@dataclass
-class FiniteSampleLimits:
-    """Size limits of ``finite_sample`` (P x P kernels); a deployment may lower or raise them."""
-
-    max_P: int = 5000
-    max_P_test: int = 20000
-    max_D: int = 20000
-
-
-#: Default maximum number of training samples of ``finite_sample`` (its cost is O(P³)).
-MAX_FINITE_SAMPLE_P = 5000
-LIMITS = FiniteSampleLimits(max_P=MAX_FINITE_SAMPLE_P)
+#: Largest integer that JSON numbers (and the service's canonical cache key, RFC 8785) represent exactly.
+MAX_EXACT_INT = 2**53 - 1
 
 _BASE = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
@@ -35,6 +24,15 @@ SCALING = (
     "mean_field: the paper's reduced action Ŝ (eq. 13; the blog's U/D with L → 1). standard: the blog's cavity "
     "potential U(ρ; b, c)/D keeping the ½ log L and 1/L factors, L = 1 + (s_a2 P/T) v(σ_w² + ρ²)."
 )
+
+
+def _positive_number(v: Any) -> bool:
+    """A finite number > 0 (an integer too large for a float is not one: its field's validator names it)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    if isinstance(v, int) and v.bit_length() > 1023:
+        return False
+    return math.isfinite(v) and v > 0
 
 
 class PotentialSpec(BaseModel):
@@ -94,6 +92,24 @@ class _NetworkSpec(BaseModel):
     )
     scaling: Literal["mean_field", "standard"] = Field("mean_field", description=SCALING)
 
+    @model_validator(mode="after")
+    def _invariants_are_floats(self) -> _NetworkSpec:
+        """The theory is written in u, η and the prior variance σ_w²/D of one input coordinate: u and η must be
+        finite floats and σ_w²/D a non-zero one (extreme but valid fields can overflow or underflow them)."""
+        with np.errstate(all="ignore"):
+            P, D, T = np.float64(self.P), np.float64(self.D), np.float64(self.T)  # type: ignore[attr-defined]
+            finite = {
+                "u = P² s_a2/(T² D)": P * P * self.s_a2 / (T * T * D),
+                "η = P N s_a2/(T D)": P * self.N * self.s_a2 / (T * D),
+            }
+            prior = np.float64(self.sigma_w2) / D
+        bad = [name for name, v in finite.items() if not np.isfinite(v)]
+        if not (np.isfinite(prior) and prior > 0):
+            bad.append("σ_w²/D")
+        if bad:
+            raise ValueError(f"the derived {', '.join(bad)} is not a representable float for these values")
+        return self
+
 
 class SelfConsistentSpec(_NetworkSpec):
     """The equivalent-kernel (population) theory: (b, c) jointly with p(ρ) ∝ exp(−D Ŝ(ρ; b, c)).
@@ -119,16 +135,15 @@ class SelfConsistentSpec(_NetworkSpec):
             return data
         data = dict(data)
         u = data.pop("u")
-        if isinstance(u, bool) or not isinstance(u, int | float) or not math.isfinite(u) or u <= 0:
+        if not _positive_number(u):
             raise ValueError(f"u must be a finite number > 0 (got {u!r})")
         fields = cls.model_fields
         P = data.get("P", fields["P"].default)
         D = data.get("D", fields["D"].default)
         s_a2 = data.get("s_a2", fields["s_a2"].default)
-        try:
+        if all(_positive_number(v) for v in (P, D, s_a2)):
             data["T"] = float(P) * math.sqrt(float(s_a2) / (float(u) * float(D)))
-        except (TypeError, ValueError, ZeroDivisionError):
-            return data  # P, D or s_a2 invalid: their own validators name them
+        # otherwise P, D or s_a2 is invalid, and its own validator names it
         return data
 
 
@@ -139,39 +154,33 @@ class FiniteSampleSpec(_NetworkSpec):
         description="finite_sample: adaptive-kernel regression on P seeded Gaussian inputs, (b, c) from a least-"
         "squares projection of the mean residual."
     )
-    D: int = Field(150, ge=1, description="Input dimension d (size of each input vector).")
-    P: int = Field(
-        3000, ge=1, description="Number of training samples n; the cost is one P x P kernel and solve per evaluation."
+    D: int = Field(
+        150,
+        ge=1,
+        le=MAX_EXACT_INT,
+        description="Input dimension d (size of each input vector); the instance limit finite_sample_d caps it.",
     )
-    P_test: int = Field(2000, ge=1, description="Fresh test inputs for the test error of the posterior mean.")
-    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of the training and test inputs.")
-
-    @field_validator("P")
-    @classmethod
-    def _p_limit(cls, v: int) -> int:
-        if v > LIMITS.max_P:
-            raise ValueError(f"P = {v} exceeds the configured maximum of {LIMITS.max_P} training samples")
-        return v
-
-    @field_validator("P_test")
-    @classmethod
-    def _p_test_limit(cls, v: int) -> int:
-        if v > LIMITS.max_P_test:
-            raise ValueError(f"P_test = {v} exceeds the configured maximum of {LIMITS.max_P_test} test samples")
-        return v
-
-    @field_validator("D")
-    @classmethod
-    def _d_limit(cls, v: int) -> int:
-        if v > LIMITS.max_D:
-            raise ValueError(f"D = {v} exceeds the configured maximum of {LIMITS.max_D} input dimensions")
-        return v
+    P: int = Field(
+        3000,
+        ge=1,
+        le=MAX_EXACT_INT,
+        description="Number of training samples n; the cost is one P x P kernel and solve per evaluation. The "
+        "instance limit finite_sample_p caps it (default 5000).",
+    )
+    P_test: int = Field(
+        2000,
+        ge=1,
+        le=MAX_EXACT_INT,
+        description="Fresh test inputs for the test error of the posterior mean; the instance limit "
+        "finite_sample_p_test caps it.",
+    )
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_EXACT_INT,
+        description="Seed of the training and test inputs (numpy.random.default_rng(seed)): an integer in "
+        "[0, 2^53 − 1], the range JSON numbers represent exactly.",
+    )
 
 
 RubinCavitySpec = Annotated[PotentialSpec | SelfConsistentSpec | FiniteSampleSpec, Field(discriminator="mode")]
-
-SWEEPABLE: dict[str, tuple[str, ...]] = {
-    "potential": ("u", "b", "c", "sigma_w2", "D"),
-    "self_consistent": ("T", "P", "N", "u", "sigma_w2", "epsilon", "s_a2", "D"),
-    "finite_sample": ("T", "N", "s_a2", "epsilon", "sigma_w2"),
-}

@@ -1,0 +1,176 @@
+"""Run a planned sweep line (a one-parameter sweep, or one row of a phase diagram); shared by every backend.
+
+A line's points are identified by their index in the requested values. ``stored`` holds the
+points an earlier, interrupted execution of the same line already produced (as JSON, each branch
+with its state); they are handed to the engine as catalogues and reused, never recomputed — the
+engine re-traces the curves of a continuation (its cost does not depend on how many values were
+requested) or continues a grid warm from the last stored value, and finds every special point on
+all points, stored and new (:func:`solvers.core.sweep.run_sweep`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from service.schemas import ModelSpec
+from service.serialize import catalogue_from_json, point_json, sweep_summary
+from solvers.core.options import SolverOptions
+from solvers.core.results import Catalogue
+from solvers.theories import get as get_theory
+
+_SPEC = TypeAdapter(ModelSpec)
+
+#: Called with (index in the line's values, point) for every newly computed point.
+OnPoint = Callable[[int, dict[str, Any]], None]
+
+
+class Cancelled(Exception):
+    """Raised inside a sweep when its job was cancelled."""
+
+
+def line_spec(payload: dict[str, Any], fixed: dict[str, float] | None = None) -> Any:
+    """The validated spec of one line: the payload's model with the earlier parameters fixed."""
+    spec_dict = dict(payload["model"])
+    if fixed:
+        spec_dict.update(fixed)
+    return _SPEC.validate_python(spec_dict)
+
+
+def line_options(payload: dict[str, Any]) -> SolverOptions:
+    """The payload's solver options, capped by the instance's per-solve time limit (which is not part of the key)."""
+    options = SolverOptions.model_validate(payload["solver"])
+    limit = payload.get("solve_time_limit")
+    if limit and (options.time_limit is None or options.time_limit > limit):
+        return options.model_copy(update={"time_limit": float(limit)})
+    return options
+
+
+def fixed_for_row(payload: dict[str, Any], row: int | None) -> dict[str, float] | None:
+    """For a phase diagram, the first parameter's value on row ``row``; None for a one-parameter sweep."""
+    if len(payload["parameters"]) == 1 or row is None:
+        return None
+    return {payload["parameters"][0]: float(payload["axes"][0][row])}
+
+
+def _stored_catalogues(stored: dict[int, dict[str, Any]]) -> dict[int, Catalogue]:
+    return {i: catalogue_from_json(pt) for i, pt in stored.items()}
+
+
+def run_line(
+    payload: dict[str, Any],
+    *,
+    fixed: dict[str, float] | None = None,
+    stored: dict[int, dict[str, Any]] | None = None,
+    on_point: OnPoint | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Sweep the payload's last parameter (earlier ones fixed at ``fixed``), reusing ``stored`` points.
+
+    Returns ``{"points", "transitions", "diagnostics", "reused", "computed", ...}`` with the points
+    of every requested value in the requested order. ``should_stop`` is asked before the sweep, at
+    every continuation step and at every point; True raises :class:`Cancelled` (it may also raise
+    an exception of its own).
+    """
+    spec = line_spec(payload, fixed)
+    theory = get_theory(payload["theory"])
+    options = line_options(payload)
+    parameter: str = payload["parameters"][-1]
+    values = [float(v) for v in payload["axes"][-1]]
+    done = {int(k): v for k, v in (stored or {}).items() if 0 <= int(k) < len(values)}
+
+    def check(*_: Any) -> None:
+        if should_stop is not None and should_stop():
+            raise Cancelled()
+
+    check()
+    new: dict[int, dict[str, Any]] = {}
+
+    def take(index: int, cat: Catalogue) -> None:
+        check()
+        new[index] = point_json(values[index], cat)
+        if on_point is not None:
+            on_point(index, new[index])
+
+    sweep = theory.sweep(spec, parameter, values, payload["method"], options, on_point=take, on_step=check,
+                         stored=_stored_catalogues(done))
+    points = [done[i] if i in done else new[i] for i in range(len(values))]
+    return {**sweep_summary(theory.name, parameter, sweep), "points": points, "reused": len(done),
+            "computed": len(new)}
+
+
+# ---------------------------------------------------------------------------------------------
+# phase diagrams
+# ---------------------------------------------------------------------------------------------
+
+
+def tag_point(payload: dict[str, Any], row: int | None, point: dict[str, Any]) -> dict[str, Any]:
+    """A point as the job reports it: on a phase diagram its ``parameter`` is ``[p1, p2]``."""
+    if row is None or len(payload["parameters"]) == 1:
+        return point
+    return {**point, "parameter": [float(payload["axes"][0][row]), point["parameter"]]}
+
+
+def diagram_summary(payload: dict[str, Any], row_transitions: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Everything of a phase diagram's result but its points: the transitions of every row and their lines.
+
+    Every transition found along a row carries ``at = {p1: value}`` and its location in ``p2``;
+    transitions of the same kind between the same branches form a line, listed in increasing ``p1``.
+    """
+    p1, p2 = payload["parameters"]
+    transitions: list[dict[str, Any]] = []
+    for v1, trs in zip(payload["axes"][0], row_transitions, strict=True):
+        for tr in trs:
+            transitions.append({**tr, "at": {p1: v1}, "line_parameter": p2})
+    lines: dict[str, list[dict[str, Any]]] = {}
+    for tr in transitions:
+        name = f"{tr['kind']}:{'/'.join(sorted(tr['branches']))}"
+        lines.setdefault(name, []).append(
+            {p1: tr["at"][p1], p2: tr["parameter"], "refined": tr.get("refined", True),
+             "uncertainty": tr.get("uncertainty", 0.0)}
+        )
+    return {
+        "theory": payload["theory"],
+        "parameters": [p1, p2],
+        "axes": {p1: list(payload["axes"][0]), p2: list(payload["axes"][1])},
+        "method": payload["method"],
+        "transitions": transitions,
+        "lines": [
+            {"name": k, "kind": k.split(":", 1)[0], "points": sorted(v, key=lambda q: (q[p1], q[p2]))}
+            for k, v in sorted(lines.items())
+        ],
+    }
+
+
+def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Phase diagram from its rows (one line result per value of the first parameter, in order)."""
+    points = [tag_point(payload, r, pt) for r, row in enumerate(rows) for pt in row.get("points", [])]
+    return {**diagram_summary(payload, [row.get("transitions", []) for row in rows]), "points": points}
+
+
+#: What a line's result holds besides its summary.
+LINE_ONLY = ("points", "reused", "computed")
+
+
+def line_outcome(line: dict[str, Any]) -> dict[str, Any]:
+    """A computed line without its points: transitions, diagnostics and whatever the theory adds about the sweep."""
+    return {k: v for k, v in line.items() if k not in LINE_ONLY}
+
+
+def line_summary(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+    """Everything of a one-parameter sweep's result but its points."""
+    return {
+        **line_outcome(line),
+        "theory": payload["theory"],
+        "parameter": payload["parameters"][0],
+        "method": payload["method"],
+        "transitions": line["transitions"],
+        "diagnostics": line.get("diagnostics", {}),
+    }
+
+
+def assemble_line(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+    """The result of a one-parameter sweep (what ``GET /v1/jobs/{id}`` returns)."""
+    return {**line_summary(payload, line), "points": line["points"]}

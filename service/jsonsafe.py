@@ -1,0 +1,64 @@
+"""Turn results into JSON that never carries NaN or Infinity.
+
+A non-finite float becomes ``None`` and its path is listed under ``non_finite`` at the top
+level, so a diverging quantity is reported explicitly instead of silently vanishing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from solvers.core.results import SolveResult
+
+
+def result_diagnostics(res: SolveResult) -> dict[str, Any]:
+    """How one solve went, in the contract's words (wherever a solve is reported)."""
+    return {
+        "residual": res.residual,
+        "iterations": res.iterations,
+        "method": res.method,
+        "seconds": res.seconds,
+        "status": res.status.value,
+        "message": res.message,
+        "nfev": res.nfev,
+    }
+
+
+def _convert(obj: Any, path: str, bad: list[str]) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _convert(v, f"{path}.{k}" if path else str(k), bad) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        # Plain finite floats: check them, don't rebuild their paths.
+        if obj and all(type(v) is float for v in obj) and all(math.isfinite(v) for v in obj):
+            return list(obj)
+        return [_convert(v, f"{path}[{i}]", bad) for i, v in enumerate(obj)]
+    if isinstance(obj, np.ndarray):
+        # Fast path: a finite numeric array converts in one call (sweeps carry many of them).
+        if obj.dtype.kind in "biu" or (obj.dtype.kind == "f" and bool(np.all(np.isfinite(obj)))):
+            return obj.tolist()
+        return _convert(obj.tolist(), path, bad)
+    if isinstance(obj, SolveResult):
+        return _convert(result_diagnostics(obj), path, bad)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        value = float(obj)
+        if not math.isfinite(value):
+            bad.append(path)
+            return None
+        return value
+    return obj
+
+
+def json_safe(obj: Any) -> Any:
+    """Plain-Python, finite-only copy of ``obj``; lists non-finite paths in ``non_finite``."""
+    bad: list[str] = []
+    out = _convert(obj, "", bad)
+    if bad and isinstance(out, dict):
+        out["non_finite"] = sorted(set(out.get("non_finite", []) or []) | set(bad))
+    return out

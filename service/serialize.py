@@ -1,0 +1,186 @@
+"""The one place where the engine's typed results become the HTTP contract's JSON (and back, for resuming).
+
+Every response, stored sweep point and job result is made here from the typed objects of
+:mod:`solvers.core` (catalogues, branches, special points, sweeps). The output never carries NaN
+or Infinity (:func:`service.jsonsafe.json_safe`). Each branch also carries its ``state`` (the
+solution vector), so that a stored point can be turned back into a catalogue and a sweep resumed
+from it without solving it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from service.jsonsafe import json_safe, result_diagnostics
+from solvers.core.results import Attempt, Branch, Catalogue, Report, SolveResult
+from solvers.core.special_points import SpecialPoint
+from solvers.core.status import Status
+from solvers.core.sweep import Sweep
+
+#: Keys of a sweep point, in the contract's order.
+POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")
+
+
+def branch_json(b: Branch) -> dict[str, Any]:
+    report = b.report or Report()
+    return {
+        "name": b.name,
+        "converged": b.converged,
+        "stable": b.stable,
+        "free_entropy": b.free_entropy,
+        "order_parameters": dict(report.order_parameters),
+        "observables": dict(report.observables),
+        "diagnostics": {**result_diagnostics(b.result), "starts": list(b.starts),
+                        "stability_margin": b.stability_margin},
+        "state": b.x,
+    }
+
+
+def catalogue_diagnostics(cat: Catalogue) -> dict[str, Any]:
+    ref = cat.reference
+    out: dict[str, Any] = {
+        "residual": ref.result.residual if ref else None,
+        "iterations": cat.iterations,
+        "method": ref.result.method if ref else None,
+        "seconds": cat.seconds,
+        "status": cat.status.value,
+        "message": cat.message,
+        "complete": cat.complete,
+    }
+    if cat.notes is not None:
+        out.update(cat.notes.diagnostics)
+    return out
+
+
+def _catalogue_body(cat: Catalogue) -> dict[str, Any]:
+    branches = [branch_json(b) for b in cat.branches]
+    eq = next((b for b in branches if b["name"] == cat.equilibrium), None)
+    observables = dict(eq["observables"]) if eq else {}
+    if cat.notes is not None:
+        observables.update(cat.notes.observables)
+    return {
+        "converged": cat.converged,
+        "order_parameters": eq["order_parameters"] if eq else {},
+        "observables": observables,
+        "branches": branches,
+        "equilibrium": cat.equilibrium,
+    }
+
+
+def solution_json(theory: str, cat: Catalogue) -> dict[str, Any]:
+    """A single solve's response body (without ``spec_hash`` and ``cached``, which the service adds)."""
+    body = {"theory": theory, **_catalogue_body(cat), "diagnostics": catalogue_diagnostics(cat)}
+    if cat.notes is not None:
+        body.update(cat.notes.fields)
+    return json_safe(body)
+
+
+def point_json(value: float, cat: Catalogue) -> dict[str, Any]:
+    """One point of a sweep: the catalogue at ``parameter = value``."""
+    body = _catalogue_body(cat)
+    return json_safe({"parameter": float(value), **{k: body[k] for k in POINT_KEYS[1:]}})
+
+
+def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": sp.transition,
+        "type": sp.kind.value,
+        "parameter": sp.parameter,
+        "branches": list(sp.branches),
+        "detail": sp.detail,
+        "refined": sp.refined,
+        "uncertainty": sp.uncertainty,
+    }
+    if sp.event is not None:
+        out["event"] = sp.event
+    if sp.state:
+        out["state"] = dict(sp.state)
+    return out
+
+
+def sweep_diagnostics(sweep: Sweep) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "converged": sweep.converged,
+        "complete": sweep.complete,
+        "residual": sweep.residual,
+        "iterations": sweep.iterations,
+        "method": sweep.method,
+        "seconds": sweep.seconds,
+        "curves": [{"name": c.name, "points": len(c.points), "message": c.message} for c in sweep.curves],
+    }
+    if sweep.reused:
+        out["resumed"] = {"reused": len(sweep.reused), "computed": len(sweep.values) - len(sweep.reused)}
+    if sweep.notes is not None:
+        out.update(sweep.notes.diagnostics)
+    return out
+
+
+def sweep_summary(theory: str, parameter: str, sweep: Sweep) -> dict[str, Any]:
+    """Everything of a sweep's result but its points."""
+    out = {
+        "theory": theory,
+        "parameter": parameter,
+        "method": sweep.method,
+        "transitions": [special_point_json(sp) for sp in sweep.special_points],
+        "diagnostics": sweep_diagnostics(sweep),
+    }
+    if sweep.notes is not None:
+        out.update(sweep.notes.fields)
+    return json_safe(out)
+
+
+def sweep_json(theory: str, parameter: str, sweep: Sweep, points: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A whole sweep; ``points`` are the already-serialised points where the caller has them."""
+    if points is None:
+        points = [point_json(v, c) for v, c in zip(sweep.values, sweep.catalogues, strict=True)]
+    return {**sweep_summary(theory, parameter, sweep), "points": points}
+
+
+# ---------------------------------------------------------------------------------------------
+# back from JSON: a stored point as the engine's catalogue (to resume a sweep from it)
+# ---------------------------------------------------------------------------------------------
+
+
+def _float_or_none(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def branch_from_json(d: Mapping[str, Any]) -> Branch:
+    diag = d.get("diagnostics") or {}
+    status = Status(diag.get("status", Status.CONVERGED.value if d.get("converged") else Status.MAX_ITERATIONS.value))
+    x = np.asarray(d["state"], dtype=float)
+    residual = diag.get("residual")
+    result = SolveResult(
+        x=x,
+        status=status,
+        residual=float("inf") if residual is None else float(residual),
+        iterations=int(diag.get("iterations") or 0),
+        method=str(diag.get("method") or "stored"),
+        seconds=float(diag.get("seconds") or 0.0),
+        nfev=int(diag.get("nfev") or 0),
+    )
+    return Branch(
+        name=str(d["name"]),
+        x=x,
+        result=result,
+        stable=d.get("stable"),
+        stability_margin=_float_or_none(diag.get("stability_margin")),
+        free_entropy=_float_or_none(d.get("free_entropy")),
+        starts=tuple(diag.get("starts") or ()),
+        report=Report(dict(d.get("order_parameters") or {}), dict(d.get("observables") or {})),
+    )
+
+
+def catalogue_from_json(point: Mapping[str, Any]) -> Catalogue:
+    """A stored sweep point as a catalogue; raises KeyError/ValueError when the point carries no states."""
+    branches = tuple(branch_from_json(b) for b in point.get("branches", []))
+    return Catalogue(
+        parameter=float(point["parameter"] if not isinstance(point["parameter"], list) else point["parameter"][-1]),
+        branches=branches,
+        equilibrium=point.get("equilibrium"),
+        attempts=tuple(Attempt(s, b.result.status, b.result.residual, b.result.iterations)
+                       for b in branches for s in (b.starts or (b.name,))),
+    )

@@ -1,0 +1,344 @@
+"""The one place where special points are found and refined: along traced curves and along grids alike.
+
+Both sweep methods describe their solutions as *tracks*: pieces of one named branch, ordered in
+the parameter, each point carrying its state, stability margin and free entropy. On a traced
+curve a track is a segment between folds and stability changes; on a grid it is a run of
+neighbouring values at which a branch of the same name and stability was found. The detector
+then looks, in the same way for both, for
+
+- stability losses (a sign change of the margin between two points of a branch),
+- free-entropy crossings of two stable tracks (first-order points), on exact differences of
+  Newton-polished states at every point of their overlap,
+- zeros of the problem's event indicators along every track,
+
+and refines each one. A :class:`Refiner` says how to solve on a track between two of its points:
+along the arclength with the continuation's corrector (curves), or by Newton from interpolated
+guesses (grids). Folds are found by the continuation itself (the tangent turns) and, on a grid,
+bracketed where a branch exists on one side of two neighbours only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import bisect, brentq
+
+from solvers.core.catalogue import same_solution, stability_margin
+from solvers.core.continuation import CurvePoint, Frame, refine_along
+from solvers.core.errors import is_numerical
+from solvers.core.options import SolverOptions
+from solvers.core.problem import Event, Problem
+from solvers.core.results import SolveResult
+from solvers.core.solve import solve_at
+from solvers.core.special_points import SpecialKind, SpecialPoint
+
+#: Relative parameter tolerance of every refined special point.
+REFINE_RTOL = 1e-14
+#: A fold within this relative distance of a stability loss is one branch point (a pitchfork, say).
+BRANCH_POINT_REL = 1e-4
+
+
+def refinement_precision(options: SolverOptions) -> float:
+    return max(REFINE_RTOL, options.tol_abs + options.tol_rel)
+
+
+class RefinementFailed(Exception):
+    """A solve needed to refine a special point did not converge."""
+
+
+@dataclass(frozen=True)
+class Track:
+    """A piece of one named branch, in order along the branch."""
+
+    name: str
+    points: tuple[CurvePoint, ...]
+
+    @property
+    def stable(self) -> bool | None:
+        flags = [q.stable for q in self.points if q.stable is not None]
+        return None if not flags else bool(np.mean(flags) > 0.5)
+
+    def p_range(self) -> tuple[float, float]:
+        ps = [q.p for q in self.points]
+        return min(ps), max(ps)
+
+    def at(self, p: float) -> CurvePoint | None:
+        """The track's own point at exactly ``p``, if it has one."""
+        return next((q for q in self.points if q.p == p), None)
+
+    def guess(self, p: float) -> np.ndarray | None:
+        """Linear interpolation of the state at ``p`` along the track (None outside it)."""
+        first = next(interpolations(self.points, p), None)
+        if first is None and len(self.points) == 1 and self.points[0].p == p:
+            return self.points[0].x.copy()
+        return first
+
+
+def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:
+    """The state at ``p`` interpolated linearly on every piece of a curve whose ends bracket ``p``."""
+    for a, b in itertools.pairwise(points):
+        lo, hi = sorted((a.p, b.p))
+        if lo <= p <= hi:
+            w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
+            yield (1 - w) * a.x + w * b.x
+
+
+def newton_options(options: SolverOptions) -> SolverOptions:
+    return options.model_copy(update={"method": "newton"})
+
+
+def polish(problem: Problem, p: float, guess: np.ndarray, options: SolverOptions) -> SolveResult:
+    return solve_at(problem, p, guess, newton_options(options))
+
+
+def _sign_change(a: float | None, b: float | None) -> bool:
+    if a is None or b is None or not (np.isfinite(a) and np.isfinite(b)) or a == 0 or b == 0:
+        return False
+    return bool(np.sign(a) != np.sign(b))
+
+
+class Refiner:
+    """Solves on a track between two of its points by Newton from interpolated guesses (grids)."""
+
+    def __init__(self, problem: Problem, options: SolverOptions):
+        self.problem = problem
+        self.options = options
+
+    def solve(self, p: float, guesses: Sequence[np.ndarray]) -> np.ndarray:
+        """The solution at ``p`` from the first guess that converges (then the problem's starts)."""
+        for x0 in [*guesses, *self.problem.starts(p).values()]:
+            res = polish(self.problem, p, np.asarray(x0, dtype=float), self.options)
+            if res.converged:
+                return res.x
+        raise RefinementFailed(f"no solve converged at p = {p!r}")
+
+    def between(self, a: CurvePoint, b: CurvePoint, p: float) -> np.ndarray:
+        w = (p - a.p) / (b.p - a.p) if b.p != a.p else 0.0
+        return self.solve(p, [(1 - w) * a.x + w * b.x, a.x, b.x])
+
+    def root(
+        self, a: CurvePoint, b: CurvePoint, g: Callable[[np.ndarray, float], float], smooth: bool = True
+    ) -> tuple[float, np.ndarray] | None:
+        """Zero of g(x(p), p) for the solution x(p) between ``a`` and ``b``; None when it cannot be refined."""
+        found: dict[float, np.ndarray] = {}
+
+        def value(p: float) -> float:
+            x = self.between(a, b, p)
+            found[p] = x
+            v = float(g(x, p))
+            if not np.isfinite(v):
+                raise RefinementFailed("non-finite indicator")
+            return v
+
+        lo, hi = sorted((a.p, b.p))
+        xtol = 1e-13 * max(abs(lo), abs(hi), 1e-300)
+        try:
+            pc = (brentq if smooth else bisect)(value, lo, hi, xtol=xtol, rtol=REFINE_RTOL, maxiter=200)
+            x = found.get(pc)
+            return float(pc), (x if x is not None else self.between(a, b, pc))
+        except (RefinementFailed, RuntimeError, ValueError):
+            # ValueError: brentq/bisect found no sign change at the solved end points.
+            return None
+
+
+class CurveRefiner(Refiner):
+    """On a traced curve, stability changes are refined along the arclength with the corrector."""
+
+    def __init__(self, problem: Problem, options: SolverOptions, frame: Frame):
+        super().__init__(problem, options)
+        self.frame = frame
+
+    def margin_root(self, a: CurvePoint, b: CurvePoint) -> tuple[float, np.ndarray] | None:
+        n = a.x.size
+        frame = self.frame
+
+        def g(z: np.ndarray, tau: np.ndarray) -> float:
+            m = stability_margin(self.problem, z[:n], frame.p(float(z[n])))
+            return float(m) if m is not None else 0.0
+
+        assert a.margin is not None
+        return refine_along(frame, a, b, g, a.margin)
+
+
+class Detector:
+    """Stability losses, free-entropy crossings and events of one problem, refined, within [p_lo, p_hi]."""
+
+    def __init__(self, problem: Problem, options: SolverOptions, refiner: Refiner, p_lo: float, p_hi: float):
+        self.problem = problem
+        self.options = options
+        self.refiner = refiner
+        self.p_lo, self.p_hi = p_lo, p_hi
+        self.width = (p_hi - p_lo) or 1.0
+        #: What a refined location is good to: the root finder's tolerance, or the solves' residual tolerance
+        #: when that is coarser (each evaluation is a solve converged to it).
+        self.precision = refinement_precision(options)
+
+    def inside(self, p: float) -> bool:
+        return self.p_lo - 1e-9 * self.width <= p <= self.p_hi + 1e-9 * self.width
+
+    def state(self, x: np.ndarray | None, p: float) -> dict[str, object]:
+        if x is None or self.problem.point_state is None:
+            return {}
+        return dict(self.problem.point_state(x, p))
+
+    # ---- stability -----------------------------------------------------------------------------
+    def stability_loss(self, a: CurvePoint, b: CurvePoint, lost: str) -> SpecialPoint | None:
+        """The sign change of the margin between points ``a`` and ``b`` of branch ``lost``."""
+        if not self.problem.looks_for(SpecialKind.STABILITY_LOSS) or a.margin is None:
+            return None
+        if isinstance(self.refiner, CurveRefiner):
+            found = self.refiner.margin_root(a, b)
+        else:
+            found = self.refiner.root(a, b, lambda x, p: float(stability_margin(self.problem, x, p) or 0.0))
+        p_star = found[0] if found else 0.5 * (a.p + b.p)
+        if not self.inside(p_star):
+            return None
+        return SpecialPoint(
+            SpecialKind.STABILITY_LOSS,
+            float(p_star),
+            (lost,),
+            refined_to=self.precision if found else None,
+            uncertainty=0.0 if found else abs(b.p - a.p) / 2,
+            detail=f"local stability of '{lost}' changes",
+            x=found[1] if found else None,
+        )
+
+    # ---- events --------------------------------------------------------------------------------
+    def events(self, track: Track) -> list[SpecialPoint]:
+        if not self.problem.events or not self.problem.looks_for(SpecialKind.EVENT):
+            return []
+        out: list[SpecialPoint] = []
+        pts = sorted(track.points, key=lambda q: q.p)
+        for ev in self.problem.events:
+            vals = [self._indicator(ev, q.x, q.p) for q in pts]
+            for (a, fa), (b, fb) in itertools.pairwise(zip(pts, vals, strict=True)):
+                if not _sign_change(fa, fb):
+                    continue
+                found = self.refiner.root(a, b, ev.indicator, smooth=ev.smooth)
+                p_star = found[0] if found else 0.5 * (a.p + b.p)
+                if not self.inside(p_star):
+                    continue
+                x = found[1] if found else None
+                out.append(
+                    SpecialPoint(
+                        SpecialKind.EVENT,
+                        float(p_star),
+                        tuple(ev.branches) if ev.branches is not None else (track.name,),
+                        refined_to=self.precision if found else None,
+                        uncertainty=0.0 if found else abs(b.p - a.p) / 2,
+                        detail=ev.detail,
+                        event=ev.name,
+                        event_transition=ev.transition,
+                        x=x,
+                        state=self.state(x, p_star),
+                    )
+                )
+        return out
+
+    @staticmethod
+    def _indicator(ev: Event, x: np.ndarray, p: float) -> float | None:
+        try:
+            v = float(ev.indicator(x, p))
+        except Exception as exc:
+            if not is_numerical(exc):
+                raise
+            return None
+        return v if np.isfinite(v) else None
+
+    # ---- first-order points ----------------------------------------------------------------------
+    def first_order(self, tracks: Sequence[Track]) -> list[SpecialPoint]:
+        """Free-entropy crossings between every pair of stable tracks that overlap in the parameter."""
+        if self.problem.free_entropy is None or not self.problem.looks_for(SpecialKind.FIRST_ORDER):
+            return []
+        stable = [t for t in tracks if t.stable and len(t.points) >= 2]
+        out: list[SpecialPoint] = []
+        for A, B in itertools.combinations(stable, 2):
+            if A.name == B.name:
+                continue
+            (a_lo, a_hi), (b_lo, b_hi) = A.p_range(), B.p_range()
+            lo, hi = max(a_lo, b_lo), min(a_hi, b_hi)
+            if hi <= lo:
+                continue
+            grid = sorted({q.p for q in A.points + B.points if lo <= q.p <= hi} | {lo, hi})
+            # Exact differences at every point of the overlap: interpolated free entropies can put a
+            # crossing in the wrong interval.
+            vals = [self._delta_or_none(A, B, p) for p in grid]
+            for k in range(len(grid) - 1):
+                if not _sign_change(vals[k], vals[k + 1]):
+                    continue
+                p0, p1 = grid[k], grid[k + 1]
+                try:
+                    pc = brentq(self._delta, p0, p1, args=(A, B), xtol=1e-13 * max(self.width, 1e-300),
+                                rtol=REFINE_RTOL, maxiter=200)
+                    refined = True
+                except (RefinementFailed, RuntimeError, ValueError):
+                    pc, refined = 0.5 * (p0 + p1), False
+                out.append(
+                    SpecialPoint(
+                        SpecialKind.FIRST_ORDER,
+                        float(pc),
+                        tuple(sorted([A.name, B.name])),
+                        refined_to=self.precision if refined else None,
+                        uncertainty=0.0 if refined else abs(p1 - p0) / 2,
+                        detail="free-entropy crossing of two stable branches",
+                    )
+                )
+        return out
+
+    def _delta_or_none(self, A: Track, B: Track, p: float) -> float | None:
+        try:
+            return self._delta(p, A, B)
+        except RefinementFailed:
+            return None
+
+    def _delta(self, p: float, A: Track, B: Track) -> float:
+        fe = self.problem.free_entropy
+        assert fe is not None
+        qa, qb = A.at(p), B.at(p)
+        if qa is not None and qb is not None and qa.free_entropy is not None and qb.free_entropy is not None:
+            xa, xb, fa, fb = qa.x, qb.x, qa.free_entropy, qb.free_entropy
+        else:
+            ga, gb = A.guess(p), B.guess(p)
+            if ga is None or gb is None:
+                raise RefinementFailed("outside the overlap")
+            ra, rb = polish(self.problem, p, ga, self.options), polish(self.problem, p, gb, self.options)
+            if not (ra.converged and rb.converged):
+                raise RefinementFailed("polish failed")
+            xa, xb = ra.x, rb.x
+            fa, fb = float(fe(xa, p)), float(fe(xb, p))
+        if same_solution(self.problem, xa, xb, tol=1e-5):
+            return 0.0
+        return float(fa - fb)
+
+
+def merge_branch_points(points: list[SpecialPoint]) -> list[SpecialPoint]:
+    """A fold that sits where another branch loses stability is one branch point (e.g. a pitchfork).
+
+    The stability change is located precisely (the margin is smooth there); the fold of the branch
+    that splits off is not (the bordered system is singular at a branch point). Report it once, as a
+    bifurcation at the stability change, naming both branches.
+    """
+    losses = [t for t in points if t.kind is SpecialKind.STABILITY_LOSS]
+    merged: dict[int, SpecialPoint] = {}
+    out: list[SpecialPoint] = []
+    for t in points:
+        if t.kind is SpecialKind.FOLD:
+            tol = BRANCH_POINT_REL * max(1.0, abs(t.parameter))
+            near = [u for u in losses if abs(u.parameter - t.parameter) <= tol]
+            if near:
+                u = near[0]
+                key = id(u)
+                base = merged.get(key, u)
+                extra = tuple(b for b in t.branches if b not in base.branches)
+                merged[key] = base.replace(
+                    kind=SpecialKind.BIFURCATION,
+                    branches=(*base.branches, *extra),
+                    detail=base.detail + (f"; branch point where {', '.join(repr(b) for b in extra)} branches off"
+                                          if extra else "; branch point"),
+                )
+                continue
+        out.append(t)
+    return [merged.get(id(t), t) for t in out]

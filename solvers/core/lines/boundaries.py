@@ -1,0 +1,228 @@
+"""Every transition line of a two-parameter problem in a parameter box, traced from its seeds.
+
+``trace_boundaries`` scans λ2 at a few λ1 values (``LineOptions.seeds``, ends of the λ1 range
+included) for special points (``scan``), and traces a line from every special point that no
+line traced so far passes through: folds (``fold``), first-order points (``coexistence``),
+branch points (``branch_point_line``), regular stability losses and events (``zero_lines``).
+A fold line that ends at a cusp also seeds the partner fold beyond it. Whether a seed lies on a
+traced line is decided by solving that line's own system at the seed's λ1 (or λ2, where the
+line runs along λ1) from the nearest traced point, not by distance alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.core.lines.arclength import Box
+from solvers.core.lines.branch_point_line import trace_branch_points
+from solvers.core.lines.coexistence import trace_coexistence
+from solvers.core.lines.fold import trace_fold
+from solvers.core.lines.options import LineOptions
+from solvers.core.lines.problem import TwoParameterProblem
+from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line
+from solvers.core.lines.scan import ScanPoint, _same_states, scan_special_points
+from solvers.core.lines.tracing import parameter_box, solve_on
+from solvers.core.lines.zero_lines import trace_zero
+
+
+@dataclass
+class _Traced:
+    family: str
+    line: Line
+    system: object
+
+
+def _family(point: ScanPoint) -> str:
+    if point.branch_point:
+        return "branch_point"
+    if point.kind == "event":
+        return f"event:{point.name}"
+    return point.kind
+
+
+def _z_of(states: np.ndarray, lam: np.ndarray, family: str) -> np.ndarray:
+    if family == "first_order":
+        return np.concatenate([states[0], states[1], lam])
+    if family == "branch_point":
+        return np.concatenate([states[0], lam, [0.0]])
+    return np.concatenate([states[0], lam])
+
+
+def _canonical_z(problem: TwoParameterProblem, states: np.ndarray, lam: np.ndarray, family: str) -> np.ndarray:
+    """z with every state replaced by its symmetry representative (for distances between lines)."""
+    if problem.canonical is not None:
+        states = np.array([np.asarray(problem.canonical(s), dtype=float) for s in states])
+    return _z_of(states, lam, family)
+
+
+def _closest_on_polyline(zs: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, float]:
+    """The point of the polyline through the rows of ``zs`` closest to ``q``, and its distance."""
+    if len(zs) == 1:
+        return zs[0], float(np.linalg.norm(zs[0] - q))
+    a, b = zs[:-1], zs[1:]
+    d = b - a
+    t = np.clip(np.einsum("ij,ij->i", q - a, d) / np.maximum(np.einsum("ij,ij->i", d, d), 1e-300), 0.0, 1.0)
+    p = a + t[:, None] * d
+    dist = np.linalg.norm(p - q, axis=1)
+    k = int(np.argmin(dist))
+    return p[k], float(dist[k])
+
+
+def _covers(problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions) -> bool:
+    """Does the traced line pass through the seed (its two states in either order, for first-order lines)?"""
+    if traced.family == "first_order":
+        swapped = ScanPoint(point.kind, point.lam, point.states[::-1], point.branches)
+        return _covers_as_is(problem, traced, point, box, opts) or _covers_as_is(problem, traced, swapped, box, opts)
+    return _covers_as_is(problem, traced, point, box, opts)
+
+
+def _covers_as_is(
+    problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions
+) -> bool:
+    """Does the traced line pass through the seed?
+
+    The guess is the point of the traced polyline closest to the seed in the line's own scaled
+    coordinates (states included, so mirror-image and nearby lines are told apart); the line's
+    system is then solved at the seed's λ1 (λ2 where the line runs along λ1) from it.
+    """
+    system = traced.system
+    S = np.asarray(system.scale)  # type: ignore[attr-defined]
+    family = traced.family
+    seed = _canonical_z(problem, point.states, np.asarray(point.lam, dtype=float), family)
+    zs = np.array([_canonical_z(problem, s, np.asarray(p, dtype=float), family)
+                   for p, s in zip(traced.line.points, traced.line.states, strict=True)]) / S
+    if seed.size != zs.shape[1]:
+        return False
+    guess, dist = _closest_on_polyline(zs, seed / S)
+    if dist > 4 * opts.ds_max:
+        return False
+    guess = guess * S
+    lam_index = system.lam_index  # type: ignore[attr-defined]
+    near = np.argsort(np.linalg.norm(zs - seed / S, axis=1))[:2]
+    tangent_like = (zs[near[1]] - zs[near[0]]) * S if len(near) == 2 else np.ones(seed.size)
+    width = box.hi - box.lo
+    axis = 0 if abs(tangent_like[lam_index[0]]) / width[0] >= abs(tangent_like[lam_index[1]]) / width[1] else 1
+    if hasattr(system, "reset"):
+        system.reset(guess)  # type: ignore[attr-defined]
+    z = solve_on(system, guess, axis, float(point.lam[axis]), opts)  # type: ignore[arg-type]
+    if z is None:
+        return False
+    other = 1 - axis
+    if abs(float(z[lam_index[other]]) - point.lam[other]) > 1e-6 * width[other]:
+        return False
+    states = system.states(z)  # type: ignore[attr-defined]
+    return _same_states(problem.restrict(point.lam[0]), np.atleast_2d(states), point.states)
+
+
+def _trace(problem: TwoParameterProblem, point: ScanPoint, family: str, box: Box, opts: LineOptions):
+    if family == "fold":
+        tr = trace_fold(problem, point.states[0], point.lam, box, opts, point.branches)
+        return tr.line, tr.system, tr.beyond
+    if family == "first_order":
+        tc = trace_coexistence(problem, point.states[0], point.states[1], point.lam, box, opts, point.branches)
+        return tc.line, tc.system, []
+    if family == "branch_point":
+        tb = trace_branch_points(problem, point.states[0], point.lam, box, opts, point.branches, kind=point.kind,
+                                 bifurcation=point.bifurcation)
+        return tb.line, tb.system, []
+    if point.kind == "stability_loss":
+        assert problem.stability is not None
+        tz = trace_zero(problem, "stability_loss", problem.stability, point.states[0], point.lam, box, opts,
+                        point.branches)
+        return tz.line, tz.system, []
+    tz = trace_zero(problem, "event", problem.events[point.name], point.states[0], point.lam, box, opts,
+                    point.branches, name=point.name)
+    return tz.line, tz.system, []
+
+
+def _same_end(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
+    return bool(np.all(np.abs((np.asarray(a) - np.asarray(b)) / (box.hi - box.lo)) <= 1e-6))
+
+
+def _critical_points(lines: list[Line], box: Box) -> tuple[CriticalPoint, ...]:
+    width = box.hi - box.lo
+    found: list[CriticalPoint] = []
+    for k, line in enumerate(lines):
+        for end in line.ends:
+            if end.kind != "critical":
+                continue
+            q = np.asarray(end.point)
+            for m, cp in enumerate(found):
+                slack = 1e-5 + (cp.precision + end.precision) / width
+                if np.all(np.abs((np.asarray(cp.point) - q) / width) <= slack):
+                    better = end.precision < cp.precision
+                    point = end.point if better else cp.point
+                    state = end.states[0] if better else cp.state
+                    lines_ = tuple(sorted({*cp.lines, k}))
+                    found[m] = CriticalPoint(point, state, lines_, min(cp.precision, end.precision))
+                    break
+            else:
+                found.append(CriticalPoint(end.point, end.states[0], (k,), end.precision))
+    return tuple(found)
+
+
+def trace_boundaries(
+    problem: TwoParameterProblem,
+    lam1_range: tuple[float, float],
+    lam2_bracket: tuple[float, float],
+    options: LineOptions | None = None,
+) -> BoundaryResult:
+    """Trace every transition line of ``problem`` in the box lam1_range × lam2_bracket.
+
+    Parameters
+    ----------
+    problem : TwoParameterProblem
+        Needs ``starts``; first-order lines need ``free_entropy`` and ``stability``.
+    lam1_range, lam2_bracket : (lo, hi)
+        The parameter box. Special points are looked for along λ2 at ``options.seeds`` values of
+        λ1; lines are traced through the whole box from them.
+    options : LineOptions
+
+    Returns
+    -------
+    BoundaryResult
+        ``lines`` (each with its ends), the ``critical_points`` where lines end, and a ``reason``
+        when no line was found.
+    """
+    opts = options or LineOptions()
+    box = parameter_box(problem, lam1_range, lam2_bracket)
+    lam1_values = (
+        [0.5 * (box.lo[0] + box.hi[0])] if opts.seeds == 1 else list(np.linspace(box.lo[0], box.hi[0], opts.seeds))
+    )
+    queue: list[ScanPoint] = []
+    notes: list[str] = []
+    for lam1 in lam1_values:
+        scan = scan_special_points(problem, float(lam1), (float(box.lo[1]), float(box.hi[1])), opts,
+                                   lam1_width=float(box.hi[0] - box.lo[0]))
+        queue.extend(scan.points)
+        notes.extend(n for n in scan.notes if n not in notes)
+    traced: list[_Traced] = []
+    while queue:
+        point = queue.pop(0)
+        if point.kind not in opts.kinds:
+            continue
+        family = _family(point)
+        if any(t.family == family and _covers(problem, t, point, box, opts) for t in traced):
+            continue
+        line, system, beyond = _trace(problem, point, family, box, opts)
+        earlier = [t.line for t in traced if t.family == "fold"]
+        traced.append(_Traced(family, line, system))
+        n = problem.dim
+        cusps = [e for e in line.ends if e.kind == "critical"]
+        for z, cusp in zip(beyond, cusps, strict=False):
+            # The partner fold is already traced when another fold line ends at the same cusp.
+            ends = [e for other in earlier for e in other.ends if e.kind == "critical"]
+            if any(_same_end(cusp.point, e.point, box) for e in ends):
+                continue
+            queue.insert(0, ScanPoint("fold", (float(z[n]), float(z[n + 1])), z[:n], line.branches))
+    lines = [t.line for t in traced]
+    reason = ""
+    if not lines:
+        where = ", ".join(f"{v:.6g}" for v in lam1_values)
+        reason = (f"no special point along {problem.names[1]} in [{box.lo[1]:.6g}, {box.hi[1]:.6g}] "
+                  f"at {problem.names[0]} = {where}")
+        if notes:
+            reason += "; " + "; ".join(notes)
+    return BoundaryResult(tuple(lines), _critical_points(lines, box), reason, tuple(float(v) for v in lam1_values))

@@ -1,0 +1,55 @@
+"""Options of the line tracers: one validated, immutable block."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+LineKind = Literal["fold", "first_order", "stability_loss", "bifurcation", "event"]
+ALL_KINDS: tuple[LineKind, ...] = ("fold", "first_order", "stability_loss", "bifurcation", "event")
+
+
+class LineOptions(BaseModel):
+    """How lines are traced (pseudo-arclength continuation of augmented systems).
+
+    Arclength is measured in scaled coordinates: each parameter divided by the width of the
+    parameter box being traced, each state component by the problem's ``scale``. A step of 0.05
+    therefore moves a line by at most 5 % of the box.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+    tolerance: float = Field(
+        1e-10, gt=0, le=1e-3, description="Max-norm residual of an augmented system at which the corrector stops."
+    )
+    ds: float = Field(0.01, gt=0, description="First arclength step (scaled coordinates).")
+    ds_min: float = Field(1e-7, gt=0, description="Smallest step; a line whose corrector fails below it ends 'lost'.")
+    ds_max: float = Field(0.05, gt=0, description="Largest step (scaled coordinates).")
+    max_points: int = Field(2000, ge=2, le=1_000_000, description="Point cap per line and direction.")
+    newton_max: int = Field(10, ge=2, le=100, description="Corrector iterations before a step is halved.")
+    newton_target: int = Field(
+        5, ge=1, le=50, description="Corrector iterations above which the next step shrinks (by 0.6); at or below "
+        "it the step grows by 1 + ½((newton_max − n)/newton_max)²."
+    )
+    max_angle: float = Field(
+        0.3, gt=0, le=1.5, description="Largest angle (radians) between successive tangents before a step is halved."
+    )
+    seeds: int = Field(
+        3, ge=1, le=50, description="Number of λ1 values (evenly spaced, ends included) at which trace_boundaries "
+        "scans λ2 for special points."
+    )
+    merge_distance: float = Field(
+        1e-2, gt=0, le=1, description="Scaled distance between the two states of a first-order line below which "
+        "they count as merged: the line ends at a critical point."
+    )
+    branch_amplitude: float = Field(
+        1e-2, gt=0, le=1, description="Kernel amplitude (scaled) of the first point on a bifurcating branch."
+    )
+    kinds: tuple[LineKind, ...] = Field(ALL_KINDS, description="Which kinds of line trace_boundaries traces.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LineOptions:
+        if not self.ds_min <= self.ds <= self.ds_max:
+            raise ValueError("need ds_min <= ds <= ds_max")
+        return self

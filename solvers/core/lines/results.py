@@ -1,0 +1,161 @@
+"""Typed, immutable results of the line tracers and of branch switching."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from solvers.core.lines.options import LineKind
+
+EndKind = Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
+BifurcationType = Literal["pitchfork", "transcritical"]
+Criticality = Literal["supercritical", "subcritical"]
+Formulation = Literal["fold", "coexistence", "branch_point", "zero"]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True)
+class LineEnd:
+    """Where and why a line stops. ``states`` has one row per state of the line there.
+
+    ``precision`` estimates the error of ``point`` in the parameters (0.0 when it was solved to
+    the corrector's tolerance, e.g. a cusp or an edge of the box; positive for an extrapolated end).
+    """
+
+    kind: EndKind
+    point: tuple[float, float]
+    states: np.ndarray
+    detail: str = ""
+    precision: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "states", _frozen(np.atleast_2d(self.states)))
+
+
+@dataclass(frozen=True)
+class NormalForm:
+    """Coefficients of the reduced bifurcation equation g(ξ, μ) = 0 at a simple zero eigenvalue.
+
+    With x = x0 + ξ v + ..., p = p0 + μ, v the unit right null vector and w the left one with ⟨w, v⟩ = 1:
+
+        g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6 + ...
+
+    a = ⟨w, F_xx[v,v]⟩, b11 = ⟨w, F_xp v + F_xx[v,q]⟩, b20 = ⟨w, F_pp + 2 F_xp q + F_xx[q,q]⟩,
+    c = ⟨w, F_xxx[v,v,v] + 3 F_xx[v, y2]⟩, where F_x q = −F_p and F_x y2 = −F_xx[v,v] (both solved
+    on the complement of v, the right-hand sides projected on the range of F_x).
+    """
+
+    a: float
+    b11: float
+    b20: float
+    c: float
+
+
+@dataclass(frozen=True)
+class BifurcationPoint:
+    """A simple branch point (pitchfork or transcritical) of a one-parameter problem.
+
+    ``kernel`` is (v, w): the unit right null vector and the left null vector with ⟨w, v⟩ = 1.
+    ``criticality`` (pitchforks) is None when the problem gives no stability margin to tell.
+    ``tangents`` are the unit directions in (x, p) of the branches through the point (two);
+    ``found_on`` indexes the branch the point was found on, when that is known.
+    """
+
+    type: BifurcationType
+    parameter: float
+    x: np.ndarray
+    kernel: tuple[np.ndarray, np.ndarray]
+    coefficients: NormalForm
+    criticality: Criticality | None = None
+    tangents: tuple[np.ndarray, ...] = ()
+    found_on: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _frozen(self.x))
+        object.__setattr__(self, "kernel", tuple(_frozen(k) for k in self.kernel))
+        object.__setattr__(self, "tangents", tuple(_frozen(t) for t in self.tangents))
+
+
+@dataclass(frozen=True)
+class BranchStart:
+    """A first corrected point on a branch leaving a bifurcation point.
+
+    ``branch`` indexes ``BifurcationPoint.tangents``; ``side`` (±1) is the direction along it;
+    ``bifurcating`` is False for the branch the point was found on (when that is known).
+    """
+
+    x: np.ndarray
+    parameter: float
+    tangent: np.ndarray
+    branch: int
+    side: int
+    bifurcating: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _frozen(self.x))
+        object.__setattr__(self, "tangent", _frozen(self.tangent))
+
+
+@dataclass(frozen=True)
+class Line:
+    """A traced line in the (λ1, λ2) plane.
+
+    ``points`` run from ``ends[0]`` to ``ends[1]``; ``states[i]`` holds the state(s) at
+    ``points[i]``: one row for fold, stability-loss, bifurcation and event lines, two rows (the
+    coexisting states A and B) for a first-order line. ``name`` is the event's name for event lines.
+    ``bifurcation`` classifies a stability-loss or bifurcation line at its seed (e.g. a pitchfork).
+    ``formulation`` names the augmented system that traced it: "fold", "coexistence",
+    "branch_point" or "zero" (F = 0 with one scalar condition).
+    """
+
+    kind: LineKind
+    branches: tuple[str, ...]
+    points: tuple[tuple[float, float], ...]
+    states: tuple[np.ndarray, ...]
+    ends: tuple[LineEnd, LineEnd]
+    message: str = ""
+    name: str = ""
+    bifurcation: BifurcationPoint | None = None
+    formulation: Formulation = "zero"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "states", tuple(_frozen(np.atleast_2d(s)) for s in self.states))
+        if len(self.states) != len(self.points):
+            raise ValueError("one state block per point")
+
+    def array(self) -> np.ndarray:
+        """The points as an (N, 2) array."""
+        return np.asarray(self.points, dtype=float).reshape(-1, 2)
+
+
+@dataclass(frozen=True)
+class CriticalPoint:
+    """A critical point where lines end (a cusp of folds, the end of a first-order line)."""
+
+    point: tuple[float, float]
+    state: np.ndarray
+    lines: tuple[int, ...]
+    precision: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", _frozen(self.state))
+
+
+@dataclass(frozen=True)
+class BoundaryResult:
+    """Every line found by ``trace_boundaries``; ``reason`` says why ``lines`` is empty when it is."""
+
+    lines: tuple[Line, ...]
+    critical_points: tuple[CriticalPoint, ...]
+    reason: str = ""
+    scans: tuple[float, ...] = field(default_factory=tuple)  # the λ1 values scanned
+
+    def of_kind(self, kind: LineKind) -> tuple[Line, ...]:
+        return tuple(line for line in self.lines if line.kind == kind)

@@ -1,0 +1,116 @@
+"""Shared pieces of the line tracers: the parameter box, seeds' tangents, and assembly into a ``Line``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from solvers.core.lines.arclength import Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
+from solvers.core.lines.newton import newton
+from solvers.core.lines.options import LineKind, LineOptions
+from solvers.core.lines.problem import TwoParameterProblem
+from solvers.core.lines.results import BifurcationPoint, EndKind, Formulation, Line, LineEnd
+
+
+def parameter_box(
+    problem: TwoParameterProblem, lam1_range: tuple[float, float], lam2_range: tuple[float, float]
+) -> Box:
+    """The tracing box: the given ranges cut to the problem's bounds; it must be finite."""
+    lo = np.array([max(min(lam1_range), problem.bounds[0][0]), max(min(lam2_range), problem.bounds[1][0])])
+    hi = np.array([min(max(lam1_range), problem.bounds[0][1]), min(max(lam2_range), problem.bounds[1][1])])
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError("the parameter box must be finite and non-empty")
+    return Box(lo, hi)
+
+
+def seed_tangent(system: System, z0: np.ndarray) -> np.ndarray:
+    """Unit tangent at the seed (scaled coordinates), oriented towards increasing λ1."""
+    J = system.jacobian(z0) * np.asarray(system.scale)[None, :]
+    if not np.all(np.isfinite(J)):
+        raise np.linalg.LinAlgError("the augmented Jacobian is not finite at the seed")
+    t = initial_tangent(J)
+    i1 = system.lam_index[0]
+    lead = t[i1] if abs(t[i1]) > 1e-12 else t[system.lam_index[1]]
+    return t if lead >= 0 else -t
+
+
+def polish_seed(system: System, z0: np.ndarray, options: LineOptions, fix: int) -> np.ndarray | None:
+    """The seed solved to tolerance with z[fix] held at its value (None when it does not converge)."""
+    S = np.asarray(system.scale, dtype=float)
+    value = float(z0[fix])
+
+    def fun(u: np.ndarray) -> np.ndarray:
+        z = u * S
+        return np.concatenate([system.residual(z), [(z[fix] - value) / S[fix]]])
+
+    def jac(u: np.ndarray) -> np.ndarray:
+        z = u * S
+        row = np.zeros(z.size)
+        row[fix] = 1.0
+        return np.vstack([system.jacobian(z) * S[None, :], row])
+
+    res = newton(fun, z0 / S, tol=options.tolerance, jac=jac)
+    return res.z * S if res.converged else None
+
+
+def solve_on(system: System, guess: np.ndarray, axis: int, value: float, options: LineOptions) -> np.ndarray | None:
+    """The point of the system's curve with z[system.lam_index[axis]] = value, from a nearby guess."""
+    idx = system.lam_index[axis]
+    z0 = np.array(guess, dtype=float)
+    z0[idx] = value
+    return polish_seed(system, z0, options, idx)
+
+
+def run_two_way(
+    system: System, z0: np.ndarray, options: LineOptions, box: Box, monitors: Sequence[Monitor],
+    terminate: Callable[[np.ndarray], bool] | None = None,
+) -> TwoWay:
+    return trace_two_way(system, z0, seed_tangent(system, z0), options, box=box, monitors=monitors, terminate=terminate)
+
+
+def assemble(
+    kind: LineKind,
+    branches: Sequence[str],
+    points: Sequence[np.ndarray],
+    params: Callable[[np.ndarray], tuple[float, float]],
+    states: Callable[[np.ndarray], np.ndarray],
+    ends: tuple[LineEnd, LineEnd],
+    message: str,
+    *,
+    formulation: Formulation,
+    name: str = "",
+    bifurcation: BifurcationPoint | None = None,
+) -> Line:
+    return Line(
+        kind=kind,
+        branches=tuple(branches),
+        points=tuple(params(z) for z in points),
+        states=tuple(states(z) for z in points),
+        ends=ends,
+        message=message,
+        name=name,
+        bifurcation=bifurcation,
+        formulation=formulation,
+    )
+
+
+def default_end(path_end: str) -> EndKind:
+    """The ``LineEnd`` kind of a path's own stop reasons."""
+    return {"domain": "domain", "lost": "lost", "max_points": "max_points", "closed": "closed"}.get(
+        path_end, "lost"
+    )  # type: ignore[return-value]
+
+
+def lam_scale(box: Box) -> np.ndarray:
+    return np.asarray(box.hi - box.lo, dtype=float)
+
+
+def describe(ends: tuple[LineEnd, LineEnd], npoints: int) -> str:
+    return f"{npoints} points; ends: {ends[0].kind} at {_fmt(ends[0].point)}, {ends[1].kind} at {_fmt(ends[1].point)}"
+
+
+def _fmt(p: tuple[float, float]) -> str:
+    return "(" + ", ".join(f"{v:.10g}" if math.isfinite(v) else str(v) for v in p) + ")"
+

@@ -1,0 +1,144 @@
+"""Stability-loss and event lines: a zero of a scalar g(x, λ) on the solutions, continued in (λ1, λ2).
+
+z = (x, λ1, λ2) and the equations F(x, λ) = 0, g(x, λ) = 0, with g the stability margin or a
+named event indicator. The system is regular where F_x is (a stability margin that vanishes
+while F_x stays regular, e.g. a contraction margin at an eigenvalue −1, or any event away from
+folds). A line whose state reaches a fold (det F_x changes sign) ends there as ``spinodal``.
+Margins that vanish *because* F_x is singular are folds (traced by ``fold``) or branch points
+(traced by ``branch_point_line``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.core.lines.arclength import Box, Monitor
+from solvers.core.lines.bordered import singularity_indicator
+from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
+from solvers.core.lines.options import LineOptions
+from solvers.core.lines.problem import TwoParameterProblem
+from solvers.core.lines.results import BifurcationPoint, Line, LineEnd
+from solvers.core.lines.tracing import (
+    assemble,
+    default_end,
+    describe,
+    lam_scale,
+    parameter_box,
+    polish_seed,
+    run_two_way,
+)
+
+Indicator = Callable[[np.ndarray, np.ndarray], float]
+
+
+class ZeroSystem:
+    """G = [F(x, λ); g(x, λ)] in z = (x, λ1, λ2)."""
+
+    def __init__(self, model: Model, g: Indicator, x_scale: np.ndarray, lam_sc: np.ndarray):
+        self.model = model
+        self.g = g
+        self.n = model.dim
+        self.scale = np.concatenate([x_scale, lam_sc])
+        self.lam_index = (self.n, self.n + 1)
+
+    def _g(self, z: np.ndarray) -> float:
+        return safe_scalar(self.g, z[: self.n], z[self.n :])
+
+    def residual(self, z: np.ndarray) -> np.ndarray:
+        return np.concatenate([self.model.residual(z[: self.n], z[self.n :]), [self._g(z)]])
+
+    def jacobian(self, z: np.ndarray) -> np.ndarray:
+        return np.vstack([self.model.jac_z(z), scalar_gradient(self._g, z)])
+
+    def accept(self, z: np.ndarray) -> None:
+        pass
+
+    def params(self, z: np.ndarray) -> tuple[float, float]:
+        return float(z[self.n]), float(z[self.n + 1])
+
+    def states(self, z: np.ndarray) -> np.ndarray:
+        return z[: self.n].copy()
+
+
+@dataclass
+class TracedZero:
+    line: Line
+    system: ZeroSystem
+
+
+def trace_zero(
+    problem: TwoParameterProblem,
+    kind: str,
+    g: Indicator,
+    x: np.ndarray,
+    lam: Sequence[float],
+    box: Box,
+    options: LineOptions,
+    branches: Sequence[str] = (),
+    *,
+    name: str = "",
+    bifurcation: BifurcationPoint | None = None,
+) -> TracedZero:
+    model = model_of(problem, 2)
+    system = ZeroSystem(model, g, problem.x_scale(), lam_scale(box))
+    z_seed = np.concatenate([np.asarray(x, dtype=float), np.asarray(lam, dtype=float)])
+    z0 = polish_seed(system, z_seed, options, fix=system.n)
+    if z0 is None:
+        end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
+        line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,  # type: ignore[arg-type]
+                        name=name, bifurcation=bifurcation, formulation="zero")
+        return TracedZero(line, system)
+    fold = Monitor("fold", lambda z, t: singularity_indicator(model.jac_x(z[: system.n], z[system.n :])), stop=True)
+    both = run_two_way(system, z0, options, box, [fold])
+    ends = []
+    for path in (both.backward, both.forward):
+        z_end = path.z[-1]
+        if path.end == "fold":
+            detail = "; ".join(d for d in ("the state reaches a fold", path.detail) if d)
+            ends.append(LineEnd("spinodal", system.params(z_end), system.states(z_end), detail, path.end_precision))
+        else:
+            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                                path.end_precision))
+    pair = (ends[0], ends[1])
+    points = both.points()
+    line = assemble(kind, branches, points, system.params, system.states, pair,  # type: ignore[arg-type]
+                    describe(pair, len(points)), name=name, bifurcation=bifurcation, formulation="zero")
+    return TracedZero(line, system)
+
+
+def trace_event_line(
+    problem: TwoParameterProblem,
+    event: str,
+    x: np.ndarray,
+    lam: Sequence[float],
+    lam1_range: tuple[float, float],
+    lam2_range: tuple[float, float],
+    options: LineOptions | None = None,
+    *,
+    branches: Sequence[str] = (),
+) -> Line:
+    """The line where the named event indicator vanishes, through the zero (x, λ)."""
+    opts = options or LineOptions()
+    box = parameter_box(problem, lam1_range, lam2_range)
+    return trace_zero(problem, "event", problem.events[event], x, lam, box, opts, branches, name=event).line
+
+
+def trace_stability_line(
+    problem: TwoParameterProblem,
+    x: np.ndarray,
+    lam: Sequence[float],
+    lam1_range: tuple[float, float],
+    lam2_range: tuple[float, float],
+    options: LineOptions | None = None,
+    *,
+    branches: Sequence[str] = (),
+) -> Line:
+    """The line where the stability margin of a regular state vanishes (F_x regular there)."""
+    if problem.stability is None:
+        raise ValueError("a stability-loss line needs the problem's stability margin")
+    opts = options or LineOptions()
+    box = parameter_box(problem, lam1_range, lam2_range)
+    return trace_zero(problem, "stability_loss", problem.stability, x, lam, box, opts, branches).line

@@ -1,0 +1,32 @@
+"""The ``potential`` mode as a :class:`~solvers.theories.base.Theory` of its own."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from solvers.core.options import SolverOptions
+from solvers.core.problem import Problem
+from solvers.theories.base import Example, Theory
+from solvers.theories.rubin_cavity.potential.problem import potential_problem
+from solvers.theories.rubin_cavity.specs import PotentialSpec
+
+
+class PotentialTheory(Theory):
+    name: ClassVar[str] = "rubin_cavity"
+    summary: ClassVar[str] = "Wells, barriers and phase of the overlap potential Ũ_u(ρ)/D at fixed (b, c, u)."
+    spec_model: ClassVar[Any] = PotentialSpec
+    sweepable: ClassVar[tuple[str, ...]] = ("u", "b", "c", "sigma_w2", "D")
+    examples: ClassVar[tuple[Example, ...]] = (
+        Example({"theory": "rubin_cavity", "mode": "potential", "u": 29.45, "D": 150.0}, "u", (20.0, 30.0, 40.0)),
+    )
+
+    def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """``D`` only when the spec gives one (without it, only the D → ∞ picture is reported)."""
+        if spec.D is None:  # type: ignore[attr-defined]
+            return tuple(f for f in self.sweepable if f != "D")
+        return self.sweepable
+
+    def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
+        return potential_problem(spec, parameter)  # type: ignore[arg-type]

@@ -1,0 +1,154 @@
+"""Every registered theory, through the same checks: schema, solve, sweep, JSON safety, cache hit, typed invariants.
+
+A new theory gets these for free: it only has to declare ``examples`` (a small spec and a short sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
+
+from service.app import create_app
+from service.schemas import ModelSpec
+from service.serialize import catalogue_from_json, point_json, solution_json
+from service.settings import Settings
+from solvers.core.options import SolverOptions
+from solvers.core.results import Catalogue
+from solvers.core.special_points import SpecialKind
+from solvers.core.status import Status
+from solvers.core.sweep import Sweep
+from solvers.theories import registry
+from solvers.theories.base import Example, Theory
+
+SPEC = TypeAdapter(ModelSpec)
+OPTIONS = SolverOptions()
+CASES = [(name, k) for name, th in sorted(registry().items()) for k in range(len(th.examples))]
+
+
+def _example(name: str, k: int) -> tuple[Theory, Example, Any]:
+    theory = registry()[name]
+    ex = theory.examples[k]
+    return theory, ex, SPEC.validate_python(dict(ex.spec))
+
+
+@pytest.fixture(scope="module")
+def api() -> TestClient:
+    return TestClient(create_app(Settings(redis_url=None, rate_limit_per_minute=0)))
+
+
+def assert_catalogue_invariants(cat: Catalogue) -> None:
+    names = [b.name for b in cat.branches]
+    assert len(names) == len(set(names)), "branch names are unique"
+    assert isinstance(cat.complete, bool)
+    assert isinstance(cat.status, Status)
+    if cat.equilibrium is not None:
+        eq = cat.get(cat.equilibrium)
+        assert eq is not None and eq.converged and eq.stable is not False
+        ranked = [b for b in cat.branches if b.converged and b.stable is not False and b.free_entropy is not None]
+        if eq.free_entropy is not None and ranked:
+            assert eq.free_entropy >= max(b.free_entropy for b in ranked) - 1e-12  # type: ignore[type-var]
+    if cat.converged:
+        assert cat.complete and cat.equilibrium is not None
+    for b in cat.branches:
+        assert not b.x.flags.writeable, "states are read-only"
+        assert b.report is not None, "every listed branch is reported"
+        if b.converged:
+            assert np.all(np.isfinite(b.x))
+            assert b.result.status is Status.CONVERGED
+    # Only a complete catalogue without interrupted attempts may be cached.
+    if cat.cacheable:
+        assert cat.complete and not any(a.status.interrupted for a in cat.attempts)
+
+
+def test_every_theory_declares_an_example() -> None:
+    for name, theory in registry().items():
+        assert theory.examples, f"{name} declares no examples"
+        for ex in theory.examples:
+            assert ex.parameter in theory.sweepable_for(SPEC.validate_python(dict(ex.spec))), (name, ex.parameter)
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_schema_is_listed_and_accepts_the_example(api: TestClient, name: str, k: int) -> None:
+    listed = {t["name"]: t for t in api.get("/v1/theories").json()}
+    assert name in listed and listed[name]["schema"] and listed[name]["summary"]
+    _, _, spec = _example(name, k)
+    assert spec.theory == name  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_solve_typed_invariants_and_json(name: str, k: int) -> None:
+    theory, _, spec = _example(name, k)
+    cat = theory.solve(spec, OPTIONS)
+    assert isinstance(cat, Catalogue)
+    assert_catalogue_invariants(cat)
+    body = solution_json(name, cat)
+    json.dumps(body, allow_nan=False)
+    keys = {"theory", "converged", "order_parameters", "observables", "branches", "equilibrium", "diagnostics"}
+    assert keys <= set(body)
+    assert {"residual", "iterations", "method", "seconds", "status", "message", "complete"} <= set(body["diagnostics"])
+    # A stored point turns back into the same catalogue (what resuming a sweep relies on).
+    back = catalogue_from_json(point_json(0.0, cat))
+    assert [b.name for b in back.branches] == [b.name for b in cat.branches]
+    for b0, b1 in zip(cat.branches, back.branches, strict=True):
+        np.testing.assert_array_equal(b0.x, b1.x)
+        assert (b0.stable, b0.converged) == (b1.stable, b1.converged)
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_sweep_typed_invariants(name: str, k: int) -> None:
+    theory, ex, spec = _example(name, k)
+    seen: list[int] = []
+    sweep = theory.sweep(spec, ex.parameter, list(ex.values), ex.method, OPTIONS,
+                         on_point=lambda i, cat: seen.append(i))
+    assert isinstance(sweep, Sweep)
+    assert seen == list(range(len(ex.values))), "on_point is called once per value, in order"
+    assert len(sweep.catalogues) == len(ex.values)
+    for v, cat in zip(ex.values, sweep.catalogues, strict=True):
+        assert cat.parameter == pytest.approx(v)
+        assert_catalogue_invariants(cat)
+    lo, hi = min(ex.values), max(ex.values)
+    ps = [sp.parameter for sp in sweep.special_points]
+    assert ps == sorted(ps)
+    for sp in sweep.special_points:
+        assert isinstance(sp.kind, SpecialKind)
+        assert lo - 1e-6 * max(1.0, abs(lo)) <= sp.parameter <= hi + 1e-6 * max(1.0, abs(hi))
+        assert sp.refined or sp.uncertainty > 0
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_http_solve_is_json_safe_and_cached(api: TestClient, name: str, k: int) -> None:
+    _, ex, _ = _example(name, k)
+    first = api.post("/v1/solve", json={"model": dict(ex.spec)})
+    assert first.status_code == 200, first.text
+    second = api.post("/v1/solve", json={"model": dict(ex.spec)})
+    a, b = first.json(), second.json()
+    if a["diagnostics"]["complete"]:
+        assert (a["cached"], b["cached"]) == (False, True)
+        assert {k: v for k, v in a.items() if k != "cached"} == {k: v for k, v in b.items() if k != "cached"}
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_http_sweep_job_finishes_with_every_point(api: TestClient, name: str, k: int) -> None:
+    _, ex, _ = _example(name, k)
+    r = api.post("/v1/sweeps", json={"model": dict(ex.spec), "parameter": ex.parameter,
+                                     "values": list(ex.values), "method": ex.method})
+    assert r.status_code == 202, r.text
+    url = r.json()["status_url"]
+    deadline = time.monotonic() + 120
+    while True:
+        job = api.get(url).json()
+        if job["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert job["status"] == "finished", job
+    result = job["result"]
+    assert [p["parameter"] for p in result["points"]] == pytest.approx(list(ex.values))
+    json.dumps(result, allow_nan=False)
+    for tr in result["transitions"]:
+        assert tr["kind"] in ("first_order", "spinodal") and tr["type"] in {k.value for k in SpecialKind}

@@ -1,0 +1,58 @@
+"""Contracts of the line tracers: validated options, immutable results, failures as data, errors as errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries, trace_fold_line
+from tests.core.line_problems import cusp
+
+
+def test_options_reject_unknown_keys_and_disordered_steps() -> None:
+    with pytest.raises(ValidationError):
+        LineOptions(tolerence=1e-8)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        LineOptions(ds=0.1, ds_max=0.05)
+    with pytest.raises(ValidationError):
+        LineOptions(seeds="3")  # type: ignore[arg-type]
+    opts = LineOptions(tolerance=1e-9)
+    with pytest.raises(ValidationError):
+        opts.tolerance = 1e-3  # type: ignore[misc]
+
+
+def test_results_are_immutable() -> None:
+    res = trace_boundaries(cusp(), (0.2, 1.0), (-1.0, 1.0))
+    line = res.lines[0]
+    with pytest.raises(AttributeError):
+        line.kind = "event"  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        line.states[0][0, 0] = 1.0
+    assert isinstance(line.points, tuple) and isinstance(line.points[0], tuple)
+
+
+def test_a_seed_where_no_fold_exists_is_reported_lost_not_raised() -> None:
+    # At a = −0.5, F_x = 3x² + 0.5 > 0: no fold at this a for the seed to converge to.
+    line = trace_fold_line(cusp(), np.array([0.3]), [-0.5, 0.1], (-1.0, 1.0), (-10.0, 10.0))
+    assert [e.kind for e in line.ends] == ["lost", "lost"]
+    assert "does not converge" in line.message
+
+
+def test_a_residual_of_the_wrong_size_is_a_programming_error() -> None:
+    bad = TwoParameterProblem(F=lambda x, lam: np.zeros(2), dim=1, starts=lambda lam: {"a": np.zeros(1)})
+    with pytest.raises(ValueError, match="dim = 1"):
+        trace_boundaries(bad, (0.0, 1.0), (0.0, 1.0))
+
+
+def test_the_box_must_be_finite() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        trace_boundaries(cusp(), (0.0, np.inf), (0.0, 1.0))
+
+
+def test_the_problem_bounds_cut_the_box() -> None:
+    bounded = TwoParameterProblem(**{**cusp().__dict__, "bounds": ((0.0, 0.5), (-1.0, 1.0))})
+    res = trace_boundaries(bounded, (-0.5, 1.0), (-1.0, 1.0))
+    assert res.lines
+    for line in res.lines:
+        assert line.array()[:, 0].max() <= 0.5 + 1e-12
