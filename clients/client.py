@@ -110,8 +110,12 @@ class Client:
         values: Values | Sequence[Values],
         method: str = "continuation",
         solver: Mapping[str, Any] | None = None,
+        lines: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Start a sweep (or, with two parameters and two value specs, a phase diagram); returns ``{"job_id", …}``."""
+        """Start a sweep (or, with two parameters and two value specs, a phase diagram); returns ``{"job_id", …}``.
+
+        ``method="boundary"`` (two parameters) traces the transition lines instead: the first value spec
+        gives the range of p1, the second the bracket of p2; ``lines`` are the line options."""
         two = not isinstance(parameter, str)
         body: dict[str, Any] = {
             "model": dict(model),
@@ -121,6 +125,8 @@ class Client:
         }
         if solver is not None:
             body["solver"] = dict(solver)
+        if lines is not None:
+            body["lines"] = dict(lines)
         accepted = self._request("POST", "/v1/sweeps", json=body)
         self.last_job_id = accepted["job_id"]
         return accepted
@@ -169,10 +175,31 @@ class Client:
         progress: bool = True,
         solver: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        lines: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Run a sweep (or phase diagram) to the end, with a progress bar; returns the result."""
-        accepted = self.submit_sweep(model, parameter, values, method=method, solver=solver)
+        """Run a sweep (or phase diagram, or boundary job) to the end, with a progress bar; returns the result."""
+        accepted = self.submit_sweep(model, parameter, values, method=method, solver=solver, lines=lines)
         return self.wait(accepted["job_id"], progress=progress, timeout=timeout)
+
+    def boundaries(
+        self,
+        model: Mapping[str, Any],
+        parameters: Sequence[str],
+        p1_range: Sequence[float],
+        p2_bracket: Sequence[float],
+        *,
+        lines: Mapping[str, Any] | None = None,
+        solver: Mapping[str, Any] | None = None,
+        progress: bool = True,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """The transition lines of ``model`` traced over p1 ∈ p1_range, looked for in p2 ∈ p2_bracket.
+
+        Returns ``{"lines": [{"kind", "type", "branches", "points": [[p1, p2], …], "ends"}, …],
+        "critical_points", "reason", …}`` (``reason`` says why ``lines`` is empty when it is)."""
+        values = [[float(min(p1_range)), float(max(p1_range))], [float(min(p2_bracket)), float(max(p2_bracket))]]
+        return self.sweep(model, list(parameters), values, method="boundary", progress=progress, solver=solver,
+                          timeout=timeout, lines=lines)
 
 
 def _outcome(status: dict[str, Any]) -> dict[str, Any]:

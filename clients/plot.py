@@ -4,7 +4,8 @@
 - :func:`branch_diagram`: every branch of a sweep, stable solid and unstable dashed, the
   equilibrium highlighted, spinodals and first-order points marked;
 - :func:`potential`: a potential with its wells (and barriers) marked;
-- :func:`phase_diagram`: the equilibrium branch over a two-parameter grid, with the transition lines;
+- :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its transitions joined
+  row by row, or the lines traced by a boundary job with their critical points;
 - :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside
   experiment, one row per α.
 
@@ -194,26 +195,62 @@ def potential(data: dict[str, Any], ax: Any = None, *, width: float = 0.25) -> A
     return ax
 
 
-def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True) -> Any:
-    """The equilibrium branch at each grid point of a two-parameter result, with its transition lines."""
+#: How each kind of traced line is drawn (a boundary job's ``lines[].kind``).
+LINE_STYLES: dict[str, dict[str, Any]] = {
+    "first_order": {"color": "crimson", "linestyle": "-", "linewidth": 1.8},
+    "spinodal": {"color": "0.25", "linestyle": "--", "linewidth": 1.4},
+    "stability_loss": {"color": "C0", "linestyle": "-.", "linewidth": 1.4},
+    "event": {"color": "C2", "linestyle": ":", "linewidth": 1.4},
+}
+
+
+def _line_xy(line: dict[str, Any], p1: str, p2: str) -> tuple[list[float], list[float]]:
+    """(p2 values, p1 values) of a line: [p1, p2] pairs (traced) or {p1: …, p2: …} records (a grid's rows)."""
+    pts = line["points"]
+    if pts and isinstance(pts[0], dict):
+        return [q[p2] for q in pts], [q[p1] for q in pts]
+    return [q[1] for q in pts], [q[0] for q in pts]
+
+
+def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True, points: bool = True) -> Any:
+    """A two-parameter result drawn in the (p2, p1) plane.
+
+    For a grid phase diagram: the equilibrium branch at each grid point (``points``) and the
+    transition lines joined row by row (marked ×, as located per row). For a boundary job: the
+    traced lines, styled by kind (first-order, spinodal, stability loss, event), and its critical
+    points (stars). Draw both on one ``ax`` to compare them.
+    """
     names = parameter_names(result)
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")
     p1, p2 = names
     ax = _axes(ax)
-    groups: dict[str, tuple[list[float], list[float]]] = {}
-    for pt in result["points"]:
-        key = pt.get("equilibrium") or "none"
-        xs, ys = groups.setdefault(key, ([], []))
-        xs.append(pt["parameter"][1])
-        ys.append(pt["parameter"][0])
-    for name, (xs, ys) in sorted(groups.items()):
-        ax.scatter(xs, ys, s=12, label=f"equilibrium: {name}")
+    traced = result.get("method") == "boundary"
+    if points and not traced:
+        groups: dict[str, tuple[list[float], list[float]]] = {}
+        for pt in result.get("points", []):
+            key = pt.get("equilibrium") or "none"
+            xs, ys = groups.setdefault(key, ([], []))
+            xs.append(pt["parameter"][1])
+            ys.append(pt["parameter"][0])
+        for name, (xs, ys) in sorted(groups.items()):
+            ax.scatter(xs, ys, s=12, label=f"equilibrium: {name}")
     if lines:
+        labelled: set[str] = set()
         for line in result.get("lines", []):
-            style = FIRST_ORDER_STYLE if line["kind"] == "first_order" else SPINODAL_STYLE
-            ax.plot([q[p2] for q in line["points"]], [q[p1] for q in line["points"]], marker="x",
-                    label=line["name"], **style)
+            xs, ys = _line_xy(line, p1, p2)
+            if traced:
+                kind = line["kind"]
+                label = None if kind in labelled else kind.replace("_", " ") + " (traced)"
+                labelled.add(kind)
+                ax.plot(xs, ys, label=label, **LINE_STYLES.get(kind, SPINODAL_STYLE))
+            else:
+                style = FIRST_ORDER_STYLE if line["kind"] == "first_order" else SPINODAL_STYLE
+                ax.plot(xs, ys, marker="x", label=line.get("name", line["kind"]), **style)
+        critical = result.get("critical_points", [])
+        if critical:
+            ax.plot([c["point"][1] for c in critical], [c["point"][0] for c in critical], marker="*", markersize=12,
+                    linestyle="none", color="k", label="critical point")
     ax.set_xlabel(p2)
     ax.set_ylabel(p1)
     ax.legend(loc="best", fontsize=7)

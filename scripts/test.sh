@@ -12,7 +12,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
         echo "warning: redis-server not found and cannot be installed here; Redis tests will fail" >&2
     fi
 fi
-.venv/bin/ruff check solvers service clients tests benchmarks
+.venv/bin/ruff check --no-cache solvers service clients tests benchmarks
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
 from solvers.theories import registry
 
@@ -78,17 +79,25 @@ Values = list[float] | Range
 class SweepRequest(_Strict):
     model: ModelSpec = Field(description="The theory and its parameters at which the sweep is anchored.")  # type: ignore[valid-type]
     parameter: str | list[str] = Field(
-        description="Field to sweep, or two fields [p1, p2] for a phase diagram (one job per row of p1)."
+        description="Field to sweep, or two fields [p1, p2] for a phase diagram (grid/continuation: one line per "
+        "value of p1; boundary: the transition lines traced in the (p1, p2) plane)."
     )
     values: Values | list[Values] = Field(
-        description="Values of the parameter: a list or {start, stop, num}; for a phase diagram one per parameter."
+        description="Values of the parameter: a list or {start, stop, num}; for a phase diagram one per parameter. "
+        "With method boundary only their ranges count: p1's is the range the lines are traced over, p2's the "
+        "bracket in which they are looked for."
     )
-    method: Literal["continuation", "grid"] = Field(
+    method: Literal["continuation", "grid", "boundary"] = Field(
         "continuation",
-        description="continuation: pseudo-arclength along every branch with refined spinodals and first-order "
-        "points; grid: independent warm-started solves at each value.",
+        description="continuation: pseudo-arclength along every branch with refined spinodals, first-order "
+        "points and branch switching at bifurcations; grid: independent warm-started solves at each value; "
+        "boundary (two parameters): first-order, spinodal, stability-loss and event lines traced by "
+        "two-parameter continuation, with the critical points where they end.",
     )
     solver: SolverOptions | None = Field(None, description="Solver options (part of the job's key).")
+    lines: LineOptions | None = Field(
+        None, description="How lines are traced (method boundary only; part of the job's key)."
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> SweepRequest:
@@ -101,6 +110,10 @@ class SweepRequest(_Strict):
                 raise ValueError("values: a phase diagram takes one value spec per parameter")
         elif isinstance(self.values, list) and any(not isinstance(v, (int, float)) for v in self.values):
             raise ValueError("values: a one-parameter sweep takes a list of numbers or {start, stop, num}")
+        if self.method == "boundary" and not two:
+            raise ValueError("method: boundary traces lines in a plane: give two parameters [p1, p2]")
+        if self.lines is not None and self.method != "boundary":
+            raise ValueError("lines: line options apply to method boundary only")
         return self
 
 
@@ -177,15 +190,47 @@ class SweepResult(BaseModel):
     transitions: list[TransitionOut]
 
 
+class LineEndOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
+    point: list[float | None]
+    detail: str = ""
+    precision: float | None = 0.0
+
+
+class LineOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["first_order", "spinodal", "stability_loss", "event"]
+    type: Literal["fold", "first_order", "stability_loss", "bifurcation", "event"]
+    branches: list[str]
+    points: list[list[float | None]] = Field(description="[p1, p2] pairs, from ends[0] to ends[1].")
+    ends: list[LineEndOut]
+
+
+class CriticalPointOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    point: list[float | None]
+    lines: list[int] = Field(description="Indices (into lines) of the lines that end here.")
+    precision: float | None = 0.0
+
+
+class BoundaryResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    parameters: list[str]
+    lines: list[LineOut]
+    critical_points: list[CriticalPointOut]
+    reason: str = Field("", description="Why lines is empty, when it is.")
+
+
 class JobStatus(BaseModel):
     model_config = ConfigDict(extra="allow")
     job_id: str
     status: Literal["queued", "running", "finished", "failed", "cancelled"]
     progress: Progress
-    result: SweepResult | None = None
+    result: SweepResult | BoundaryResult | None = None
     error: str | None = None
     chunks: Chunks | None = None
-    kind: Literal["sweep", "phase_diagram"] | None = None
+    kind: Literal["sweep", "phase_diagram", "boundary"] | None = None
     backend: Literal["rq", "local"] | None = None
     partial: dict[str, Any] | None = Field(None, description="With ?detail=true: the points computed so far.")
     executions: list[dict[str, Any]] | None = Field(

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from service.serialize import solution_json, sweep_json as _sweep_json
+from service.serialize import solution_json
+from service.serialize import sweep_json as _sweep_json
 from solvers.core.options import SolverOptions
 from solvers.theories.base import Theory
 

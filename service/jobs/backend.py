@@ -31,13 +31,23 @@ class RawJSON(str):
 ACTIVE = ("queued", "running")
 
 
+def job_kind(payload: dict[str, Any]) -> str:
+    """``sweep``, ``phase_diagram`` (one line per row) or ``boundary`` (traced lines: one line of its own kind)."""
+    if payload["method"] == "boundary":
+        return "boundary"
+    return "phase_diagram" if len(payload["parameters"]) == 2 else "sweep"
+
+
 def line_total(payload: dict[str, Any]) -> int:
+    """Points the job stores (a boundary job: its one result)."""
+    if job_kind(payload) == "boundary":
+        return 1
     rows = len(payload["axes"][0]) if len(payload["axes"]) == 2 else 1
     return rows * len(payload["axes"][-1])
 
 
 def line_count(payload: dict[str, Any]) -> int:
-    return len(payload["axes"][0]) if len(payload["parameters"]) == 2 else 1
+    return len(payload["axes"][0]) if job_kind(payload) == "phase_diagram" else 1
 
 
 class JobBackend(Protocol):

@@ -15,8 +15,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from service.jobs.backend import ACTIVE, JobLimitExceeded, line_total
-from service.jobs.lines import Cancelled, assemble_diagram, assemble_line, fixed_for_row, run_line
+from service.jobs.backend import ACTIVE, JobLimitExceeded, job_kind, line_count, line_total
+from service.jobs.lines import Cancelled, assemble_job, fixed_for_row, run_line
 from service.secrets import InstanceSecret
 
 log = logging.getLogger("saddlelab.jobs")
@@ -39,13 +39,13 @@ class LocalJobs:
                 return job_id, True
             if limit and self._active(owner) >= limit:
                 raise JobLimitExceeded(limit)
-            rows = len(payload["axes"][0]) if len(payload["parameters"]) == 2 else 1
+            rows = line_count(payload)
             self._jobs[job_id] = {
                 "job_id": job_id,
                 "status": "queued",
                 "progress": {"done": 0, "total": line_total(payload)},
                 "chunks": {"done": 0, "total": rows},
-                "kind": "phase_diagram" if len(payload["parameters"]) == 2 else "sweep",
+                "kind": job_kind(payload),
                 "parameters": list(payload["parameters"]),
                 "method": payload["method"],
                 "backend": self.kind,
@@ -64,8 +64,7 @@ class LocalJobs:
         if job["cancel"].is_set():
             return
         job["status"] = "running"
-        two = len(payload["parameters"]) == 2
-        rows = range(len(payload["axes"][0])) if two else [None]
+        rows = range(line_count(payload)) if job_kind(payload) == "phase_diagram" else [None]
 
         def on_point(_: int, pt: dict[str, Any]) -> None:
             with self._lock:
@@ -79,7 +78,7 @@ class LocalJobs:
                                       should_stop=job["cancel"].is_set))
                 with self._lock:
                     job["chunks"]["done"] += 1
-            result = assemble_diagram(payload, lines) if two else assemble_line(payload, lines[0])
+            result = assemble_job(payload, lines)
             with self._lock:
                 if job["cancel"].is_set():
                     job["status"] = "cancelled"

@@ -28,7 +28,7 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable, RawJSON, line_total
+from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable, RawJSON, job_kind, line_count, line_total
 from service.jobs.store import JobKeys, JobStore, _dumps, _text, owner_tag
 from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
@@ -81,8 +81,7 @@ class RQJobs:
         keys = JobKeys(job_id)
         tag = owner_tag(owner, self.secret)
         owner_key = JobKeys.owner(tag)
-        two = len(payload["parameters"]) == 2
-        n = len(payload["axes"][0]) if two else 1
+        n = line_count(payload)
         r = self.link.client
         with r.pipeline() as pipe:
             while True:
@@ -102,7 +101,7 @@ class RQJobs:
                         "payload": _dumps(payload),
                         "status": "queued",
                         "owner": tag,
-                        "kind": "phase_diagram" if two else "sweep",
+                        "kind": job_kind(payload),
                         "lines": n,
                         "total": line_total(payload),
                         "created": time.time(),

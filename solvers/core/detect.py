@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import bisect, brentq
 
+from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
 from solvers.core.continuation import CurvePoint, Frame, refine_along
 from solvers.core.errors import is_numerical
@@ -175,6 +176,8 @@ class Detector:
         #: What a refined location is good to: the root finder's tolerance, or the solves' residual tolerance
         #: when that is coarser (each evaluation is a solve converged to it).
         self.precision = refinement_precision(options)
+        #: The branch points classified so far (typed bifurcations).
+        self._branch_points: list[SpecialPoint] = []
 
     def inside(self, p: float) -> bool:
         return self.p_lo - 1e-9 * self.width <= p <= self.p_hi + 1e-9 * self.width
@@ -196,7 +199,7 @@ class Detector:
         p_star = found[0] if found else 0.5 * (a.p + b.p)
         if not self.inside(p_star):
             return None
-        return SpecialPoint(
+        sp = SpecialPoint(
             SpecialKind.STABILITY_LOSS,
             float(p_star),
             (lost,),
@@ -205,6 +208,18 @@ class Detector:
             detail=f"local stability of '{lost}' changes",
             x=found[1] if found else None,
         )
+        # A branch point (pitchfork, transcritical) is reported as a bifurcation with its type; one met again
+        # from another branch (the branch that splits off loses stability there too) is not classified twice.
+        known = next((k for k in self._branch_points if sp.x is not None and same_branch_point(self.problem, k, sp)),
+                     None)
+        if known is not None:
+            lost = ", ".join(repr(n) for n in sp.branches)
+            return sp.replace(kind=SpecialKind.BIFURCATION, bifurcation=known.bifurcation,
+                              detail=f"{known.bifurcation.describe()}: {lost} loses stability at this branch point")  # type: ignore[union-attr]
+        sp = classify_loss(self.problem, sp, [(a.p, a.x), (b.p, b.x)], self.width, self.options)
+        if sp.bifurcation is not None:
+            self._branch_points.append(sp)
+        return sp
 
     # ---- events --------------------------------------------------------------------------------
     def events(self, track: Track) -> list[SpecialPoint]:
@@ -314,31 +329,59 @@ class Detector:
         return float(fa - fb)
 
 
-def merge_branch_points(points: list[SpecialPoint]) -> list[SpecialPoint]:
-    """A fold that sits where another branch loses stability is one branch point (e.g. a pitchfork).
+def same_branch_point(problem: Problem, a: SpecialPoint, b: SpecialPoint) -> bool:
+    """Two special points at one location: the same parameter (to BRANCH_POINT_REL) and the same state."""
+    if abs(a.parameter - b.parameter) > BRANCH_POINT_REL * max(1.0, abs(b.parameter)):
+        return False
+    if a.x is None or b.x is None:
+        return True
+    return same_solution(problem, np.asarray(a.x), np.asarray(b.x), tol=1e-4)
 
-    The stability change is located precisely (the margin is smooth there); the fold of the branch
-    that splits off is not (the bordered system is singular at a branch point). Report it once, as a
-    bifurcation at the stability change, naming both branches.
+
+def merge_branch_points(points: list[SpecialPoint], problem: Problem | None = None) -> list[SpecialPoint]:
+    """One record per branch point, naming every branch through it.
+
+    Two bifurcations at one point (the same branch point met on two curves) are one record. A fold
+    that sits where another branch loses stability is that branch point seen from the branch that
+    splits off (its turning point is located poorly: the bordered system is singular at a branch
+    point); it is reported once, as the bifurcation at the stability change, naming both branches.
+    A fold next to a loss that could not be classified still marks a branch point: it is reported
+    as a bifurcation whose type is unknown.
     """
-    losses = [t for t in points if t.kind is SpecialKind.STABILITY_LOSS]
-    merged: dict[int, SpecialPoint] = {}
+
+    def near(a: SpecialPoint, b: SpecialPoint) -> bool:
+        return abs(a.parameter - b.parameter) <= BRANCH_POINT_REL * max(1.0, abs(b.parameter))
+
+    def same(a: SpecialPoint, b: SpecialPoint) -> bool:
+        return same_branch_point(problem, a, b) if problem is not None else near(a, b)
+
     out: list[SpecialPoint] = []
     for t in points:
-        if t.kind is SpecialKind.FOLD:
-            tol = BRANCH_POINT_REL * max(1.0, abs(t.parameter))
-            near = [u for u in losses if abs(u.parameter - t.parameter) <= tol]
-            if near:
-                u = near[0]
-                key = id(u)
-                base = merged.get(key, u)
-                extra = tuple(b for b in t.branches if b not in base.branches)
-                merged[key] = base.replace(
-                    kind=SpecialKind.BIFURCATION,
-                    branches=(*base.branches, *extra),
-                    detail=base.detail + (f"; branch point where {', '.join(repr(b) for b in extra)} branches off"
-                                          if extra else "; branch point"),
-                )
-                continue
-        out.append(t)
-    return [merged.get(id(t), t) for t in out]
+        k = None
+        if t.kind is SpecialKind.BIFURCATION:
+            k = next((i for i, u in enumerate(out) if u.kind is SpecialKind.BIFURCATION and same(t, u)), None)
+        if k is None:
+            out.append(t)
+        else:
+            out[k] = with_branches(out[k], t.branches, "through the same point")
+    hubs = [i for i, u in enumerate(out) if u.kind in (SpecialKind.STABILITY_LOSS, SpecialKind.BIFURCATION)]
+    folded: set[int] = set()
+    for j, t in enumerate(out):
+        if t.kind is not SpecialKind.FOLD:
+            continue
+        i = next((i for i in hubs if near(t, out[i])), None)
+        if i is None:
+            continue
+        hub = out[i]
+        if hub.kind is SpecialKind.STABILITY_LOSS:
+            hub = hub.replace(kind=SpecialKind.BIFURCATION, detail=hub.detail + "; branch point (type not determined)")
+        out[i] = with_branches(hub, t.branches, "branches off")
+        folded.add(j)
+    return [t for j, t in enumerate(out) if j not in folded]
+
+
+def with_branches(sp: SpecialPoint, names: Sequence[str], how: str) -> SpecialPoint:
+    extra = tuple(b for b in names if b not in sp.branches)
+    if not extra:
+        return sp
+    return sp.replace(branches=(*sp.branches, *extra), detail=f"{sp.detail}; {', '.join(map(repr, extra))} {how}")

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from solvers.core.catalogue import solve_catalogue
 from solvers.core.continuation import OnStep
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
@@ -64,6 +65,30 @@ class Theory(ABC):
     @abstractmethod
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         """The saddle-point system bound to ``spec``; ``p`` stands for ``spec.<parameter>`` (unused when None)."""
+
+    def two_parameter_problem(
+        self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    ) -> TwoParameterProblem:
+        """The saddle-point system of ``spec`` in two of its fields λ = (p1, p2), for the line tracers.
+
+        The default re-binds the spec at every λ1 and takes its bound problem in λ2, keeping the
+        last few in a memo on the returned problem (:func:`solvers.theories.two_parameter.rebound`).
+        A theory overrides it where one bound object can serve the whole plane more cheaply.
+        """
+        from solvers.theories.two_parameter import rebound
+
+        return rebound(self, spec, self.check_pair(spec, parameters), options)
+
+    def check_pair(self, spec: BaseModel, parameters: tuple[str, str]) -> tuple[str, str]:
+        """Two distinct sweepable fields of ``spec``; ValueError naming the others."""
+        p1, p2 = parameters
+        allowed = self.sweepable_for(spec)
+        bad = [p for p in (p1, p2) if p not in allowed]
+        if bad:
+            raise ValueError(f"{bad} cannot be swept for this spec; sweepable: {sorted(allowed)}")
+        if p1 == p2:
+            raise ValueError("a two-parameter problem needs two distinct fields")
+        return p1, p2
 
     # ---- what a spec costs and what it may sweep ------------------------------------------------
     def sizes(self, spec: BaseModel) -> Sizes:

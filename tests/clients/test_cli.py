@@ -59,6 +59,24 @@ def test_sweep_to_json_and_phase_diagram_from_values(lab: Lab, spec_file: Path, 
 
 @pytest.mark.redis
 @pytest.mark.slow
+def test_boundary_method_traces_the_lines_as_csv(lab: Lab, spec_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "lines.csv"
+    code = cli.main(["sweep", str(spec_file), "--method", "boundary", "--parameter", "b", "--start", "0.25",
+                     "--stop", "0.4", "--parameter", "u", "--start", "10", "--stop", "60", "--format", "csv",
+                     "--no-progress", "-o", str(out), *_remote(lab)])
+    assert code == 0
+    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["kind"] for r in table} == {"first_order", "spinodal", "stability_loss"}
+    centre = [r for r in table if r["kind"] == "stability_loss"]
+    # u = π(1 + 2σ_w²)/(4σ_w² b²) = π/b² at σ_w² = 1/2
+    np.testing.assert_allclose([float(r["u"]) for r in centre], [np.pi / float(r["b"]) ** 2 for r in centre],
+                               rtol=0, atol=1e-8)
+    err = capsys.readouterr().err
+    assert sum(ln.startswith("# ") for ln in err.splitlines()) == 3
+
+
+@pytest.mark.redis
+@pytest.mark.slow
 def test_solve_prints_the_response(lab: Lab, tmp_path: Path, capsys) -> None:
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"model": {**POTENTIAL, "u": 22.0}, "solver": {"tol_abs": 1e-11}}))
@@ -100,6 +118,11 @@ def test_sweep_flags_pair_up_per_parameter(spec_file: Path) -> None:
     args = cli.parser().parse_args(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40",
                                     "--num", "41"])
     assert cli.sweep_axes(args, {}) == ("u", {"start": 20.0, "stop": 40.0, "num": 41})
+    # A boundary job takes ranges: --num may be left out.
+    args = cli.parser().parse_args(["sweep", str(spec_file), "--method", "boundary", "--parameter", "b", "--start",
+                                    "0.25", "--stop", "0.4", "--parameter", "u", "--start", "10", "--stop", "60"])
+    assert cli.sweep_axes(args, {}) == (["b", "u"], [{"start": 0.25, "stop": 0.4, "num": 2},
+                                                     {"start": 10.0, "stop": 60.0, "num": 2}])
     # A whole request in the file needs no flags.
     args = cli.parser().parse_args(["sweep", str(spec_file)])
     assert cli.sweep_axes(args, {"parameter": "u", "values": [1, 2]}) == ("u", [1, 2])

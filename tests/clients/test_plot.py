@@ -101,10 +101,10 @@ def test_phase_diagram_groups_points_by_equilibrium_and_draws_lines() -> None:
 
 
 def test_plots_of_a_real_potential_sweep() -> None:
+    from service.jobs.lines import assemble_line, run_line
     from service.schemas import SweepRequest
     from service.settings import Settings
     from service.sweep_plan import plan
-    from service.jobs.lines import assemble_line, run_line
 
     req = SweepRequest.model_validate({"model": {"theory": "rubin_cavity", "mode": "potential"}, "parameter": "u",
                                        "values": {"start": 20, "stop": 40, "num": 21}})
@@ -146,4 +146,28 @@ def test_specialisation_map_second_layer_has_one_curve_per_readout_value() -> No
     assert len(axes[0][0].get_lines()) == 2
     with pytest.raises(ValueError, match="v2"):
         plot.specialisation_map([{"parameter": 1.0, "order_parameters": {"Q": 0.3}}])
+
+
+def test_phase_diagram_draws_traced_lines_by_kind_and_the_critical_points() -> None:
+    result = {
+        "parameters": ["beta", "h"],
+        "method": "boundary",
+        "lines": [
+            {"kind": "first_order", "type": "first_order", "branches": ["up", "down"],
+             "points": [[1.0, 0.0], [1.5, 0.0], [2.0, 0.0]], "ends": []},
+            {"kind": "spinodal", "type": "fold", "branches": ["up"], "points": [[1.0, 0.0], [2.0, 0.2]], "ends": []},
+            {"kind": "spinodal", "type": "fold", "branches": ["down"], "points": [[1.0, 0.0], [2.0, -0.2]],
+             "ends": []},
+        ],
+        "critical_points": [{"point": [1.0, 0.0], "lines": [0, 1, 2]}],
+    }
+    ax = plot.phase_diagram(result)
+    first = next(ln for ln in ax.get_lines() if ln.get_label() == "first order (traced)")
+    assert list(first.get_xdata()) == [0.0, 0.0, 0.0] and list(first.get_ydata()) == [1.0, 1.5, 2.0]
+    spinodals = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(spinodals) == 2  # both drawn, labelled once
+    assert sum(ln.get_label() == "spinodal (traced)" for ln in ax.get_lines()) == 1
+    star = next(ln for ln in ax.get_lines() if ln.get_label() == "critical point")
+    assert list(star.get_xdata()) == [0.0] and list(star.get_ydata()) == [1.0]
+    assert not ax.collections  # no grid points in a boundary result
     plt.close("all")

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from service.jobs.lines import Cancelled, assemble_diagram, run_line
 from service.schemas import SweepRequest
 from service.settings import Settings
 from service.sweep_plan import plan
-from service.jobs.lines import Cancelled, assemble_diagram, run_line
 from tests.integration.conftest import POTENTIAL, U_FIRST_ORDER
 
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from service.jobs.lines import fixed_for_row, run_line
 from service.schemas import JobStatus, SweepRequest
 from service.settings import Settings
 from service.sweep_plan import plan
-from service.jobs.lines import fixed_for_row, run_line
 from tests.integration.conftest import POTENTIAL, U_FIRST_ORDER, events, wait_finished
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

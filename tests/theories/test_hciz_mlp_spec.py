@@ -32,6 +32,8 @@ def _locs(resp) -> list[str]:
     [
         ({"gamma": 0.0}, "gamma"),
         ({"gamma": -0.5}, "gamma"),
+        ({"gamma": 1001.0}, "gamma"),  # beyond the denoising tables: a 422, never a 500
+        ({"gamma": 1e-4}, "gamma"),
         ({"gamma": [0.5, -1.0], "depth": 2, "activation": TANH_NO_LINEAR}, "gamma"),
         ({"gamma": [0.5, 1.0, 2.0], "depth": 2, "activation": TANH_NO_LINEAR}, "gamma"),
         ({"gamma": []}, "gamma"),

@@ -10,7 +10,9 @@ circle are cured by damping and are not instabilities of the saddle point.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
+from threading import Lock
 from typing import Any
 
 import numpy as np
@@ -65,6 +67,59 @@ class ModelAt:
             self.cache[key] = model
         return model, float(self.spec.alpha)
 
+    def probe(self) -> Any:
+        """The model at the spec's own value."""
+        return self(self.spec.alpha if self.parameter in (None, "alpha") else getattr(self.spec, self.parameter))[0]
+
+
+class ModelPlane:
+    """Maps λ = (λ1, λ2), two of (α, Δ, γ), to (model, α): one bound object for a whole parameter plane.
+
+    α enters the map as an argument; a model is built per (γ, Δ) and kept in a small LRU that
+    belongs to this object (a line moves both parameters at every step, so only recent values pay).
+    """
+
+    MEMO = 32
+
+    def __init__(self, spec: HCIZSpec, parameters: tuple[str, str], n_atoms: int, build: Callable[..., Any]):
+        self.spec = spec
+        self.parameters = parameters
+        self.n_atoms = n_atoms
+        self.build = build
+        self._models: OrderedDict[tuple[float | None, float | None], Any] = OrderedDict()
+        self._lock = Lock()
+
+    def __call__(self, lam: Any) -> tuple[Any, float]:
+        vals = dict(zip(self.parameters, (float(v) for v in lam), strict=True))
+        key = (vals.get("gamma"), vals.get("Delta"))
+        with self._lock:
+            model = self._models.get(key)
+            if model is not None:
+                self._models.move_to_end(key)
+        if model is None:
+            model = self.build(self.spec, self.n_atoms, gamma=key[0], Delta=key[1])
+            with self._lock:
+                self._models[key] = model
+                while len(self._models) > self.MEMO:
+                    self._models.popitem(last=False)
+        return model, vals.get("alpha", float(self.spec.alpha))
+
+    def probe(self) -> Any:
+        own = {"alpha": self.spec.alpha, "Delta": self.spec.Delta, "gamma": self.spec.gammas[0]}
+        return self(np.array([own[p] for p in self.parameters]))[0]
+
+
+def plane_problem(spec: HCIZSpec, parameters: tuple[str, str], quadrature_order: int | None) -> Problem:
+    """The problem over a plane of two of (α, Δ, γ): its control value is λ itself (see ``ModelPlane``)."""
+    n_atoms = readout_atom_count(quadrature_order)
+    if spec.two_layer:
+        if "gamma" in parameters:
+            raise ValueError("the two-hidden-layer model is not sweepable in gamma")
+        return two_layer_problem_at(spec, ModelPlane(spec, parameters, n_atoms, two_layer_model))
+    deep = spec.depth >= 2
+    at = ModelPlane(spec, parameters, n_atoms, deep_model if deep else shallow_model)
+    return (deep_problem_at if deep else shallow_problem_at)(spec, at)
+
 
 def branch_label(Q: np.ndarray, v: np.ndarray, margin: Callable[[], float]) -> str:
     """universal (Q ≡ 0); specialized when some overlap reaches 1/2, weakly_specialized below; suffix
@@ -83,8 +138,12 @@ def branch_label(Q: np.ndarray, v: np.ndarray, margin: Callable[[], float]) -> s
 
 
 def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
-    at = ModelAt(spec, parameter, readout_atom_count(quadrature_order), shallow_model)
-    probe: ShallowModel = at(spec.alpha if parameter in (None, "alpha") else getattr(spec, parameter))[0]
+    return shallow_problem_at(spec, ModelAt(spec, parameter, readout_atom_count(quadrature_order), shallow_model))
+
+
+def shallow_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
+    """The shallow model's problem; its control value p is whatever ``at`` maps to (model, α)."""
+    probe: ShallowModel = at.probe()
     dim = probe.dim
 
     def G(x: np.ndarray, p: float) -> np.ndarray:
@@ -163,8 +222,12 @@ def shallow_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int
 
 
 def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
-    at = ModelAt(spec, parameter, readout_atom_count(quadrature_order), deep_model)
-    probe: DeepModel = at(spec.alpha if parameter in (None, "alpha") else getattr(spec, parameter))[0]
+    return deep_problem_at(spec, ModelAt(spec, parameter, readout_atom_count(quadrature_order), deep_model))
+
+
+def deep_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
+    """The reduced deep model's problem; its control value p is whatever ``at`` maps to (model, α)."""
+    probe: DeepModel = at.probe()
     dim = probe.dim
 
     def G(x: np.ndarray, p: float) -> np.ndarray:
@@ -249,8 +312,12 @@ def two_layer_label(model: TwoLayerModel, x: np.ndarray, alpha: float, margin: C
 def two_layer_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
     if parameter == "gamma":
         raise ValueError("the two-hidden-layer model is not sweepable in gamma")
-    at = ModelAt(spec, parameter, readout_atom_count(quadrature_order), two_layer_model)
-    probe: TwoLayerModel = at(spec.alpha if parameter in (None, "alpha") else getattr(spec, parameter))[0]
+    return two_layer_problem_at(spec, ModelAt(spec, parameter, readout_atom_count(quadrature_order), two_layer_model))
+
+
+def two_layer_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
+    """The two-hidden-layer model's problem; its control value p is whatever ``at`` maps to (model, α)."""
+    probe: TwoLayerModel = at.probe()
     dim = probe.dim
     S, V = probe.S, probe.V
     big = float(probe.channel.log_snr_of_overlap(INFORMATIVE_Q))

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from solvers.theories.hciz_mlp.activations import NAMES, build
 from solvers.theories.hciz_mlp.activations import Activation as ActivationModel
+from solvers.theories.matrix_denoising.table import GAMMA_RANGE
 
 _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
@@ -163,6 +164,9 @@ class HCIZSpec(BaseModel):
         for g in values:
             if not g > 0:
                 raise ValueError(f"gamma must be > 0 (got {g})")
+            # The denoising tables (and the spectra they integrate) are built on this range only.
+            if not GAMMA_RANGE[0] <= g <= GAMMA_RANGE[1]:
+                raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}] (got {g})")
         depth = info.data.get("depth", 1)
         if len(values) not in (1, depth):
             raise ValueError(f"{len(values)} width ratios for depth {depth}: give one per hidden layer (or one)")

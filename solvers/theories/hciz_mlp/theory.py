@@ -7,11 +7,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.theories.base import Example, Sizes, Theory
-from solvers.theories.hciz_mlp.problems import deep_problem, shallow_problem, two_layer_problem
+from solvers.theories.hciz_mlp.problems import deep_problem, plane_problem, shallow_problem, two_layer_problem
 from solvers.theories.hciz_mlp.spec import HCIZSpec
+from solvers.theories.two_parameter import field_bounds, lift
 
 #: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``): one order
 #: parameter per layer, and one power per Hermite coefficient in every evaluation of the covariance.
@@ -75,3 +77,13 @@ class HCIZTheory(Theory):
             return two_layer_problem(spec, parameter, order)
         build = deep_problem if spec.depth >= 2 else shallow_problem
         return build(spec, parameter, order)
+
+    def two_parameter_problem(
+        self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    ) -> TwoParameterProblem:
+        """Native: one bound problem over the plane, α an argument of the map and a model per (γ, Δ)."""
+        assert isinstance(spec, HCIZSpec)
+        pair = self.check_pair(spec, parameters)
+        problem = plane_problem(spec, pair, None if options is None else options.quadrature_order)
+        bounds = (field_bounds(spec, pair[0]), field_bounds(spec, pair[1]))
+        return lift(lambda lam: (problem, lam), problem, pair, bounds)
