@@ -128,7 +128,8 @@ class HCIZSpec(BaseModel):
         if isinstance(act, list) and (depth != 2 or len(act) != 2):
             raise ValueError(f"a list of activations needs depth 2 and two entries (got depth {depth}, "
                              f"{len(act)} entries)")
-        layers = build_activations(act, depth)
+        # One activation model per distinct σ (never one per layer: depth is not yet checked against its limit).
+        layers = build_activations(act, 2) if depth == 2 else [build_activation(act)]
         if depth == 2:
             for layer, a in enumerate(layers, start=1):
                 if max(abs(a.mu0), abs(a.mu2)) > 1e-8 or (layer == 1 and abs(a.second_moment - 1.0) > 1e-8):
@@ -170,6 +171,11 @@ class HCIZSpec(BaseModel):
         depth = info.data.get("depth", 1)
         if len(values) not in (1, depth):
             raise ValueError(f"{len(values)} width ratios for depth {depth}: give one per hidden layer (or one)")
+        # At depth 2 the rows of a readout class form a (γ2·P(v²)d) × d product channel, tabulated on the same
+        # range of ratios: the four_point law splits the second layer into two classes of half the rows.
+        if depth == 2 and info.data.get("readout") == "four_point" and values[-1] / 2 < GAMMA_RANGE[0]:
+            raise ValueError(f"gamma: with depth 2 and the four_point readout, γ2/2 (the row ratio of each readout "
+                             f"class) must be at least {GAMMA_RANGE[0]:g} (got γ2 = {values[-1]})")
         return gamma
 
     @property
