@@ -99,6 +99,7 @@ class TwoLayerModel:
     prefactors: str = "derived"
     quench: bool = False
     memo: StateMemo = field(default_factory=StateMemo, compare=False, repr=False)
+    core_memo: StateMemo = field(default_factory=StateMemo, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.prefactors not in PREFACTORS:
@@ -187,8 +188,9 @@ class TwoLayerModel:
     def state(self, x: np.ndarray, alpha: float) -> TwoLayerState:
         return self.memo.get(x, alpha, self._state)
 
-    def _state(self, x: np.ndarray, alpha: float) -> TwoLayerState:
-        y1, y2, t = self.split(x)
+    def _core(self, x: np.ndarray, _alpha: float) -> dict:
+        """Everything of a state that does not depend on α: the overlaps, the tilts, ε and the covariances."""
+        y1, y2, t = self.split(np.array(x, dtype=float))  # a copy: the memo outlives the caller's array
         ch = self.channel
         ps, s2 = self.hidden.p, self.hidden.v2
         pv, v2 = self.readout.p, self.readout.v2
@@ -225,6 +227,20 @@ class TwoLayerModel:
         eps = float(self.nu1sq * np.dot(ps * s2, self.g1_one - g1s) + np.dot(pv * v2, self.g2_one - g2v))
         K_star = self.K_d - eps
         D = max(self.Delta + eps, 1e-300)
+        return {"Q1": Q1, "Q2": Q2, "Q21": Q21, "T": T, "tau": tau, "inner": inner, "eps": eps,
+                "K_star": K_star, "R": R, "c1": c1, "c2": c2, "dQ1": dQ1, "dQ2": dQ2, "omega": omega,
+                "comp21": comp21, "one_minus_T": one_minus_T, "dmm_tau": dmm_tau, "g1s": g1s, "dg1s": dg1s,
+                "d2g1s": d2g1s, "g2v": g2v, "dg2v": dg2v, "d2g2v": d2g2v, "D": D, "y1": y1, "y2": y2, "t": t}
+
+    def _state(self, x: np.ndarray, alpha: float) -> TwoLayerState:
+        # The conjugates are affine in α at fixed x (Q̂ = αA(x) + B(x)): the α-free core is memoised on x alone,
+        # so the residual at α ± h (the continuation's parameter derivative) costs only this tail.
+        c = self.core_memo.get(x, 0.0, self._core)
+        ch = self.channel
+        s2 = self.hidden.v2
+        pv, v2 = self.readout.p, self.readout.v2
+        Q1, Q2, R, D = c["Q1"], c["Q2"], c["R"], c["D"]
+        g1s, dg1s, dg2v = c["g1s"], c["dg1s"], c["dg2v"]
         Qh21 = (alpha / self.gamma2) * self.c21 * v2 * dg2v / D
         H = (pv * v2 * dg2v) @ Q2
         Qh1 = ((alpha / self.gamma1) * self.nu1sq * s2 * dg1s + (alpha / self.cB) * dg1s * H) / D \
@@ -232,12 +248,9 @@ class TwoLayerModel:
         Qh2 = (alpha / (self.gamma1 * self.gamma2)) * np.outer(v2 * dg2v, g1s) / D + np.outer(R, Q1) / self.gamma1
         t_new = np.minimum(np.log1p(Qh21), T_MAX) if self.has_product else None
         x_new = self.join(None if self.quench else ch.log_snr(Qh1), ch.log_snr(Qh2), t_new)
-        work = {"c1": c1, "c2": c2, "dQ1": dQ1, "dQ2": dQ2, "omega": omega, "comp21": comp21,
-                "one_minus_T": one_minus_T,
-                "dmm_tau": dmm_tau, "g1s": g1s, "dg1s": dg1s, "d2g1s": d2g1s, "g2v": g2v, "dg2v": dg2v,
-                "d2g2v": d2g2v, "D": D, "H": H,
-                "y1": y1, "y2": y2, "t": t}
-        return TwoLayerState(Q1, Q2, Q21, T, tau, inner, eps, K_star, Qh1, Qh2, Qh21, R, x_new, work)
+        work = {**c, "H": H}
+        return TwoLayerState(Q1, Q2, c["Q21"], c["T"], c["tau"], c["inner"], c["eps"], c["K_star"], Qh1, Qh2, Qh21,
+                             R, x_new, work)
 
     def fixed_point(self, x: np.ndarray, alpha: float) -> np.ndarray:
         return self.state(x, alpha).x_new
@@ -246,11 +259,17 @@ class TwoLayerModel:
         return self.fixed_point(x, alpha) - np.asarray(x, dtype=float)
 
     def jacobian(self, x: np.ndarray, alpha: float) -> np.ndarray:
-        """dG/dx of the fixed-point map by the chain rule.
-
-        Gradients are dense (rows: the intermediate, columns: x) except that of Q₂, which is diagonal: a sum
-        Σ_s a[v, s] ∂Q₂[v, s]/∂x is written straight into the columns of y₂ (``_on_y2``)."""
+        """dG/dx of the fixed-point map by the chain rule (kept with the memoised state: Newton, the stability
+        margin and the continuation's tangent ask for it at the same point)."""
         st = self.state(x, alpha)
+        known = st.work.get("jacobian")
+        if known is None:
+            known = st.work["jacobian"] = self._jacobian(st, alpha)
+        return known.copy()
+
+    def _jacobian(self, st: TwoLayerState, alpha: float) -> np.ndarray:
+        """Gradients are dense (rows: the intermediate, columns: x) except that of Q₂, which is diagonal: a sum
+        Σ_s a[v, s] ∂Q₂[v, s]/∂x is written straight into the columns of y₂ (``_on_y2``)."""
         w = st.work
         ch = self.channel
         S, V, n = self.S, self.V, self.dim
@@ -331,7 +350,13 @@ class TwoLayerModel:
 
     # ---- free entropy -----------------------------------------------------------------------------------
     def alpha_free_entropy_rest(self, st: TwoLayerState) -> float:
-        """α·f⁽²⁾ + (α/2) ln(2πe D): the entropic and matrix terms."""
+        """α·f⁽²⁾ + (α/2) ln(2πe D): the entropic and matrix terms (once per memoised state)."""
+        known = st.work.get("free_entropy_rest")
+        if known is None:
+            known = st.work["free_entropy_rest"] = self._alpha_free_entropy_rest(st)
+        return known
+
+    def _alpha_free_entropy_rest(self, st: TwoLayerState) -> float:
         ch = self.channel
         ps, pv = self.hidden.p, self.readout.p
         out = 0.0
