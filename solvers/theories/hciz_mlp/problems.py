@@ -337,7 +337,7 @@ def two_layer_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
 
     def stability(x: np.ndarray, p: float) -> float:
         model, alpha = at(p)
-        return model.stability(model.jacobian(x, alpha))
+        return model.margin(x, alpha)
 
     def start(q1: float, q2: float, known_product: bool) -> np.ndarray:
         y1 = np.full(S, big if q1 else 0.0)

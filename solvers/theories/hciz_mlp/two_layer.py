@@ -348,6 +348,15 @@ class TwoLayerModel:
         """1 − max Re λ(J) of the fixed-point map (a real eigenvalue above 1 repels damped iteration)."""
         return float(1.0 - np.max(np.linalg.eigvals(jacobian).real))
 
+    def margin(self, x: np.ndarray, alpha: float) -> float:
+        """The stability margin at (x, α), kept with the memoised state (the continuation, the branch label and
+        the catalogue each ask for it)."""
+        st = self.state(x, alpha)
+        known = st.work.get("margin")
+        if known is None:
+            known = st.work["margin"] = self.stability(self.jacobian(x, alpha))
+        return known
+
     # ---- free entropy -----------------------------------------------------------------------------------
     def alpha_free_entropy_rest(self, st: TwoLayerState) -> float:
         """α·f⁽²⁾ + (α/2) ln(2πe D): the entropic and matrix terms (once per memoised state)."""
