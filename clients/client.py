@@ -131,9 +131,44 @@ class Client:
         self.last_job_id = accepted["job_id"]
         return accepted
 
-    def job(self, job_id: str, detail: bool = False) -> dict[str, Any]:
-        """Status, progress and (when finished) result of a job."""
-        return self._request("GET", f"/v1/jobs/{job_id}", params={"detail": "true"} if detail else None)
+    def job(self, job_id: str, detail: bool = False, *, offset: int | None = None,
+            limit: int | None = None) -> dict[str, Any]:
+        """Status, progress and (when finished) result of a job.
+
+        Results come in pages (``page`` in the response). Without ``offset``/``limit`` every page is
+        fetched and the points joined, so ``result["points"]`` (or ``partial["points"]`` with ``detail``)
+        holds them all; with them, the one page asked for is returned as the server sent it.
+        """
+        path = f"/v1/jobs/{job_id}"
+        params: dict[str, Any] = {"detail": "true"} if detail else {}
+        if offset is not None or limit is not None:
+            page = {**params, **({"offset": offset} if offset is not None else {}),
+                    **({"limit": limit} if limit is not None else {})}
+            return self._request("GET", path, params=page)
+        for _ in range(3):  # the job may finish while its pages are read: read it again, a bounded number of times
+            status = self._request("GET", path, params=params or None)
+            joined = self._join_pages(path, params, status)
+            if joined is not None:
+                return joined
+        return status
+
+    def _join_pages(self, path: str, params: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+        """``status`` with the points of every later page appended; None if the job changed meanwhile."""
+        page = status.get("page")
+        if not page:
+            return status
+        which = page["of"]
+        holder = status["result"] if which == "result.points" else status["partial"]
+        points = list(holder["points"])
+        while page["next"] is not None:
+            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"]})
+            page = more.get("page")
+            if not page or page["of"] != which:
+                return None
+            points.extend((more["result"] if which == "result.points" else more["partial"])["points"])
+        holder["points"] = points
+        status["page"] = {**page, "offset": 0, "returned": len(points), "next": None}
+        return status
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel a job; returns its status."""

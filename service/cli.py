@@ -204,11 +204,13 @@ def _summary(result: dict[str, Any]) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from service.__main__ import uvicorn_options
     from service.settings import get_settings
 
-    s = get_settings()
-    uvicorn.run("service.app:app", host=args.host or s.host, port=args.port or s.port, workers=args.workers,
-                log_level="info")
+    # The same options as `python -m service`: proxy headers only from SADDLELAB_TRUSTED_PROXIES.
+    options = uvicorn_options(get_settings())
+    options.update(host=args.host or options["host"], port=args.port or options["port"], workers=args.workers)
+    uvicorn.run("service.app:app", **options)  # type: ignore[arg-type]
     return 0
 
 

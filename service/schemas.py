@@ -149,11 +149,14 @@ class SolveResponse(BaseModel):
 
 
 class JobAccepted(BaseModel):
-    job_id: str = Field(description="The job's id: the hash of the sweep (spec, parameters, values, method, solver).")
+    job_id: str = Field(
+        description="Your job's id: a keyed hash of your API key and the sweep. Only your key sees or cancels it."
+    )
     status_url: str
     status: str = "queued"
     deduplicated: bool = Field(
-        False, description="True when an identical sweep was already queued, running or finished: this is that job."
+        False, description="True when an identical sweep (yours or another key's) was already queued, running or "
+        "finished: your job shares that computation, nothing new was started."
     )
 
 
@@ -165,6 +168,15 @@ class Progress(BaseModel):
 class Chunks(BaseModel):
     done: int = Field(description="Lines (a sweep, or one row of a phase diagram) completed.")
     total: int = Field(description="Lines of the job; each runs as one queue job.")
+
+
+class PageOut(BaseModel):
+    of: Literal["result.points", "partial.points"] = Field(description="Which list of points this page is of.")
+    offset: int = Field(description="Index of the first point of the page.")
+    limit: int = Field(description="Most points a page holds (at most the instance's result_page_size).")
+    returned: int = Field(description="Points in this page.")
+    total: int = Field(description="Points in the whole list.")
+    next: int | None = Field(description="The offset of the next page; null on the last page.")
 
 
 class TransitionOut(BaseModel):
@@ -232,17 +244,30 @@ class JobStatus(BaseModel):
     chunks: Chunks | None = None
     kind: Literal["sweep", "phase_diagram", "boundary"] | None = None
     backend: Literal["rq", "local"] | None = None
-    partial: dict[str, Any] | None = Field(None, description="With ?detail=true: the points computed so far.")
+    queue_position: int | None = Field(
+        None, description="Lines waiting to start before this job's next line (0: it starts next); null when none of "
+        "its lines is waiting."
+    )
+    page: PageOut | None = Field(
+        None, description="Which points `result.points` (or `partial.points`) holds: results come in pages "
+        "(`?offset=&limit=`)."
+    )
+    partial: dict[str, Any] | None = Field(
+        None, description="With ?detail=true: one page of the points computed so far."
+    )
     executions: list[dict[str, Any]] | None = Field(
-        None, description="With ?detail=true (Redis backend): one record per execution of a line (worker, points "
-        "reused from an interrupted execution, points computed, outcome)."
+        None, description="With ?detail=true: one record per execution of a line (worker, points reused from an "
+        "interrupted execution, points computed, outcome)."
     )
 
 
 class Health(BaseModel):
     status: str
     cache: Literal["redis", "memory"]
-    redis: Literal["ok", "down"] | None
+    redis: Literal["ok", "full", "down"] | None = Field(
+        description="ok; full: at maxmemory, Redis refuses writes (solves are answered uncached, sweeps get 503); "
+        "down: unreachable; null without Redis."
+    )
     version: str
     auth: Literal["api_key", "open"] = "open"
 

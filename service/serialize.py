@@ -9,6 +9,7 @@ from it without solving it again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,12 @@ from solvers.core.results import Attempt, Branch, Catalogue, Report, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
 from solvers.core.sweep import Sweep
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text of an already JSON-safe object (what is stored and sent); NaN/Infinity are refused."""
+    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
 
 #: Keys of a sweep point, in the contract's order.
 POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")

@@ -186,6 +186,20 @@ def assemble_line(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, An
     return {**line_summary(payload, line), "points": line["points"]}
 
 
+def expected_points(payload: dict[str, Any]) -> int:
+    """Points each line of the job stores: none for a boundary job (its result is its traced lines)."""
+    return 0 if is_boundary(payload) else len(payload["axes"][-1])
+
+
+def job_summary(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything of a job's result but its points, from the outcomes of its lines (in order)."""
+    if is_boundary(payload):
+        return outcomes[0]
+    if len(payload["parameters"]) == 2:
+        return diagram_summary(payload, [o["transitions"] for o in outcomes])
+    return line_summary(payload, outcomes[0])
+
+
 def assemble_job(payload: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
     """The result of any job from its computed lines (a sweep, a phase diagram's rows, a boundary job)."""
     if is_boundary(payload):

@@ -47,6 +47,12 @@ class Modes(Theory):
     def sizes(self, spec: BaseModel) -> Sizes:
         return self.of(spec).sizes(spec)
 
+    def memory_bytes(self, spec: BaseModel) -> int:
+        return self.of(spec).memory_bytes(spec)
+
+    def memory_fields(self, spec: BaseModel) -> tuple[str | int, ...]:
+        return self.of(spec).memory_fields(spec)
+
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         return self.of(spec).sweepable_for(spec)
 

@@ -44,6 +44,21 @@ def test_sweep_to_csv_with_progress(lab: Lab, spec_file: Path, tmp_path: Path, c
 
 @pytest.mark.redis
 @pytest.mark.slow
+def test_job_prints_every_page_of_a_result(lab: Lab, spec_file: Path, capsys) -> None:
+    assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40", "--num", "40",
+                     "--method", "grid", "--detach", *_remote(lab)]) == 0
+    job_id = json.loads(capsys.readouterr().out)["job_id"]
+    assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40", "--num", "40",
+                     "--method", "grid", "--no-progress", *_remote(lab)]) == 0  # waits for the same job
+    capsys.readouterr()
+    assert cli.main(["job", job_id, *_remote(lab)]) == 0
+    job = json.loads(capsys.readouterr().out)
+    assert job["status"] == "finished" and len(job["result"]["points"]) == 40  # three pages of 16, joined
+    np.testing.assert_allclose([p["parameter"] for p in job["result"]["points"]], np.linspace(20, 40, 40))
+
+
+@pytest.mark.redis
+@pytest.mark.slow
 def test_sweep_to_json_and_phase_diagram_from_values(lab: Lab, spec_file: Path, capsys) -> None:
     assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--values", "25,30,35", "--method", "grid",
                      "--no-progress", *_remote(lab)]) == 0

@@ -26,6 +26,14 @@ assert set(ActivationName.__args__) == set(NAMES)  # type: ignore[attr-defined]
 
 #: Longest Hermite list that can be represented: g(q) = Σ μ_l² q^l / l! needs l! as a double (170! < 1.8e308 < 171!).
 REPRESENTABLE_HERMITE = 171
+#: Largest |μ_l|. With |μ_l| ≤ M every quantity the equations form from the coefficients is at most e·M²:
+#: μ_l² /l! ≤ M², E σ² = Σ μ_l²/l! ≤ e M², and on |q| ≤ 1 also g(q) ≤ Σ M²/l!, g′(q) ≤ Σ l M²/l! = e M² and
+#: g″(q) ≤ Σ l(l−1) M²/l! = e M². M = 1e50 keeps them below 3e100, so that even the product of two of them
+#: with the other inputs (γ ≤ 1e3, the readout's v² ≤ 9/5) stays far inside double range (1.8e308).
+HERMITE_MAX = 1e50
+#: Smallest E σ² = Σ μ_l²/l!: below it σ is indistinguishable from zero next to any label noise, and the
+#: squares of the coefficients underflow.
+SECOND_MOMENT_MIN = 1e-100
 
 
 class NamedActivation(BaseModel):
@@ -47,8 +55,10 @@ class HermiteActivation(BaseModel):
     model_config = _CONFIG
 
     hermite: list[float] = Field(
-        description="[μ0, μ1, μ2, …], μ_l = E[σ(z) He_l(z)], z ~ N(0, 1); not all zero; at most 171 entries "
-        "(l! must be a double) and at most the instance limit hciz_hermite_terms (default 40)."
+        description="[μ0, μ1, μ2, …], μ_l = E[σ(z) He_l(z)], z ~ N(0, 1); each |μ_l| ≤ 1e50 (then μ_l², E σ² = "
+        "Σ μ_l²/l! and g, g′, g″ on [−1, 1] are all ≤ e·1e100, so every quantity of the equations stays a finite "
+        "double); E σ² ≥ 1e-100 (not numerically zero); at most 171 entries (l! must be a double) and at most "
+        "the instance limit hciz_hermite_terms (default 40)."
     )
 
     @field_validator("hermite")
@@ -64,6 +74,17 @@ class HermiteActivation(BaseModel):
             raise ValueError("Hermite coefficients must be finite")
         if all(m == 0.0 for m in mu):
             raise ValueError("all Hermite coefficients are zero: σ ≡ 0 carries no signal")
+        big = next((i for i, m in enumerate(mu) if abs(m) > HERMITE_MAX), None)
+        if big is not None:
+            raise ValueError(
+                f"μ_{big} = {mu[big]:g} exceeds {HERMITE_MAX:g} in magnitude: the equations square the coefficients "
+                f"and multiply their squares, which would leave double range"
+            )
+        second = math.fsum(m * m / math.factorial(i) for i, m in enumerate(mu))
+        if second < SECOND_MOMENT_MIN:
+            raise ValueError(
+                f"E σ² = Σ μ_l²/l! = {second:g} is below {SECOND_MOMENT_MIN:g}: σ is numerically zero"
+            )
         return mu
 
 
@@ -102,7 +123,8 @@ class HCIZSpec(BaseModel):
         "uniform U[−√3, √3]; four_point {±1, ±3}/√5.",
     )
     gamma: float | list[float] = Field(
-        description="Width ratio γ = k/d of the hidden layer(s): one number, or one per hidden layer (k_l = γ_l d)."
+        description="Width ratio γ = k/d of the hidden layer(s), in [1e-3, 1e3] (the range of the tabulated "
+        "matrix-denoising term): one number, or one per hidden layer (k_l = γ_l d)."
     )
     alpha: float = Field(ge=0, description="Sampling ratio α = n/d² (n training samples, input dimension d).")
     Delta: float = Field(
