@@ -110,8 +110,12 @@ class Client:
         values: Values | Sequence[Values],
         method: str = "continuation",
         solver: Mapping[str, Any] | None = None,
+        lines: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Start a sweep (or, with two parameters and two value specs, a phase diagram); returns ``{"job_id", …}``."""
+        """Start a sweep (or, with two parameters and two value specs, a phase diagram); returns ``{"job_id", …}``.
+
+        ``method="boundary"`` (two parameters) traces the transition lines instead: the first value spec
+        gives the range of p1, the second the bracket of p2; ``lines`` are the line options."""
         two = not isinstance(parameter, str)
         body: dict[str, Any] = {
             "model": dict(model),
@@ -121,13 +125,50 @@ class Client:
         }
         if solver is not None:
             body["solver"] = dict(solver)
+        if lines is not None:
+            body["lines"] = dict(lines)
         accepted = self._request("POST", "/v1/sweeps", json=body)
         self.last_job_id = accepted["job_id"]
         return accepted
 
-    def job(self, job_id: str, detail: bool = False) -> dict[str, Any]:
-        """Status, progress and (when finished) result of a job."""
-        return self._request("GET", f"/v1/jobs/{job_id}", params={"detail": "true"} if detail else None)
+    def job(self, job_id: str, detail: bool = False, *, offset: int | None = None,
+            limit: int | None = None) -> dict[str, Any]:
+        """Status, progress and (when finished) result of a job.
+
+        Results come in pages (``page`` in the response). Without ``offset``/``limit`` every page is
+        fetched and the points joined, so ``result["points"]`` (or ``partial["points"]`` with ``detail``)
+        holds them all; with them, the one page asked for is returned as the server sent it.
+        """
+        path = f"/v1/jobs/{job_id}"
+        params: dict[str, Any] = {"detail": "true"} if detail else {}
+        if offset is not None or limit is not None:
+            page = {**params, **({"offset": offset} if offset is not None else {}),
+                    **({"limit": limit} if limit is not None else {})}
+            return self._request("GET", path, params=page)
+        for _ in range(3):  # the job may finish while its pages are read: read it again, a bounded number of times
+            status = self._request("GET", path, params=params or None)
+            joined = self._join_pages(path, params, status)
+            if joined is not None:
+                return joined
+        return status
+
+    def _join_pages(self, path: str, params: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+        """``status`` with the points of every later page appended; None if the job changed meanwhile."""
+        page = status.get("page")
+        if not page:
+            return status
+        which = page["of"]
+        holder = status["result"] if which == "result.points" else status["partial"]
+        points = list(holder["points"])
+        while page["next"] is not None:
+            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"]})
+            page = more.get("page")
+            if not page or page["of"] != which:
+                return None
+            points.extend((more["result"] if which == "result.points" else more["partial"])["points"])
+        holder["points"] = points
+        status["page"] = {**page, "offset": 0, "returned": len(points), "next": None}
+        return status
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel a job; returns its status."""
@@ -169,10 +210,31 @@ class Client:
         progress: bool = True,
         solver: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        lines: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Run a sweep (or phase diagram) to the end, with a progress bar; returns the result."""
-        accepted = self.submit_sweep(model, parameter, values, method=method, solver=solver)
+        """Run a sweep (or phase diagram, or boundary job) to the end, with a progress bar; returns the result."""
+        accepted = self.submit_sweep(model, parameter, values, method=method, solver=solver, lines=lines)
         return self.wait(accepted["job_id"], progress=progress, timeout=timeout)
+
+    def boundaries(
+        self,
+        model: Mapping[str, Any],
+        parameters: Sequence[str],
+        p1_range: Sequence[float],
+        p2_bracket: Sequence[float],
+        *,
+        lines: Mapping[str, Any] | None = None,
+        solver: Mapping[str, Any] | None = None,
+        progress: bool = True,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """The transition lines of ``model`` traced over p1 ∈ p1_range, looked for in p2 ∈ p2_bracket.
+
+        Returns ``{"lines": [{"kind", "type", "branches", "points": [[p1, p2], …], "ends"}, …],
+        "critical_points", "reason", …}`` (``reason`` says why ``lines`` is empty when it is)."""
+        values = [[float(min(p1_range)), float(max(p1_range))], [float(min(p2_bracket)), float(max(p2_bracket))]]
+        return self.sweep(model, list(parameters), values, method="boundary", progress=progress, solver=solver,
+                          timeout=timeout, lines=lines)
 
 
 def _outcome(status: dict[str, Any]) -> dict[str, Any]:

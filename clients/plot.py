@@ -4,13 +4,17 @@
 - :func:`branch_diagram`: every branch of a sweep, stable solid and unstable dashed, the
   equilibrium highlighted, spinodals and first-order points marked;
 - :func:`potential`: a potential with its wells (and barriers) marked;
-- :func:`phase_diagram`: the equilibrium branch over a two-parameter grid, with the transition lines.
+- :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its transitions joined
+  row by row, or the lines traced by a boundary job with their critical points;
+- :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside
+  experiment, one row per α.
 
 Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from clients.tables import branch_names, parameter_names, series, value_of
@@ -191,27 +195,141 @@ def potential(data: dict[str, Any], ax: Any = None, *, width: float = 0.25) -> A
     return ax
 
 
-def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True) -> Any:
-    """The equilibrium branch at each grid point of a two-parameter result, with its transition lines."""
+#: How each kind of traced line is drawn (a boundary job's ``lines[].kind``).
+LINE_STYLES: dict[str, dict[str, Any]] = {
+    "first_order": {"color": "crimson", "linestyle": "-", "linewidth": 1.8},
+    "spinodal": {"color": "0.25", "linestyle": "--", "linewidth": 1.4},
+    "stability_loss": {"color": "C0", "linestyle": "-.", "linewidth": 1.4},
+    "event": {"color": "C2", "linestyle": ":", "linewidth": 1.4},
+}
+
+
+def _line_xy(line: dict[str, Any], p1: str, p2: str) -> tuple[list[float], list[float]]:
+    """(p2 values, p1 values) of a line: [p1, p2] pairs (traced) or {p1: …, p2: …} records (a grid's rows)."""
+    pts = line["points"]
+    if pts and isinstance(pts[0], dict):
+        return [q[p2] for q in pts], [q[p1] for q in pts]
+    return [q[1] for q in pts], [q[0] for q in pts]
+
+
+def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True, points: bool = True) -> Any:
+    """A two-parameter result drawn in the (p2, p1) plane.
+
+    For a grid phase diagram: the equilibrium branch at each grid point (``points``) and the
+    transition lines joined row by row (marked ×, as located per row). For a boundary job: the
+    traced lines, styled by kind (first-order, spinodal, stability loss, event), and its critical
+    points (stars). Draw both on one ``ax`` to compare them.
+    """
     names = parameter_names(result)
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")
     p1, p2 = names
     ax = _axes(ax)
-    groups: dict[str, tuple[list[float], list[float]]] = {}
-    for pt in result["points"]:
-        key = pt.get("equilibrium") or "none"
-        xs, ys = groups.setdefault(key, ([], []))
-        xs.append(pt["parameter"][1])
-        ys.append(pt["parameter"][0])
-    for name, (xs, ys) in sorted(groups.items()):
-        ax.scatter(xs, ys, s=12, label=f"equilibrium: {name}")
+    traced = result.get("method") == "boundary"
+    if points and not traced:
+        groups: dict[str, tuple[list[float], list[float]]] = {}
+        for pt in result.get("points", []):
+            key = pt.get("equilibrium") or "none"
+            xs, ys = groups.setdefault(key, ([], []))
+            xs.append(pt["parameter"][1])
+            ys.append(pt["parameter"][0])
+        for name, (xs, ys) in sorted(groups.items()):
+            ax.scatter(xs, ys, s=12, label=f"equilibrium: {name}")
     if lines:
+        labelled: set[str] = set()
         for line in result.get("lines", []):
-            style = FIRST_ORDER_STYLE if line["kind"] == "first_order" else SPINODAL_STYLE
-            ax.plot([q[p2] for q in line["points"]], [q[p1] for q in line["points"]], marker="x",
-                    label=line["name"], **style)
+            xs, ys = _line_xy(line, p1, p2)
+            if traced:
+                kind = line["kind"]
+                label = None if kind in labelled else kind.replace("_", " ") + " (traced)"
+                labelled.add(kind)
+                ax.plot(xs, ys, label=label, **LINE_STYLES.get(kind, SPINODAL_STYLE))
+            else:
+                style = FIRST_ORDER_STYLE if line["kind"] == "first_order" else SPINODAL_STYLE
+                ax.plot(xs, ys, marker="x", label=line.get("name", line["kind"]), **style)
+        critical = result.get("critical_points", [])
+        if critical:
+            ax.plot([c["point"][1] for c in critical], [c["point"][0] for c in critical], marker="*", markersize=12,
+                    linestyle="none", color="k", label="critical point")
     ax.set_xlabel(p2)
     ax.set_ylabel(p1)
     ax.legend(loc="best", fontsize=7)
     return ax
+
+
+def _bin_means(x: list[float], y: list[float], edges: list[float]) -> tuple[list[float], list[float]]:
+    centres, means = [], []
+    for lo, hi in itertools.pairwise(edges):
+        inside = [b for a, b in zip(x, y, strict=True) if lo <= a < hi]
+        if inside:
+            centres.append(0.5 * (lo + hi))
+            means.append(sum(inside) / len(inside))
+    return centres, means
+
+
+def _alpha_of(point: dict[str, Any]) -> float | None:
+    value = point.get("alpha", point.get("parameter"))
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def specialisation_map(
+    theory_points: list[dict[str, Any]],
+    experiment_points: list[dict[str, Any]] | None = None,
+    *,
+    layer: int = 1,
+    bins: int = 8,
+    xmax: float | None = 3.5,
+    axes: Any = None,
+) -> Any:
+    """Which neurons have specialised, theory (left) beside experiment (right), one row per α.
+
+    ``theory_points``: sweep points (or solve results with an ``alpha``) of the two-hidden-layer ``hciz_mlp``
+    theory, whose ``order_parameters`` hold ``v2`` (|v₂| per atom), ``Q1`` (per atom), ``v`` and ``Q2`` (rows: readout
+    atoms). ``experiment_points``: dicts ``{"alpha", "v2": [|v₂ᵢ| per first-layer neuron], "Q1": [...], "Q2": [...]}``
+    (per-neuron overlaps with the teacher, Q2 per first-layer neuron for one readout class), matched by α.
+    Layer 1 draws Q₁ against |v₂| (experiment: neurons as dots, their means in ``bins`` bins of |v₂|); layer 2
+    draws Q₂(v, v₂) as one curve per readout value |v|. ``xmax`` cuts the |v₂| axis (the outer atoms of N(0, 1)
+    carry almost no neurons). Returns the (rows, 2) array of axes.
+    """
+    plt = _pyplot()
+    if layer not in (1, 2):
+        raise ValueError("layer must be 1 or 2")
+    experiment_points = experiment_points or []
+    rows = sorted(theory_points, key=lambda p: _alpha_of(p) or 0.0)
+    if axes is None:
+        _, axes = plt.subplots(len(rows), 2, figsize=(8, 2.2 * len(rows)), sharex=True, sharey=True, squeeze=False)
+    for r, point in enumerate(rows):
+        alpha = _alpha_of(point)
+        op = point.get("order_parameters") or {}
+        if "v2" not in op or "Q1" not in op:
+            raise ValueError("theory points need order_parameters v2, Q1 and Q2 (two-hidden-layer hciz_mlp)")
+        left, right = axes[r][0], axes[r][1]
+        if layer == 1:
+            left.plot(op["v2"], op["Q1"], marker="o", color="C0")
+        else:
+            for v, row in zip(op.get("v") or [1.0], op["Q2"], strict=True):
+                left.plot(op["v2"], row, marker="o", label=f"|v| = {v:.3g}")
+            if len(op["Q2"]) > 1:
+                left.legend(fontsize=7, loc="best")
+        left.set_ylabel(f"Q{layer}" + (f"  (α = {alpha:g})" if alpha is not None else ""))
+        exp = next((e for e in experiment_points if alpha is not None and _alpha_of(e) is not None
+                    and abs(_alpha_of(e) - alpha) < 1e-9), None)
+        if exp is not None:
+            x, y = list(exp["v2"]), list(exp["Q1" if layer == 1 else "Q2"])
+            right.plot(x, y, linestyle="none", marker=".", color="0.6", label="neurons")
+            top = max(x) if x else 1.0
+            edges = [top * i / bins for i in range(bins)] + [top * (1 + 1e-12)]
+            cx, cy = _bin_means(x, y, edges)
+            right.plot(cx, cy, marker="s", color="C3", label="bin means")
+            right.legend(fontsize=7, loc="best")
+        else:
+            right.text(0.5, 0.5, "no experiment", ha="center", va="center", transform=right.transAxes, color="0.5")
+        for ax in (left, right):
+            ax.set_ylim(-0.05, 1.05)
+            if xmax is not None:
+                ax.set_xlim(0.0, xmax)
+    axes[0][0].set_title("theory")
+    axes[0][1].set_title("experiment")
+    axes[-1][0].set_xlabel("|v₂| (effective readout)")
+    axes[-1][1].set_xlabel("|v₂| (effective readout)")
+    return axes

@@ -42,9 +42,21 @@ def rows(result: dict[str, Any], branch: str | None = None) -> list[dict[str, An
     return out
 
 
+def line_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One dict per point of every traced line of a boundary job: line index, kind, type, branches, p1, p2."""
+    p1, p2 = parameter_names(result)
+    out = []
+    for k, line in enumerate(result.get("lines", [])):
+        for q in line["points"]:
+            out.append({"line": k, "kind": line["kind"], "type": line.get("type"),
+                        "branches": "/".join(line.get("branches", [])), p1: q[0], p2: q[1]})
+    return out
+
+
 def to_csv(result: dict[str, Any], branch: str | None = None) -> str:
-    """CSV text of :func:`rows` (columns: the union over points, in first-seen order)."""
-    table = rows(result, branch)
+    """CSV text of :func:`rows` (columns: the union over points, in first-seen order); for a boundary job,
+    of :func:`line_rows`."""
+    table = line_rows(result) if result.get("method") == "boundary" else rows(result, branch)
     columns: list[str] = []
     for r in table:
         columns.extend(k for k in r if k not in columns)

@@ -8,12 +8,15 @@ once (see :mod:`service.singleflight`).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from service.redis_link import RedisLink
+
+log = logging.getLogger("saddlelab.cache")
 
 Validator = Callable[[str, dict[str, Any]], bool]
 
@@ -22,7 +25,10 @@ class Cache(Protocol):
     kind: str
 
     def get(self, key: str) -> dict[str, Any] | None: ...
-    def set(self, key: str, value: dict[str, Any]) -> None: ...
+    def set(self, key: str, value: dict[str, Any]) -> bool:
+        """Store ``value``; False when it could not be stored (the answer is still returned)."""
+        ...
+
     def delete(self, key: str) -> None: ...
     def status(self) -> str | None: ...
 
@@ -45,13 +51,14 @@ class MemoryCache:
             self._data.move_to_end(key)
         return _loads(raw)
 
-    def set(self, key: str, value: dict[str, Any]) -> None:
+    def set(self, key: str, value: dict[str, Any]) -> bool:
         raw = json.dumps(value, allow_nan=False)
         with self._lock:
             self._data[key] = raw
             self._data.move_to_end(key)
             while len(self._data) > self.size:
                 self._data.popitem(last=False)
+        return True
 
     def delete(self, key: str) -> None:
         with self._lock:
@@ -65,7 +72,8 @@ class MemoryCache:
 
 
 class RedisCache:
-    """JSON values under ``saddlelab:solve:<key>`` with a TTL; degrades to a miss when Redis is down."""
+    """JSON values under ``saddlelab:solve:<key>`` with a TTL; degrades to a miss when Redis is down, and to
+    an uncached answer when Redis is full."""
 
     kind = "redis"
     prefix = "saddlelab:solve:"
@@ -78,9 +86,14 @@ class RedisCache:
         raw = self.link.call(lambda r: r.get(self.prefix + key), None)
         return None if raw is None else _loads(raw)
 
-    def set(self, key: str, value: dict[str, Any]) -> None:
+    def set(self, key: str, value: dict[str, Any]) -> bool:
+        """A write Redis refuses (full, or unreachable) is logged; the caller returns its answer uncached."""
         raw = json.dumps(value, allow_nan=False)
-        self.link.call(lambda r: r.set(self.prefix + key, raw, ex=self.ttl), None)
+        stored = bool(self.link.call(lambda r: r.set(self.prefix + key, raw, ex=self.ttl), None))
+        if not stored:
+            why = "Redis is full (maxmemory)" if self.link.full else "Redis is unreachable"
+            log.warning("solve %s computed but not cached: %s", key, why)
+        return stored
 
     def delete(self, key: str) -> None:
         self.link.call(lambda r: r.delete(self.prefix + key), None)

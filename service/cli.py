@@ -5,6 +5,8 @@
     saddlelab solve SPEC.json            # one solve, JSON on stdout
     saddlelab sweep SPEC.json --parameter u --start 20 --stop 40 --num 41 [--format csv] [-o out.csv]
     saddlelab sweep SPEC.json --parameter b --values 0.25,0.3 --parameter u --values 20,25,30   # phase diagram
+    saddlelab sweep SPEC.json --method boundary --parameter b --start 0.25 --stop 0.4 \
+        --parameter u --start 10 --stop 60                                    # traced transition lines
     saddlelab job ID | cancel ID | theories | health
 
 The client commands talk to ``--url`` (default $SADDLELAB_URL or http://127.0.0.1:8000) with
@@ -68,7 +70,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stop", action="append", type=float, default=[], help="last value, included (per parameter)")
     p.add_argument("--num", action="append", type=int, default=[], help="number of values (per parameter)")
     p.add_argument("--values", action="append", default=[], help="comma-separated values (per parameter)")
-    p.add_argument("--method", choices=["continuation", "grid"], default=None, help="default: continuation")
+    p.add_argument("--method", choices=["continuation", "grid", "boundary"], default=None,
+                   help="default: continuation; boundary (two parameters): trace the transition lines, p1 over "
+                   "[start, stop], looked for in p2 within [start, stop] (no --num needed)")
+    p.add_argument("--lines", default=None, help="JSON file with line options (method boundary)")
     p.add_argument("--solver", default=None, help="JSON file with solver options")
     p.add_argument("--format", choices=["json", "csv"], default="json", help="output format (default: json)")
     p.add_argument("--branch", default=None, help="CSV: columns of this branch instead of the equilibrium")
@@ -135,8 +140,12 @@ def _floats(text: str) -> list[float]:
 
 
 def sweep_axes(args: argparse.Namespace, rest: dict[str, Any]) -> tuple[str | list[str], Any]:
-    """Parameter(s) and value spec(s) from the flags (or, without flags, from the request file)."""
+    """Parameter(s) and value spec(s) from the flags (or, without flags, from the request file).
+
+    With ``--method boundary`` only each parameter's range counts: ``--num`` may be left out."""
     params = list(args.parameter)
+    if getattr(args, "method", None) == "boundary" and params and not args.num and not args.values:
+        args.num = [2] * len(params)
     if not params:
         if "parameter" not in rest or "values" not in rest:
             raise UsageError("give --parameter with --start/--stop/--num or --values")
@@ -171,6 +180,15 @@ def _client(args: argparse.Namespace) -> Client:
 
 
 def _summary(result: dict[str, Any]) -> str:
+    if result.get("method") == "boundary":
+        out = [f"# {ln['kind']} ({ln.get('type')}, {'/'.join(ln['branches'])}): {len(ln['points'])} points, ends "
+               + ", ".join(f"{e['kind']} at ({e['point'][0]:.8g}, {e['point'][1]:.8g})" for e in ln["ends"])
+               for ln in result.get("lines", [])]
+        out += [f"# critical point at ({c['point'][0]:.8g}, {c['point'][1]:.8g})"
+                for c in result.get("critical_points", [])]
+        if not out and result.get("reason"):
+            out.append(f"# no lines: {result['reason']}")
+        return "\n".join(out)
     lines = []
     for tr in result.get("transitions", []):
         at = "".join(f"{k} = {v:g}, " for k, v in (tr.get("at") or {}).items())
@@ -186,11 +204,13 @@ def _summary(result: dict[str, Any]) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from service.__main__ import uvicorn_options
     from service.settings import get_settings
 
-    s = get_settings()
-    uvicorn.run("service.app:app", host=args.host or s.host, port=args.port or s.port, workers=args.workers,
-                log_level="info")
+    # The same options as `python -m service`: proxy headers only from SADDLELAB_TRUSTED_PROXIES.
+    options = uvicorn_options(get_settings())
+    options.update(host=args.host or options["host"], port=args.port or options["port"], workers=args.workers)
+    uvicorn.run("service.app:app", **options)  # type: ignore[arg-type]
     return 0
 
 
@@ -213,8 +233,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     model, solver, rest = _request_parts(args.spec, args.solver)
     parameter, values = sweep_axes(args, rest)
     method = args.method or rest.get("method") or "continuation"
+    lines = _read_json(args.lines) if args.lines else rest.get("lines")
     with _client(args) as c:
-        accepted = c.submit_sweep(model, parameter, values, method=method, solver=solver)
+        accepted = c.submit_sweep(model, parameter, values, method=method, solver=solver, lines=lines)
         if args.detach:
             _emit(_dump(accepted), args.output)
             return 0

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import hmac
 import json
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
+from anyio import to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 OPEN_PATHS = ("/healthz", "/docs", "/redoc", "/openapi.json")
+T = TypeVar("T")
+
+
+async def off_loop(fn: Callable[..., T], *args: Any, remote: bool = True) -> T:
+    """Run ``fn`` on a worker thread when it talks to Redis (``remote``): the event loop never waits on a socket."""
+    return await to_thread.run_sync(fn, *args) if remote else fn(*args)
 
 
 async def reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -67,6 +75,7 @@ def client_address(scope: Scope) -> str:
 
 class FailureCounter(Protocol):
     limit: int
+    link: Any
 
     def exceeded(self, who: str) -> tuple[bool, int]: ...
     def hit(self, who: str) -> tuple[bool, int]: ...
@@ -89,8 +98,9 @@ class ApiKeys:
             await self.app(scope, receive, send)
             return
         address = f"addr:{client_address(scope)}"
+        remote = self.failures is not None and self.failures.link is not None
         if self.failures is not None:
-            blocked, reset = self.failures.exceeded(address)
+            blocked, reset = await off_loop(self.failures.exceeded, address, remote=remote)
             if blocked:
                 await self._too_many(send, reset)
                 return
@@ -102,7 +112,7 @@ class ApiKeys:
                 match = key
         if match is None:
             if self.failures is not None:
-                allowed, reset = self.failures.hit(address)
+                allowed, reset = await off_loop(self.failures.hit, address, remote=remote)
                 if not allowed:
                     await self._too_many(send, reset)
                     return

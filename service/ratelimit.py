@@ -13,7 +13,7 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.middleware import OPEN_PATHS, client_address, reply
+from service.middleware import OPEN_PATHS, client_address, off_loop, reply
 from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
 
@@ -88,7 +88,7 @@ class RateLimit:
             return
         key = scope.get("state", {}).get("api_key")
         who = f"key:{key}" if key else f"addr:{client_address(scope)}"
-        allowed, reset = self.counter.hit(who)
+        allowed, reset = await off_loop(self.counter.hit, who, remote=self.counter.link is not None)
         if not allowed:
             await reply(send, 429, f"rate limit of {self.counter.limit} requests per minute exceeded "
                                    f"(rate_limit_per_minute)", headers=[(b"retry-after", str(reset).encode())])

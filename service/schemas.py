@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
 from solvers.theories import registry
 
@@ -78,17 +79,25 @@ Values = list[float] | Range
 class SweepRequest(_Strict):
     model: ModelSpec = Field(description="The theory and its parameters at which the sweep is anchored.")  # type: ignore[valid-type]
     parameter: str | list[str] = Field(
-        description="Field to sweep, or two fields [p1, p2] for a phase diagram (one job per row of p1)."
+        description="Field to sweep, or two fields [p1, p2] for a phase diagram (grid/continuation: one line per "
+        "value of p1; boundary: the transition lines traced in the (p1, p2) plane)."
     )
     values: Values | list[Values] = Field(
-        description="Values of the parameter: a list or {start, stop, num}; for a phase diagram one per parameter."
+        description="Values of the parameter: a list or {start, stop, num}; for a phase diagram one per parameter. "
+        "With method boundary only their ranges count: p1's is the range the lines are traced over, p2's the "
+        "bracket in which they are looked for."
     )
-    method: Literal["continuation", "grid"] = Field(
+    method: Literal["continuation", "grid", "boundary"] = Field(
         "continuation",
-        description="continuation: pseudo-arclength along every branch with refined spinodals and first-order "
-        "points; grid: independent warm-started solves at each value.",
+        description="continuation: pseudo-arclength along every branch with refined spinodals, first-order "
+        "points and branch switching at bifurcations; grid: independent warm-started solves at each value; "
+        "boundary (two parameters): first-order, spinodal, stability-loss and event lines traced by "
+        "two-parameter continuation, with the critical points where they end.",
     )
     solver: SolverOptions | None = Field(None, description="Solver options (part of the job's key).")
+    lines: LineOptions | None = Field(
+        None, description="How lines are traced (method boundary only; part of the job's key)."
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> SweepRequest:
@@ -101,6 +110,10 @@ class SweepRequest(_Strict):
                 raise ValueError("values: a phase diagram takes one value spec per parameter")
         elif isinstance(self.values, list) and any(not isinstance(v, (int, float)) for v in self.values):
             raise ValueError("values: a one-parameter sweep takes a list of numbers or {start, stop, num}")
+        if self.method == "boundary" and not two:
+            raise ValueError("method: boundary traces lines in a plane: give two parameters [p1, p2]")
+        if self.lines is not None and self.method != "boundary":
+            raise ValueError("lines: line options apply to method boundary only")
         return self
 
 
@@ -136,11 +149,14 @@ class SolveResponse(BaseModel):
 
 
 class JobAccepted(BaseModel):
-    job_id: str = Field(description="The job's id: the hash of the sweep (spec, parameters, values, method, solver).")
+    job_id: str = Field(
+        description="Your job's id: a keyed hash of your API key and the sweep. Only your key sees or cancels it."
+    )
     status_url: str
     status: str = "queued"
     deduplicated: bool = Field(
-        False, description="True when an identical sweep was already queued, running or finished: this is that job."
+        False, description="True when an identical sweep (yours or another key's) was already queued, running or "
+        "finished: your job shares that computation, nothing new was started."
     )
 
 
@@ -152,6 +168,15 @@ class Progress(BaseModel):
 class Chunks(BaseModel):
     done: int = Field(description="Lines (a sweep, or one row of a phase diagram) completed.")
     total: int = Field(description="Lines of the job; each runs as one queue job.")
+
+
+class PageOut(BaseModel):
+    of: Literal["result.points", "partial.points"] = Field(description="Which list of points this page is of.")
+    offset: int = Field(description="Index of the first point of the page.")
+    limit: int = Field(description="Most points a page holds (at most the instance's result_page_size).")
+    returned: int = Field(description="Points in this page.")
+    total: int = Field(description="Points in the whole list.")
+    next: int | None = Field(description="The offset of the next page; null on the last page.")
 
 
 class TransitionOut(BaseModel):
@@ -177,27 +202,72 @@ class SweepResult(BaseModel):
     transitions: list[TransitionOut]
 
 
+class LineEndOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
+    point: list[float | None]
+    detail: str = ""
+    precision: float | None = 0.0
+
+
+class LineOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["first_order", "spinodal", "stability_loss", "event"]
+    type: Literal["fold", "first_order", "stability_loss", "bifurcation", "event"]
+    branches: list[str]
+    points: list[list[float | None]] = Field(description="[p1, p2] pairs, from ends[0] to ends[1].")
+    ends: list[LineEndOut]
+
+
+class CriticalPointOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    point: list[float | None]
+    lines: list[int] = Field(description="Indices (into lines) of the lines that end here.")
+    precision: float | None = 0.0
+
+
+class BoundaryResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    parameters: list[str]
+    lines: list[LineOut]
+    critical_points: list[CriticalPointOut]
+    reason: str = Field("", description="Why lines is empty, when it is.")
+
+
 class JobStatus(BaseModel):
     model_config = ConfigDict(extra="allow")
     job_id: str
     status: Literal["queued", "running", "finished", "failed", "cancelled"]
     progress: Progress
-    result: SweepResult | None = None
+    result: SweepResult | BoundaryResult | None = None
     error: str | None = None
     chunks: Chunks | None = None
-    kind: Literal["sweep", "phase_diagram"] | None = None
+    kind: Literal["sweep", "phase_diagram", "boundary"] | None = None
     backend: Literal["rq", "local"] | None = None
-    partial: dict[str, Any] | None = Field(None, description="With ?detail=true: the points computed so far.")
+    queue_position: int | None = Field(
+        None, description="Lines waiting to start before this job's next line (0: it starts next); null when none of "
+        "its lines is waiting."
+    )
+    page: PageOut | None = Field(
+        None, description="Which points `result.points` (or `partial.points`) holds: results come in pages "
+        "(`?offset=&limit=`)."
+    )
+    partial: dict[str, Any] | None = Field(
+        None, description="With ?detail=true: one page of the points computed so far."
+    )
     executions: list[dict[str, Any]] | None = Field(
-        None, description="With ?detail=true (Redis backend): one record per execution of a line (worker, points "
-        "reused from an interrupted execution, points computed, outcome)."
+        None, description="With ?detail=true: one record per execution of a line (worker, points reused from an "
+        "interrupted execution, points computed, outcome)."
     )
 
 
 class Health(BaseModel):
     status: str
     cache: Literal["redis", "memory"]
-    redis: Literal["ok", "down"] | None
+    redis: Literal["ok", "full", "down"] | None = Field(
+        description="ok; full: at maxmemory, Redis refuses writes (solves are answered uncached, sweeps get 503); "
+        "down: unreachable; null without Redis."
+    )
     version: str
     auth: Literal["api_key", "open"] = "open"
 

@@ -27,7 +27,10 @@ class InstanceSecret:
         self._configured = configured
         self._link = link
         self._value: bytes | None = configured.encode() if configured else None
+        # While Redis cannot be read, one process-local secret (stable: the same key gets the same tag).
+        self._local = _random.token_hex(32).encode()
         self._lock = threading.Lock()
+        self._warned = False
 
     def value(self) -> bytes:
         if self._value is not None:
@@ -35,21 +38,24 @@ class InstanceSecret:
         with self._lock:
             if self._value is not None:
                 return self._value
-            fresh = _random.token_hex(32)
-            shared = None
-            if self._link is not None:
+            if self._link is None:
+                self._value = self._local
+                return self._value
 
-                def get_or_create(r):  # type: ignore[no-untyped-def]
-                    r.set(SECRET_KEY, fresh, nx=True)
-                    return r.get(SECRET_KEY)
+            def get_or_create(r):  # type: ignore[no-untyped-def]
+                # Read first: an existing secret is found even when Redis is full and refuses the write.
+                found = r.get(SECRET_KEY)
+                if found is None:
+                    r.set(SECRET_KEY, self._local, nx=True)
+                    found = r.get(SECRET_KEY)
+                return found
 
-                shared = self._link.call(get_or_create, None)
+            shared = self._link.call(get_or_create, None)
             if shared is None:
-                if self._link is not None:
-                    # Redis is down: a process-local secret now, the shared one once Redis is back.
-                    log.warning("instance secret: Redis unreachable, using a process-local secret for now")
-                    return fresh.encode()
-                shared = fresh
+                if not self._warned:
+                    log.warning("instance secret: Redis unusable, using a process-local secret until it is back")
+                    self._warned = True
+                return self._local
             self._value = shared if isinstance(shared, bytes) else str(shared).encode()
             return self._value
 

@@ -9,16 +9,24 @@ from it without solving it again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from service.jsonsafe import json_safe, result_diagnostics
+from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd
 from solvers.core.results import Attempt, Branch, Catalogue, Report, SolveResult
-from solvers.core.special_points import SpecialPoint
+from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
 from solvers.core.sweep import Sweep
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text of an already JSON-safe object (what is stored and sent); NaN/Infinity are refused."""
+    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
 
 #: Keys of a sweep point, in the contract's order.
 POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")
@@ -84,6 +92,18 @@ def point_json(value: float, cat: Catalogue) -> dict[str, Any]:
     return json_safe({"parameter": float(value), **{k: body[k] for k in POINT_KEYS[1:]}})
 
 
+def bifurcation_json(bp: BifurcationPoint) -> dict[str, Any]:
+    """A branch point's type and normal form: g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6."""
+    nf = bp.coefficients
+    return {
+        "type": bp.type,
+        "criticality": bp.criticality,
+        "parameter": bp.parameter,
+        "coefficients": {"a": nf.a, "b11": nf.b11, "b20": nf.b20, "c": nf.c},
+        "kernel": bp.kernel[0],
+    }
+
+
 def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": sp.transition,
@@ -96,6 +116,8 @@ def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
     }
     if sp.event is not None:
         out["event"] = sp.event
+    if sp.bifurcation is not None:
+        out["bifurcation"] = bifurcation_json(sp.bifurcation)
     if sp.state:
         out["state"] = dict(sp.state)
     return out
@@ -137,6 +159,60 @@ def sweep_json(theory: str, parameter: str, sweep: Sweep, points: list[dict[str,
     if points is None:
         points = [point_json(v, c) for v, c in zip(sweep.values, sweep.catalogues, strict=True)]
     return {**sweep_summary(theory, parameter, sweep), "points": points}
+
+
+# ---------------------------------------------------------------------------------------------
+# boundary jobs: traced lines of a two-parameter problem
+# ---------------------------------------------------------------------------------------------
+
+
+def line_end_json(end: LineEnd) -> dict[str, Any]:
+    return {"kind": end.kind, "point": list(end.point), "detail": end.detail, "precision": end.precision}
+
+
+def line_json(line: Line) -> dict[str, Any]:
+    """One traced line: its contract ``kind``, the engine's ``type``, and its points as [p1, p2] pairs."""
+    out: dict[str, Any] = {
+        "kind": BOUNDARY_OF[line.kind],
+        "type": line.kind.value,
+        "branches": list(line.branches),
+        "points": [list(p) for p in line.points],
+        "states": [s for s in line.states],
+        "ends": [line_end_json(e) for e in line.ends],
+        "formulation": line.formulation,
+        "message": line.message,
+    }
+    if line.name:
+        out["event"] = line.name
+    if line.bifurcation is not None:
+        out["bifurcation"] = bifurcation_json(line.bifurcation)
+    return out
+
+
+def critical_point_json(cp: CriticalPoint) -> dict[str, Any]:
+    return {"point": list(cp.point), "state": cp.state, "lines": list(cp.lines), "precision": cp.precision}
+
+
+def boundary_json(
+    theory: str, parameters: tuple[str, str], box: tuple[tuple[float, float], tuple[float, float]],
+    result: BoundaryResult, seconds: float,
+) -> dict[str, Any]:
+    """A boundary job's result: every traced line, the critical points where lines end, and why none were found."""
+    p1, p2 = parameters
+    return json_safe({
+        "theory": theory,
+        "parameters": [p1, p2],
+        "method": "boundary",
+        "box": {p1: list(box[0]), p2: list(box[1])},
+        "lines": [line_json(line) for line in result.lines],
+        "critical_points": [critical_point_json(cp) for cp in result.critical_points],
+        "reason": result.reason,
+        "diagnostics": {
+            "seconds": seconds,
+            "scans": {p1: list(result.scans)},
+            "points": sum(len(line.points) for line in result.lines),
+        },
+    })
 
 
 # ---------------------------------------------------------------------------------------------

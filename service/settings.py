@@ -44,6 +44,8 @@ class Settings:
     job_timeout: int = field(default_factory=lambda: _int("SADDLELAB_JOB_TIMEOUT", 6 * 3600))
     #: Per-solve time limit in seconds (a solve past it returns converged: false).
     solve_time_limit: float = field(default_factory=lambda: _float("SADDLELAB_SOLVE_TIME_LIMIT", 120.0))
+    #: Seconds past a solve's time limit after which its process is killed (the hard wall-clock limit).
+    solve_kill_grace: float = field(default_factory=lambda: _float("SADDLELAB_SOLVE_KILL_GRACE", 5.0))
     #: Largest number of values in one sweep (per axis).
     max_sweep_points: int = field(default_factory=lambda: _int("SADDLELAB_MAX_SWEEP_POINTS", 2000))
     #: Largest number of grid cells in a two-parameter phase diagram.
@@ -78,6 +80,9 @@ class Settings:
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Seconds between attempts to reach Redis again after an outage.
     redis_retry_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_RETRY_SECONDS", 2.0))
+    #: Seconds a job's write is retried (with bounded backoff) while Redis is unreachable or full, before
+    #: the line gives up (a full Redis: the job is then failed, its points freed so the failure can be written).
+    redis_outage_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_OUTAGE_SECONDS", 300.0))
     #: Problem-size limits overriding the theories' defaults, by limit name
     #: (``SADDLELAB_LIMIT_<NAME>=value``, e.g. ``SADDLELAB_LIMIT_KERNEL_P=3000``).
     limits: dict[str, float] = field(default_factory=_limits)

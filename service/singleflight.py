@@ -1,64 +1,45 @@
-"""Identical concurrent requests compute once.
+"""Identical concurrent solves compute once, also across API processes sharing one Redis.
 
-Within a process, the first caller for a key computes while the others wait on its lock and
-then read the cache. Across processes (several API replicas on one Redis), a short-lived Redis
-lock plays the same role; if Redis is down each process computes on its own, which is correct,
-only not deduplicated.
+Within a process, requests for a key that is being computed join that computation
+(:class:`service.solving.SolveService`). Across processes, a short-lived Redis lock per key plays the
+same role: the holder computes, the others wait for it and then read the cache. If Redis is down or
+full, each process computes on its own, which is correct, only not deduplicated.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 from service.redis_link import RedisLink
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 class SingleFlight:
     def __init__(self, link: RedisLink | None = None, lock_ttl: int = 600):
-        self._locks: dict[str, threading.Lock] = {}
-        self._refs: dict[str, int] = {}
-        self._guard = threading.Lock()
         self.link = link
         self.lock_ttl = lock_ttl
 
-    @contextmanager
-    def hold(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-            self._refs[key] = self._refs.get(key, 0) + 1
-        try:
-            with lock, self._redis_lock(key):
-                yield
-        finally:
-            with self._guard:
-                self._refs[key] -= 1
-                if self._refs[key] == 0:
-                    del self._refs[key]
-                    del self._locks[key]
+    @staticmethod
+    def _name(key: str) -> str:
+        return f"saddlelab:lock:{key}"
 
-    @contextmanager
-    def _redis_lock(self, key: str, wait: float = 600.0) -> Iterator[None]:
+    def try_acquire(self, key: str) -> tuple[str | None, bool]:
+        """(token, held elsewhere): a token when this process now holds the lock; ``held elsewhere`` when
+        another process holds it (then wait and try again). (None, False): no lock to be had — compute."""
         if self.link is None:
-            yield
-            return
-        name = f"saddlelab:lock:{key}"
+            return None, False
         token = str(time.time_ns())
-        deadline = time.monotonic() + wait
-        acquired = False
-        while time.monotonic() < deadline:
-            got = self.link.call(lambda r: r.set(name, token, nx=True, ex=self.lock_ttl), None)
-            if got is None and not self.link.up:
-                break  # Redis down: compute locally.
-            if got:
-                acquired = True
-                break
-            time.sleep(0.05)
-        try:
-            yield
-        finally:
-            if acquired:
-                release: Callable = lambda r: r.delete(name) if r.get(name) == token.encode() else None  # noqa: E731
-                self.link.call(release, None)
+        got = self.link.call(lambda r: r.set(self._name(key), token, nx=True, ex=self.lock_ttl), None)
+        if got:
+            return token, False
+        if got is None and not self.link.writable:
+            return None, False  # Redis down or full: compute locally
+        return None, True
+
+    def release(self, key: str, token: str) -> None:
+        if self.link is not None:
+            self.link.call(lambda r: r.eval(_RELEASE, 1, self._name(key), token), None)

@@ -7,6 +7,7 @@ from typing import Any
 
 from service.cache import Cache, MemoryCache, RedisCache
 from service.jobs.local import LocalJobs
+from service.redis_health import RedisHealth
 from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
 from service.settings import Settings
@@ -22,6 +23,7 @@ class AppState:
     solver: SolveService
     jobs: Any
     secret: InstanceSecret
+    health: RedisHealth | None = None
 
     @classmethod
     def build(cls, settings: Settings) -> AppState:
@@ -35,5 +37,10 @@ class AppState:
 
             jobs = RQJobs(link, settings, secret)
         else:
-            jobs = LocalJobs(settings.local_workers, secret)
-        return cls(settings, link, cache, solver, jobs, secret)
+            jobs = LocalJobs(settings.local_workers, secret, settings)
+        return cls(settings, link, cache, solver, jobs, secret, RedisHealth(link) if link else None)
+
+    def close(self) -> None:
+        self.jobs.shutdown()
+        if self.health is not None:
+            self.health.close()

@@ -13,6 +13,7 @@ from service.keys import spec_hash
 from service.limits import check_sizes
 from service.schemas import Range, SweepRequest
 from service.settings import Settings
+from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
 from solvers.theories import get as get_theory
 
@@ -55,13 +56,20 @@ def _check_values(
 
 
 def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
-    """Validated payload: theory, spec, parameter(s), values, method, solver options, key, time limit."""
+    """Validated payload: theory, spec, parameter(s), values, method, solver options, key, time limit.
+
+    A boundary job (method ``boundary``, two parameters) keeps only the range of each axis, and its line options.
+    """
     model = req.model
     check_sizes(model, settings)
     theory = get_theory(model.theory)
     allowed = theory.sweepable_for(model)
     params = req.parameter if isinstance(req.parameter, list) else [req.parameter]
     value_specs = req.values if isinstance(req.parameter, list) else [req.values]
+    bad = [p for p in params if p not in allowed]
+    if len(bad) > 1:
+        raise field_error(["parameter"], f"{bad} cannot be swept for this spec; sweepable: {sorted(allowed)}",
+                          value=bad)
     axes: list[list[float]] = []
     for k, (name, vs) in enumerate(zip(params, value_specs, strict=True)):
         loc: list[str | int] = ["parameter", k] if len(params) > 1 else ["parameter"]
@@ -78,12 +86,23 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
             raise field_error(vloc, f"{len(vals)} values exceed the limit max_sweep_points={settings.max_sweep_points}")
         _check_values(model, name, vals, vloc, settings)
         axes.append(vals)
-    if len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
+    boundary = req.method == "boundary"
+    if boundary:
+        for k, vals in enumerate(axes):
+            if min(vals) == max(vals):
+                raise field_error(["values", k], "a boundary job needs a range: give two different values")
+    if not boundary and len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
                                       f"max_grid_points={settings.max_grid_points}")
     options = req.solver or SolverOptions()
-    key = spec_hash(model, options, parameter=params, values=axes, method=req.method)
+    extra: dict[str, Any] = {}
+    if boundary:
+        # Only the ranges matter: the key (and the job) is that of the box and the line options.
+        axes = [[min(vals), max(vals)] for vals in axes]
+        extra["lines"] = (req.lines or LineOptions()).model_dump(mode="json")
+    key = spec_hash(model, options, parameter=params, values=axes, method=req.method, **extra)
     return {
+        **extra,
         "key": key,
         "theory": theory.name,
         "model": model.model_dump(mode="json"),

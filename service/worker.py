@@ -13,7 +13,13 @@ A thin wrapper over :class:`rq.Worker` (one forked work horse per line of a job)
   leaves an orphan computing a line that another worker has taken over;
 - a graceful stop (SIGTERM, ``docker compose stop``): the running line is handed back to the
   queue after its current point, and the worker exits. The stop grace period of a deployment
-  must be longer than one sweep point.
+  must be longer than one sweep point;
+- Redis going away (a restart, a full memory) does not end the worker: while a line runs, missed
+  heartbeats are logged and the line carries on (its writes wait for Redis, see
+  :mod:`service.jobs.task`); when RQ's loop ends on a Redis error, the worker waits for Redis with
+  a bounded exponential backoff and starts its loop again, under the same name;
+- a work horse's address space is capped at its size plus ``max_solve_memory_bytes`` (RLIMIT_AS),
+  the backstop behind the theories' memory estimates that the API checks at submission.
 """
 
 from __future__ import annotations
@@ -27,15 +33,19 @@ import os
 import signal
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 from rq import Queue, Worker
+from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 
+from service.isolation import limit_address_space
 from service.jobs import rq_backend, task
+from service.redis_link import UNREACHABLE, is_transient
 from service.settings import get_settings
 
 log = logging.getLogger("saddlelab.worker")
@@ -77,7 +87,28 @@ class SaddleLabWorker(Worker):
     def main_work_horse(self, job: Any, queue: Queue) -> None:
         _die_with_parent(self.pid)
         signal.signal(signal.SIGUSR1, lambda *_: task.HANDOFF.set())
+        memory = get_settings().max_solve_memory_bytes
+        if memory and memory > 0:
+            limit_address_space(memory)
         super().main_work_horse(job, queue)
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        try:
+            super().heartbeat(timeout, pipeline)
+        except (*UNREACHABLE, redis.exceptions.ResponseError) as exc:
+            if not is_transient(exc):
+                raise
+            self.log.warning("Worker %s: heartbeat not sent (%s)", self.name, exc)
+
+    def maintain_heartbeats(self, job: Any, execution: Any) -> None:
+        # While a line runs, Redis may restart or fill up: the horse keeps computing (its writes wait),
+        # the missed beats are only logged.
+        try:
+            super().maintain_heartbeats(job, execution)
+        except (*UNREACHABLE, redis.exceptions.ResponseError) as exc:
+            if not is_transient(exc):
+                raise
+            self.log.warning("Worker %s: heartbeat of the running line not sent (%s)", self.name, exc)
 
 
 def _die_with_parent(parent: int | None) -> None:
@@ -132,6 +163,67 @@ def preload() -> None:
     log.info("theories loaded: %s", ", ".join(names))
 
 
+#: Bounds of the wait between two attempts to reach Redis again after the worker's loop ended on a Redis error.
+RECONNECT_FIRST, RECONNECT_MAX = 0.5, 30.0
+
+
+def wait_for_redis(conn: redis.Redis, first: float = RECONNECT_FIRST, cap: float = RECONNECT_MAX) -> None:
+    """Block until Redis answers a ping and accepts a write, waiting with a bounded exponential backoff."""
+    delay = first
+    while True:
+        try:
+            conn.ping()
+            conn.set("saddlelab:worker-probe", "1", ex=60)
+            return
+        except (*UNREACHABLE, redis.exceptions.ResponseError) as exc:
+            if not is_transient(exc):
+                raise
+            log.warning("redis not usable (%s); trying again in %.1f s", exc, delay)
+        time.sleep(delay)
+        delay = min(delay * 2, cap)
+
+
+def _wait_for_horse(worker: SaddleLabWorker) -> None:
+    """A line still computing when RQ's loop ended keeps its slot: the worker takes no new line before it ends."""
+    pid = worker.horse_pid
+    if pid:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        worker._horse_pid = 0
+
+
+def serve(worker: SaddleLabWorker, burst: bool = False) -> int:
+    """RQ's loop, started again (same worker, same name) whenever it ends because Redis went away or filled up.
+
+    A loop that keeps ending at once is started again after a growing pause (bounded), so that a
+    persistent fault is logged, not spun on.
+    """
+    pause = RECONNECT_FIRST
+    try:
+        while True:
+            crashed: BaseException | None = None
+            started = time.monotonic()
+            try:
+                worker.work(burst=burst, logging_level="INFO")
+            except (*UNREACHABLE, redis.exceptions.ResponseError) as exc:  # e.g. registering while Redis is away
+                if not is_transient(exc):
+                    raise
+                crashed = exc
+            if worker._stop_requested or (burst and crashed is None):
+                return 0
+            log.warning("worker %s: its loop ended (%s); starting it again once Redis is usable", worker.name,
+                        crashed or "see the log above")
+            _wait_for_horse(worker)
+            pause = RECONNECT_FIRST if time.monotonic() - started > 60 else min(pause * 2, RECONNECT_MAX)
+            time.sleep(pause)
+            wait_for_redis(worker.connection)
+            # The loop registers the worker again; a record left without a death mark (Redis lost it) is cleared.
+            with contextlib.suppress(*UNREACHABLE, redis.exceptions.ResponseError):
+                worker.connection.delete(worker.key)
+    except StopRequested:  # SIGTERM while waiting for Redis
+        return 0
+
+
 def check(url: str) -> int:
     """Container healthcheck: a worker of this host is registered and has sent a recent heartbeat."""
     conn = connect(url)
@@ -161,8 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     preload()
     worker = build_worker(url, name=args.name)
-    worker.work(burst=args.burst, logging_level="INFO")
-    return 0
+    return serve(worker, burst=args.burst)
 
 
 if __name__ == "__main__":

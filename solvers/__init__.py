@@ -1,3 +1,3 @@
 """SaddleLab solvers: the engine (``solvers.core``) and one subpackage per theory."""
 
-SOLVER_VERSION = "0.1.0"
+SOLVER_VERSION = "0.2.0"

@@ -25,6 +25,8 @@ class RedisServer:
     port: int
     process: subprocess.Popen
     workdir: str
+    #: Extra redis-server arguments (persistence, memory cap), kept across restarts.
+    options: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -42,13 +44,20 @@ class RedisServer:
                 self.process.kill()
                 self.process.wait()
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash or the kernel's OOM killer would."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
     def restart(self) -> None:
         self.stop()
-        fresh = start_redis(self.port, self.workdir)
+        fresh = start_redis(self.port, self.workdir, self.options)
         self.process = fresh.process
 
 
-def start_redis(port: int | None = None, workdir: str | None = None) -> RedisServer:
+def start_redis(port: int | None = None, workdir: str | None = None, options: tuple[str, ...] = ()) -> RedisServer:
+    """``options`` override the defaults (no persistence), e.g. ``("--appendonly", "yes")``."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not installed (the test command installs it from Debian's packages)"
@@ -59,7 +68,7 @@ def start_redis(port: int | None = None, workdir: str | None = None) -> RedisSer
     workdir = workdir or tempfile.mkdtemp(prefix="saddlelab-redis-")
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--protected-mode", "no"],
+         "--dir", workdir, "--protected-mode", "no", *options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -68,7 +77,7 @@ def start_redis(port: int | None = None, workdir: str | None = None) -> RedisSer
     while time.monotonic() < deadline:
         try:
             if client.ping():
-                return RedisServer(port, proc, workdir)
+                return RedisServer(port, proc, workdir, tuple(options))
         except redis.exceptions.ConnectionError:
             time.sleep(0.05)
     proc.kill()

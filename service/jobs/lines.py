@@ -1,4 +1,5 @@
-"""Run a planned sweep line (a one-parameter sweep, or one row of a phase diagram); shared by every backend.
+"""Run a planned sweep line (a one-parameter sweep, one row of a phase diagram, or a boundary job); shared by
+every backend.
 
 A line's points are identified by their index in the requested values. ``stored`` holds the
 points an earlier, interrupted execution of the same line already produced (as JSON, each branch
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from service.jobs.boundary import run_boundary
 from service.schemas import ModelSpec
 from service.serialize import catalogue_from_json, point_json, sweep_summary
 from solvers.core.options import SolverOptions
@@ -48,9 +50,14 @@ def line_options(payload: dict[str, Any]) -> SolverOptions:
     return options
 
 
+def is_boundary(payload: dict[str, Any]) -> bool:
+    """A boundary job: the lines of a two-parameter box, one computation (one line of the job)."""
+    return payload["method"] == "boundary"
+
+
 def fixed_for_row(payload: dict[str, Any], row: int | None) -> dict[str, float] | None:
-    """For a phase diagram, the first parameter's value on row ``row``; None for a one-parameter sweep."""
-    if len(payload["parameters"]) == 1 or row is None:
+    """For a phase diagram, the first parameter's value on row ``row``; None for a sweep or a boundary job."""
+    if len(payload["parameters"]) == 1 or row is None or is_boundary(payload):
         return None
     return {payload["parameters"][0]: float(payload["axes"][0][row])}
 
@@ -70,7 +77,8 @@ def run_line(
     """Sweep the payload's last parameter (earlier ones fixed at ``fixed``), reusing ``stored`` points.
 
     Returns ``{"points", "transitions", "diagnostics", "reused", "computed", ...}`` with the points
-    of every requested value in the requested order. ``should_stop`` is asked before the sweep, at
+    of every requested value in the requested order; for a boundary job the traced ``lines`` instead
+    (:mod:`service.jobs.boundary`), with no points. ``should_stop`` is asked before the sweep, at
     every continuation step and at every point; True raises :class:`Cancelled` (it may also raise
     an exception of its own).
     """
@@ -86,6 +94,8 @@ def run_line(
             raise Cancelled()
 
     check()
+    if is_boundary(payload):
+        return {**run_boundary(payload, spec, options, check), "points": [], "reused": 0, "computed": 0}
     new: dict[int, dict[str, Any]] = {}
 
     def take(index: int, cat: Catalogue) -> None:
@@ -174,3 +184,26 @@ def line_summary(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any
 def assemble_line(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
     """The result of a one-parameter sweep (what ``GET /v1/jobs/{id}`` returns)."""
     return {**line_summary(payload, line), "points": line["points"]}
+
+
+def expected_points(payload: dict[str, Any]) -> int:
+    """Points each line of the job stores: none for a boundary job (its result is its traced lines)."""
+    return 0 if is_boundary(payload) else len(payload["axes"][-1])
+
+
+def job_summary(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything of a job's result but its points, from the outcomes of its lines (in order)."""
+    if is_boundary(payload):
+        return outcomes[0]
+    if len(payload["parameters"]) == 2:
+        return diagram_summary(payload, [o["transitions"] for o in outcomes])
+    return line_summary(payload, outcomes[0])
+
+
+def assemble_job(payload: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result of any job from its computed lines (a sweep, a phase diagram's rows, a boundary job)."""
+    if is_boundary(payload):
+        return line_outcome(lines[0])
+    if len(payload["parameters"]) == 2:
+        return assemble_diagram(payload, lines)
+    return assemble_line(payload, lines[0])

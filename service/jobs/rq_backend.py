@@ -1,12 +1,13 @@
 """Sweeps and phase diagrams as RQ jobs: the API side (submit, status, cancel).
 
-A SaddleLab job's id is the sweep's key (the hash of spec, parameters, values, method, solver
-options and solver version), so identical submissions share one job. The job is cut into
-*lines*: a one-parameter sweep is one line, a phase diagram one line per value of its first
-parameter. Each line runs as one RQ job (``run_line_job``) on whichever worker takes it, so a
-phase diagram spreads over every worker of the lab.
+A computation is keyed by the sweep's key (the hash of spec, parameters, values, method, solver
+options and solver version), so identical submissions — by any API key — share one computation.
+Each key holds its own job on it (:mod:`service.jobs.backend`): only that key sees or cancels it.
+The computation is cut into *lines*: a one-parameter sweep is one line, a phase diagram one line
+per value of its first parameter. Each line runs as one RQ job (``run_line_job``) on whichever
+worker takes it, so a phase diagram spreads over every worker of the lab.
 
-The job's state lives in SaddleLab's own keys (:mod:`service.jobs.store`); each line runs the task
+The state lives in SaddleLab's own keys (:mod:`service.jobs.store`); each line runs the task
 :func:`service.jobs.task.run_line_job`, which stores every point as it is computed, so a line
 whose worker dies is resumed by another from its last stored point.
 """
@@ -14,7 +15,6 @@ whose worker dies is resumed by another from its last stored point.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -28,10 +28,23 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from service.jobs.backend import ACTIVE, JobLimitExceeded, QueueUnavailable, RawJSON, line_total
-from service.jobs.store import JobKeys, JobStore, _dumps, _text, owner_tag
-from service.redis_link import RedisLink
+from service.jobs.backend import (
+    ACTIVE,
+    JobLimitExceeded,
+    Page,
+    QueueUnavailable,
+    RawJSON,
+    job_kind,
+    line_count,
+    line_total,
+    owner_tag,
+    public_id,
+    with_points,
+)
+from service.jobs.store import JobKeys, JobStore, _text
+from service.redis_link import UNREACHABLE, RedisLink, describe, is_full
 from service.secrets import InstanceSecret
+from service.serialize import dumps
 from service.settings import Settings
 
 log = logging.getLogger("saddlelab.jobs")
@@ -44,8 +57,6 @@ ABANDON_RETRIES = 5
 RQ_RESULT_TTL = 3600
 #: Seconds between two checks, by status polls, that a job's RQ jobs are still alive.
 RECONCILE_EVERY = 2.0
-
-_REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,98 +78,136 @@ class RQJobs:
         self._reconciled: dict[str, float] = {}
 
     def _guard(self, fn: Callable[[], Any]) -> Any:
+        """Redis unreachable or full is a 503 naming the cause, never a 500."""
         try:
             return fn()
-        except _REDIS_ERRORS as exc:
-            raise QueueUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        except UNREACHABLE as exc:
+            raise QueueUnavailable(describe(exc)) from exc
+        except redis.exceptions.ResponseError as exc:
+            if not is_full(exc):
+                raise
+            self.link.saw_full(exc)
+            raise QueueUnavailable(describe(exc)) from exc
+
+    def _handle(self, job_id: str, owner: str | None) -> dict[str, str] | None:
+        """The owner's job ``job_id``; None when it does not exist or belongs to another owner."""
+        h = self.store.handle(job_id)
+        if h is None or h.get("owner") != owner_tag(owner, self.secret):
+            return None
+        return h
 
     # ---- submit -----------------------------------------------------------------------------
     def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
         return self._guard(lambda: self._submit(payload, owner, limit))
 
     def _submit(self, payload: dict[str, Any], owner: str | None, limit: int) -> tuple[str, bool]:
-        job_id = payload["key"]
-        keys = JobKeys(job_id)
+        key = payload["key"]
+        keys = JobKeys(key)
         tag = owner_tag(owner, self.secret)
-        owner_key = JobKeys.owner(tag)
-        two = len(payload["parameters"]) == 2
-        n = len(payload["axes"][0]) if two else 1
+        job_id = public_id(tag, key, self.secret)
+        handle_key, owner_key = JobKeys.handle(job_id), JobKeys.owner(tag)
+        n = line_count(payload)
+        ttl = self.store.ttl
         r = self.link.client
         with r.pipeline() as pipe:
             while True:
                 try:
-                    pipe.watch(keys.meta, owner_key)
+                    pipe.watch(keys.meta, keys.owners, handle_key, owner_key)
                     status = pipe.hget(keys.meta, "status")
                     status = _text(status) if status is not None else None
-                    if status in ACTIVE or (status == "finished" and pipe.exists(keys.result)):
-                        return job_id, True
-                    if limit and self._active(owner_key) >= limit:
+                    finished = status == "finished" and pipe.exists(keys.result, keys.result_points) == 2
+                    shared = status in ACTIVE or finished
+                    cancelled = _text(pipe.hget(handle_key, "cancelled") or b"1") == "1"
+                    if shared and not cancelled and pipe.sismember(keys.owners, tag):
+                        return job_id, True  # this owner's job already
+                    # Joining a computation that exists starts nothing: never refused by the per-key limit.
+                    if not shared and limit and self._active(owner_key) >= limit:
                         raise JobLimitExceeded(limit)
                     # Lines completed by an earlier run of the same key (failed, cancelled) are kept.
-                    done = self.store.lines_done(job_id)
+                    done = set() if shared else self.store.lines_done(key)
                     pipe.multi()
-                    pipe.delete(keys.meta, keys.result)
-                    meta = {
-                        "payload": _dumps(payload),
-                        "status": "queued",
-                        "owner": tag,
-                        "kind": "phase_diagram" if two else "sweep",
-                        "lines": n,
-                        "total": line_total(payload),
-                        "created": time.time(),
-                        "updated": time.time(),
-                        "job_timeout": self.settings.job_timeout,
-                        "ttl": self.store.ttl,
-                    }
-                    for c in range(n):
-                        if c not in done:
-                            meta[f"rq:{c}"] = enqueue_line(self.queue, job_id, c, self.settings.job_timeout, pipe)
-                    pipe.hset(keys.meta, mapping=meta)
-                    pipe.expire(keys.meta, self.store.ttl)
+                    pipe.hset(handle_key, mapping={"key": key, "owner": tag, "cancelled": "0"})
+                    pipe.hsetnx(handle_key, "created", time.time())
+                    pipe.expire(handle_key, ttl)
                     pipe.sadd(owner_key, job_id)
-                    pipe.expire(owner_key, self.store.ttl)
+                    pipe.expire(owner_key, ttl)
+                    pipe.sadd(keys.owners, tag)
+                    pipe.expire(keys.owners, ttl)
+                    if not shared:
+                        pipe.delete(keys.meta, keys.result, keys.result_points)
+                        meta = {
+                            "payload": dumps(payload),
+                            "status": "queued",
+                            "kind": job_kind(payload),
+                            "lines": n,
+                            "total": line_total(payload),
+                            "created": time.time(),
+                            "updated": time.time(),
+                            "job_timeout": self.settings.job_timeout,
+                            "ttl": ttl,
+                        }
+                        for c in range(n):
+                            if c not in done:
+                                meta[f"rq:{c}"] = enqueue_line(self.queue, key, c, self.settings.job_timeout, pipe)
+                        pipe.hset(keys.meta, mapping=meta)
+                        pipe.expire(keys.meta, ttl)
                     pipe.execute()
                     break
                 except redis.WatchError:
                     continue
-        if len(done) == n:
-            self.store.finalize(job_id)
-        return job_id, False
+        if not shared and len(done) == n:
+            self.store.finalize(key)
+        return job_id, shared
 
     def _active(self, owner_key: str) -> int:
+        """Unfinished jobs of an owner: its jobs not cancelled whose computation is queued or running."""
         r = self.link.client
         members = [_text(m) for m in r.smembers(owner_key)]
         if not members:
             return 0
         with r.pipeline(transaction=False) as p:
             for m in members:
-                p.hget(JobKeys(m).meta, "status")
-            statuses = p.execute()
-        gone = [m for m, s in zip(members, statuses, strict=True) if s is None]
+                p.hmget(JobKeys.handle(m), "key", "cancelled")
+            handles = p.execute()
+        gone = [m for m, (k, _) in zip(members, handles, strict=True) if k is None]
         if gone:
             r.srem(owner_key, *gone)
-        active = [m for m, s in zip(members, statuses, strict=True) if s is not None and _text(s) in ACTIVE]
-        # A job whose lines all died in RQ is failed, not active: reconcile before counting.
-        return sum(1 for m in active if self._reconcile(m) in ACTIVE)
+        held = [_text(k) for k, c in handles if k is not None and _text(c or b"0") != "1"]
+        if not held:
+            return 0
+        with r.pipeline(transaction=False) as p:
+            for k in held:
+                p.hget(JobKeys(k).meta, "status")
+            statuses = p.execute()
+        active = [k for k, s in zip(held, statuses, strict=True) if s is not None and _text(s) in ACTIVE]
+        # A computation whose lines all died in RQ is failed, not active: reconcile before counting.
+        return sum(1 for k in active if self._reconcile(k) in ACTIVE)
 
     def active_for(self, owner: str | None) -> int:
         return self._guard(lambda: self._active(JobKeys.owner(owner_tag(owner, self.secret))))
 
     # ---- status -----------------------------------------------------------------------------
-    def status(self, job_id: str, detail: bool = False, raw_result: bool = False) -> dict[str, Any] | None:
-        """The job's state (JobStatus shape). ``raw_result``: a finished result is left as its stored JSON text
-        (:class:`RawJSON`), for the API to send on without parsing and re-serialising a large diagram."""
-        return self._guard(lambda: self._status(job_id, detail, raw_result))
+    def status(self, job_id: str, owner: str | None = None, detail: bool = False,
+               page: Page | None = None) -> dict[str, Any] | None:
+        """The owner's job (JobStatus shape); a finished result is one page of its stored JSON text
+        (:class:`RawJSON`), sent on without parsing and re-serialising a large diagram."""
+        return self._guard(lambda: self._status(job_id, owner, detail, page or Page(0, self.settings.result_page_size)))
 
-    def _status(self, job_id: str, detail: bool, raw_result: bool = False) -> dict[str, Any] | None:
-        meta = self.store.meta(job_id)
+    def _status(self, job_id: str, owner: str | None, detail: bool, page: Page) -> dict[str, Any] | None:
+        handle = self._handle(job_id, owner)
+        if handle is None:
+            return None
+        key = handle["key"]
+        meta = self.store.meta(key)
         if meta is None:
             return None
-        if meta["status"] in ACTIVE and time.monotonic() - self._reconciled.get(job_id, -1e9) > RECONCILE_EVERY:
-            self._reconcile(job_id, meta)
-            meta = self.store.meta(job_id) or meta
-        n, total, status = int(meta["lines"]), int(meta["total"]), meta["status"]
-        keys = JobKeys(job_id)
+        if meta["status"] in ACTIVE and time.monotonic() - self._reconciled.get(key, -1e9) > RECONCILE_EVERY:
+            self._reconcile(key, meta)
+            meta = self.store.meta(key) or meta
+        n, total = int(meta["lines"]), int(meta["total"])
+        status = meta["status"]
+        if handle.get("cancelled") == "1":
+            status = "cancelled"  # this owner withdrew; others may still be computing it
         payload = self.store.payload(meta)
         out: dict[str, Any] = {
             "job_id": job_id,
@@ -167,78 +216,119 @@ class RQJobs:
             "parameters": payload["parameters"],
             "method": payload["method"],
             "backend": self.kind,
-            "created": float(meta["created"]),
+            "created": float(handle.get("created") or meta["created"]),
             "result": None,
             "error": meta.get("error"),
+            "queue_position": None,
         }
         if status == "finished":
-            raw = self.link.client.get(keys.result)
-            if raw is None:  # the result expired before the job's record did
+            stored = self.store.result_page(key, page.offset, page.limit)
+            if stored is None:  # the result expired before the job's record did
                 out.update(status="failed", error="the result has expired (result_ttl); submit the sweep again")
                 out["progress"] = {"done": 0, "total": total}
             else:
-                out["result"] = RawJSON(_text(raw)) if raw_result else json.loads(raw)
+                summary, points, count = stored
+                out["result"] = with_points(summary, points)
+                out["page"] = page.describe(count, len(points), "result.points")
                 out["progress"] = {"done": total, "total": total}
             out["chunks"] = {"done": n, "total": n}
         else:
-            out["progress"] = {"done": self.store.stored_count(job_id, n), "total": total}
-            out["chunks"] = {"done": len(self.store.lines_done(job_id)), "total": n}
+            counts = self.store.line_counts(key, n)
+            done = self.store.lines_done(key)
+            out["progress"] = {"done": sum(counts), "total": total}
+            out["chunks"] = {"done": len(done), "total": n}
+            if status in ACTIVE:
+                out["queue_position"] = self._queue_position(meta, done)
+            if detail:
+                points = self._partial(key, counts, page)
+                out["partial"] = RawJSON('{"points":[' + ",".join(points) + "]}")
+                out["page"] = page.describe(sum(counts), len(points), "partial.points")
         if detail:
-            out["executions"] = self.store.executions(job_id)
-            if status != "finished":
-                out["partial"] = {"points": self._partial(job_id, n)}
+            out["executions"] = self.store.executions(key)
         return out
 
-    def _partial(self, job_id: str, n: int) -> list[dict[str, Any]]:
-        return [pt for c in range(n) for _, pt in sorted(self.store.points(job_id, c).items())]
+    def _partial(self, key: str, counts: list[int], page: Page) -> list[str]:
+        """The stored points of the page, line after line, in index order (only the lines the page covers)."""
+        out: list[str] = []
+        skip, want = page.offset, page.limit
+        for line, count in enumerate(counts):
+            if want <= 0:
+                break
+            if skip >= count:
+                skip -= count
+                continue
+            texts = self.store.point_texts(key, line)
+            chosen = [texts[i] for i in sorted(texts)][skip:skip + want]
+            skip = 0
+            out.extend(chosen)
+            want -= len(chosen)
+        return out
 
-    def _reconcile(self, job_id: str, meta: dict[str, str] | None = None) -> str | None:
-        """An active job whose RQ job failed for good (retries used up, lost) is marked failed."""
-        meta = meta or self.store.meta(job_id)
+    def _queue_position(self, meta: dict[str, str], done: set[int]) -> int | None:
+        """Lines waiting ahead of this computation's next queued line (0: it is next); None when none is queued."""
+        for c in range(int(meta["lines"])):
+            rid = meta.get(f"rq:{c}")
+            if c in done or not rid:
+                continue
+            pos = self.queue.get_job_position(rid)
+            if pos is not None:
+                return int(pos)
+        return None
+
+    def _reconcile(self, key: str, meta: dict[str, str] | None = None) -> str | None:
+        """An active computation whose RQ job failed for good (retries used up, lost) is marked failed."""
+        meta = meta or self.store.meta(key)
         if meta is None:
             return None
         if len(self._reconciled) > 10_000:
             self._reconciled.clear()
-        self._reconciled[job_id] = time.monotonic()
+        self._reconciled[key] = time.monotonic()
         if meta["status"] not in ACTIVE:
             return meta["status"]
         n = int(meta["lines"])
-        done = self.store.lines_done(job_id)
+        done = self.store.lines_done(key)
         pending = [(c, meta.get(f"rq:{c}")) for c in range(n) if c not in done]
         ids = [rid for _, rid in pending if rid]
-        jobs = dict(zip(ids, Job.fetch_many(ids, connection=self.link.client, serializer=JSONSerializer),
-                        strict=True)) if ids else {}
-        for c, rid in pending:
-            job = jobs.get(rid) if rid else None
-            if job is None:
-                # Re-read: the line may have completed, or been handed to a new RQ job, meanwhile.
-                fresh = self.store.meta(job_id) or {}
-                if c in self.store.lines_done(job_id) or fresh.get(f"rq:{c}") != rid:
-                    continue
-                self.store.fail(job_id, f"line {c} was lost from the queue")
-                break
-            st = job.get_status(refresh=False)
-            if st == JobStatus.FAILED:
-                reason = _failure_reason(job)
-                self.store.fail(job_id, f"line {c} failed on its worker: {reason}")
-                break
-            if st in (JobStatus.STOPPED, JobStatus.CANCELED):
-                self.store.fail(job_id, f"line {c} was stopped outside SaddleLab")
-                break
-        fresh = self.store.meta(job_id)
+        jobs = _fetch_jobs(self.link.client, ids)
+        try:
+            for c, rid in pending:
+                job = jobs.get(rid) if rid else None
+                if job is None:
+                    # Re-read: the line may have completed, or been handed to a new RQ job, meanwhile.
+                    fresh = self.store.meta(key) or {}
+                    if c in self.store.lines_done(key) or fresh.get(f"rq:{c}") != rid:
+                        continue
+                    self.store.fail(key, f"line {c} was lost from the queue")
+                    break
+                st = job.get_status(refresh=False)
+                if st == JobStatus.FAILED:
+                    self.store.fail(key, f"line {c} failed on its worker: {_failure_reason(job)}")
+                    break
+                if st in (JobStatus.STOPPED, JobStatus.CANCELED):
+                    self.store.fail(key, f"line {c} was stopped outside SaddleLab")
+                    break
+        except redis.exceptions.ResponseError as exc:
+            if not is_full(exc):
+                raise
+            self.link.saw_full(exc)  # the verdict cannot be written now; the status is still read
+        fresh = self.store.meta(key)
         return fresh["status"] if fresh else None
 
     # ---- cancel -----------------------------------------------------------------------------
-    def cancel(self, job_id: str) -> bool:
-        return self._guard(lambda: self._cancel(job_id))
+    def cancel(self, job_id: str, owner: str | None = None) -> bool:
+        return self._guard(lambda: self._cancel(job_id, owner))
 
-    def _cancel(self, job_id: str) -> bool:
-        meta = self.store.meta(job_id)
+    def _cancel(self, job_id: str, owner: str | None) -> bool:
+        handle = self._handle(job_id, owner)
+        if handle is None:
+            return False
+        key = handle["key"]
+        meta = self.store.meta(key)
         if meta is None:
             return False
-        if not self.store.set_status(job_id, "cancelled", ACTIVE):
-            return True  # already finished, failed or cancelled: nothing to stop
-        self.store.record(job_id, {"event": "cancel_requested"})
+        if self.store.withdraw(key, job_id, handle["owner"]) != 1:
+            return True  # finished, failed or cancelled (nothing to stop), or other owners still want it
+        self.store.record(key, {"event": "cancel_requested"})
         r = self.link.client
         for c in range(int(meta["lines"])):
             rid = meta.get(f"rq:{c}")
@@ -257,6 +347,28 @@ class RQJobs:
                     send_stop_job_command(r, rid, serializer=JSONSerializer)
         return True
 
+    def shutdown(self) -> None:
+        return None
+
+
+def _fetch_jobs(client: Any, ids: list[str]) -> dict[str, Job | None]:
+    """RQ's jobs by id, read in a plain pipeline: a full Redis refuses a MULTI (as ``Job.fetch_many`` sends) even
+    when it holds only reads, but still serves the reads themselves."""
+    if not ids:
+        return {}
+    with client.pipeline(transaction=False) as pipe:
+        for rid in ids:
+            pipe.hgetall(Job.key_for(rid))
+        rows = pipe.execute()
+    jobs: dict[str, Job | None] = {}
+    for rid, row in zip(ids, rows, strict=True):
+        job = None
+        if row:
+            job = Job(rid, connection=client, serializer=JSONSerializer)
+            job.restore(row)
+        jobs[rid] = job
+    return jobs
+
 
 def _failure_reason(job: Job) -> str:
     try:
@@ -268,20 +380,19 @@ def _failure_reason(job: Job) -> str:
     return lines[-1] if lines else "no reason recorded"
 
 
-def enqueue_line(queue: Queue, job_id: str, line: int, timeout: int, pipeline: Any = None) -> str:
+def enqueue_line(queue: Queue, key: str, line: int, timeout: int, pipeline: Any = None) -> str:
     """Put one line on the queue; returns the RQ job id."""
-    rid = f"saddlelab-{job_id[:20]}-{line}-{uuid.uuid4().hex[:8]}"
+    rid = f"saddlelab-{key[:20]}-{line}-{uuid.uuid4().hex[:8]}"
     queue.enqueue_call(
         TASK,
-        args=(job_id, line),
+        args=(key, line),
         job_id=rid,
         timeout=int(timeout),
         result_ttl=RQ_RESULT_TTL,
         failure_ttl=RQ_RESULT_TTL * 24,
         retry=Retry(max=ABANDON_RETRIES),
-        description=f"saddlelab line {line} of {job_id[:12]}",
+        description=f"saddlelab line {line} of {key[:12]}",
         pipeline=pipeline,
     )
     return rid
-
 

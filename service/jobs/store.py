@@ -1,72 +1,105 @@
 """SaddleLab's own job state in Redis: the keys, the Lua scripts that change it atomically, and one store object.
 
 RQ's keys are only the transport; everything that matters lives here, with the instance's
-``result_ttl``:
+``result_ttl``. A *computation* is keyed by the sweep's hash; a *job* is one owner's handle on it.
 
-- ``saddlelab:job:<id>`` (hash): payload, status, owner (hashed), sizes, timestamps, error, and
+- ``saddlelab:job:<key>`` (hash): the computation — payload, status, sizes, timestamps, error, and
   ``rq:<line>`` = the RQ job currently carrying each line;
-- ``saddlelab:job:<id>:points:<line>`` (hash index -> point JSON): every point, written as it is
+- ``saddlelab:job:<key>:owners`` (set): the owner tags (HMAC of API keys) that want the computation;
+- ``saddlelab:handle:<job id>`` (hash): one owner's job — the computation's key, the owner's tag,
+  whether the owner cancelled it;
+- ``saddlelab:owner:<tag>:jobs`` (set): the owner's job ids, for the concurrent-job limit;
+- ``saddlelab:job:<key>:points:<line>`` (hash index -> point JSON): every point, written as it is
   computed. Keyed by index, so a line run twice (a worker presumed dead that was not) stores
   each point once; progress is the number of stored points;
-- ``saddlelab:job:<id>:line:<line>`` (string): the line's transitions and diagnostics, written once
-  when the line completes (``SET NX``), and ``saddlelab:job:<id>:done`` (set): the completed lines;
-- ``saddlelab:job:<id>:result`` (string): the assembled result, written when every line is complete
-  (the per-point hashes are then dropped);
-- ``saddlelab:job:<id>:log`` (list): one record per start and end of a line's execution;
-- ``saddlelab:owner:<hash of the API key>:jobs`` (set): the owner's jobs, for the concurrent-job limit.
+- ``saddlelab:job:<key>:line:<line>`` (string): the line's transitions and diagnostics, written once
+  when the line completes (``SET NX``), and ``saddlelab:job:<key>:done`` (set): the completed lines;
+- ``saddlelab:job:<key>:result`` (string): the result without its points, and
+  ``saddlelab:job:<key>:result:points`` (list): the points' JSON in order, written when every line is
+  complete (the per-point hashes are then dropped). A page of the result is one ``LRANGE``, sent on
+  as stored text;
+- ``saddlelab:job:<key>:log`` (list): one record per start and end of a line's execution.
+
+Writes made by workers go through :meth:`JobStore.write`: retried with bounded backoff while Redis is
+unreachable or full (``redis_outage_seconds``), so a worker carries on across a Redis restart.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
-from typing import Any
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis
 
 from service.jobs.backend import ACTIVE
-from service.jobs.lines import diagram_summary, line_summary
-from service.secrets import InstanceSecret
+from service.jobs.lines import expected_points, job_summary
+from service.redis_link import RedisUnavailable, retrying
+from service.serialize import dumps
+
+log = logging.getLogger("saddlelab.jobs")
+T = TypeVar("T")
 
 # Status changes are compare-and-set, so a cancel is never overwritten by a late worker.
+# KEYS: meta. ARGV: new status, time, error ('' for none), the statuses it may replace.
 _SET_STATUS = """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return 0 end
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   if cur == ARGV[i] then
     redis.call('HSET', KEYS[1], 'status', ARGV[1], 'updated', ARGV[2])
+    if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[3]) end
     return 1
   end
 end
 return 0
 """
-# Store the assembled result only while the job is still active (not cancelled or failed meanwhile).
+# Store the assembled result only while the computation is still active (not cancelled or failed meanwhile).
+# KEYS: meta, result, result points, the staged points list. ARGV: summary, ttl, time.
 _FINISH = """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if cur ~= 'queued' and cur ~= 'running' then return 0 end
 redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
+redis.call('DEL', KEYS[3])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('RENAME', KEYS[4], KEYS[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
 redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished', ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
-
+# One owner withdraws from an active computation; it is cancelled when no owner is left.
+# KEYS: meta, owners, handle. ARGV: owner tag, time. Returns -1 (not active: nothing changes), 0 (others
+# still want it), 1 (cancelled).
+_WITHDRAW = """
+local cur = redis.call('HGET', KEYS[1], 'status')
+if cur ~= 'queued' and cur ~= 'running' then return -1 end
+redis.call('HSET', KEYS[3], 'cancelled', '1')
+redis.call('SREM', KEYS[2], ARGV[1])
+if redis.call('SCARD', KEYS[2]) > 0 then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
+return 1
+"""
 
 
 # ---------------------------------------------------------------------------------------------
-# keys and the state of one job
+# keys
 # ---------------------------------------------------------------------------------------------
-
-
-def owner_tag(owner: str | None, secret: InstanceSecret) -> str:
-    """Owners are API keys: only a keyed hash (HMAC under the instance secret) of them is written to Redis."""
-    return "open" if owner is None else secret.tag(f"key:{owner}")
 
 
 class JobKeys:
-    def __init__(self, job_id: str):
-        self.id = job_id
-        self.meta = f"saddlelab:job:{job_id}"
+    """The keys of one computation (by the sweep's key)."""
+
+    def __init__(self, key: str):
+        self.id = key
+        self.meta = f"saddlelab:job:{key}"
+        self.owners = f"{self.meta}:owners"
         self.result = f"{self.meta}:result"
+        self.result_points = f"{self.meta}:result:points"
         self.log = f"{self.meta}:log"
         self.done = f"{self.meta}:done"
 
@@ -77,6 +110,10 @@ class JobKeys:
         return f"{self.meta}:line:{line}"
 
     @staticmethod
+    def handle(job_id: str) -> str:
+        return f"saddlelab:handle:{job_id}"
+
+    @staticmethod
     def owner(tag: str) -> str:
         return f"saddlelab:owner:{tag}:jobs"
 
@@ -85,110 +122,179 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
-
-
 class JobStore:
-    """Reads and writes one instance's job state; used by the API and inside the workers."""
+    """Reads and writes one instance's job state; used by the API and inside the workers.
 
-    def __init__(self, client: redis.Redis, ttl: int):
+    ``retry_seconds`` > 0 (workers): :meth:`write` retries while Redis is unreachable or full.
+    """
+
+    def __init__(self, client: redis.Redis, ttl: int, retry_seconds: float = 0.0):
         self.r = client
         self.ttl = int(ttl)
+        self.retry_seconds = float(retry_seconds)
         self._set_status = client.register_script(_SET_STATUS)
         self._finish = client.register_script(_FINISH)
+        self._withdraw = client.register_script(_WITHDRAW)
+
+    def write(self, fn: Callable[[], T]) -> T:
+        """``fn()``, retried with bounded backoff while Redis is away or full (workers); at once otherwise."""
+        if self.retry_seconds <= 0:
+            return fn()
+
+        def note(exc: BaseException, delay: float) -> None:
+            log.warning("job write failed (%s); retrying in %.2f s", exc, delay)
+
+        return retrying(fn, self.retry_seconds, on_retry=note)
 
     # ---- reading ----------------------------------------------------------------------------
-    def meta(self, job_id: str) -> dict[str, str] | None:
-        raw = self.r.hgetall(JobKeys(job_id).meta)
+    def meta(self, key: str) -> dict[str, str] | None:
+        raw = self.r.hgetall(JobKeys(key).meta)
         return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+
+    def handle(self, job_id: str) -> dict[str, str] | None:
+        raw = self.r.hgetall(JobKeys.handle(job_id))
+        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+
+    def computation_of(self, job_id: str) -> str | None:
+        """The key of the computation behind the job ``job_id`` (whoever owns it)."""
+        h = self.handle(job_id)
+        return h["key"] if h else None
 
     @staticmethod
     def payload(meta: dict[str, str]) -> dict[str, Any]:
         return json.loads(meta["payload"])
 
-    def points(self, job_id: str, line: int) -> dict[int, dict[str, Any]]:
-        raw = self.r.hgetall(JobKeys(job_id).points(line))
+    def points(self, key: str, line: int) -> dict[int, dict[str, Any]]:
+        raw = self.r.hgetall(JobKeys(key).points(line))
         return {int(k): json.loads(v) for k, v in raw.items()}
 
-    def lines_done(self, job_id: str) -> set[int]:
-        return {int(x) for x in self.r.smembers(JobKeys(job_id).done)}
+    def point_texts(self, key: str, line: int) -> dict[int, str]:
+        return {int(k): _text(v) for k, v in self.r.hgetall(JobKeys(key).points(line)).items()}
 
-    def stored_count(self, job_id: str, lines: int) -> int:
-        keys = JobKeys(job_id)
+    def lines_done(self, key: str) -> set[int]:
+        return {int(x) for x in self.r.smembers(JobKeys(key).done)}
+
+    def line_counts(self, key: str, lines: int) -> list[int]:
+        keys = JobKeys(key)
         with self.r.pipeline(transaction=False) as p:
             for c in range(lines):
                 p.hlen(keys.points(c))
-            return int(sum(p.execute()))
+            return [int(n) for n in p.execute()]
 
-    def executions(self, job_id: str) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in self.r.lrange(JobKeys(job_id).log, 0, -1)]
+    def stored_count(self, key: str, lines: int) -> int:
+        return sum(self.line_counts(key, lines))
+
+    def result_page(self, key: str, offset: int, limit: int) -> tuple[str, list[str], int] | None:
+        """(result without points, the page's point texts, number of points), None when the result is gone."""
+        keys = JobKeys(key)
+        with self.r.pipeline(transaction=False) as p:
+            p.get(keys.result)
+            p.lrange(keys.result_points, offset, offset + limit - 1)
+            p.llen(keys.result_points)
+            summary, page, total = p.execute()
+        if summary is None:
+            return None
+        return _text(summary), [_text(x) for x in page], int(total)
+
+    def executions(self, key: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.r.lrange(JobKeys(key).log, 0, -1)]
 
     # ---- writing ----------------------------------------------------------------------------
-    def set_status(self, job_id: str, status: str, allowed: tuple[str, ...]) -> bool:
-        return bool(self._set_status(keys=[JobKeys(job_id).meta], args=[status, time.time(), *allowed]))
+    def set_status(self, key: str, status: str, allowed: tuple[str, ...], error: str = "") -> bool:
+        """``status`` (with ``error``, in the same step) if the current status is one of ``allowed``."""
+        return bool(self.write(lambda: self._set_status(keys=[JobKeys(key).meta],
+                                                        args=[status, time.time(), error, *allowed])))
 
-    def fail(self, job_id: str, error: str) -> None:
-        if self.set_status(job_id, "failed", ACTIVE):
-            self.r.hset(JobKeys(job_id).meta, "error", error)
+    def fail(self, key: str, error: str) -> None:
+        # One script: a reader never sees "failed" without its reason.
+        self.set_status(key, "failed", ACTIVE, error)
 
-    def add_point(self, job_id: str, line: int, index: int, point: dict[str, Any]) -> None:
-        key = JobKeys(job_id).points(line)
-        with self.r.pipeline(transaction=False) as p:
-            p.hsetnx(key, str(index), _dumps(point))
-            p.expire(key, self.ttl)
-            p.execute()
+    def withdraw(self, key: str, job_id: str, tag: str) -> int:
+        """One owner cancels: -1 nothing to cancel, 0 others still want it, 1 the computation is cancelled."""
+        keys = JobKeys(key)
+        return int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
 
-    def record(self, job_id: str, entry: dict[str, Any]) -> None:
-        key = JobKeys(job_id).log
-        with self.r.pipeline(transaction=False) as p:
-            p.rpush(key, _dumps({"time": time.time(), **entry}))
-            p.expire(key, self.ttl)
-            p.execute()
+    def free_points(self, key: str, lines: int) -> None:
+        """Drop every stored point of a computation (DEL works even when Redis is full)."""
+        keys = JobKeys(key)
+        self.r.delete(*(keys.points(c) for c in range(lines)), keys.log)
 
-    def complete_line(self, job_id: str, line: int, outcome: dict[str, Any]) -> None:
-        """Store a line's transitions once; assemble the job when it was the last line."""
-        keys = JobKeys(job_id)
-        with self.r.pipeline() as p:  # MULTI: the line's outcome and its completion mark go together
-            p.set(keys.line(line), _dumps(outcome), nx=True, ex=self.ttl)
-            p.sadd(keys.done, line)
-            p.expire(keys.done, self.ttl)
-            p.execute()
-        self.finalize(job_id)
+    def add_point(self, key: str, line: int, index: int, point: dict[str, Any]) -> None:
+        name, text = JobKeys(key).points(line), dumps(point)
 
-    def finalize(self, job_id: str) -> bool:
-        """Assemble and store the result if every line is complete and the job is still active."""
-        meta = self.meta(job_id)
+        def put() -> None:
+            with self.r.pipeline(transaction=False) as p:
+                p.hsetnx(name, str(index), text)
+                p.expire(name, self.ttl)
+                p.execute()
+
+        self.write(put)
+
+    def record(self, key: str, entry: dict[str, Any]) -> None:
+        """Append to the execution log; a record that cannot be written is logged, never fatal."""
+        name, text = JobKeys(key).log, dumps({"time": time.time(), **entry})
+
+        def put() -> None:
+            with self.r.pipeline(transaction=False) as p:
+                p.rpush(name, text)
+                p.expire(name, self.ttl)
+                p.execute()
+
+        try:
+            self.write(put)
+        except RedisUnavailable as exc:
+            log.warning("execution record of %s not written: %s", key, exc)
+
+    def complete_line(self, key: str, line: int, outcome: dict[str, Any]) -> None:
+        """Store a line's transitions once; assemble the result when it was the last line."""
+        keys, text = JobKeys(key), dumps(outcome)
+
+        def put() -> None:
+            with self.r.pipeline() as p:  # MULTI: the line's outcome and its completion mark go together
+                p.set(keys.line(line), text, nx=True, ex=self.ttl)
+                p.sadd(keys.done, line)
+                p.expire(keys.done, self.ttl)
+                p.execute()
+
+        self.write(put)
+        self.write(lambda: self.finalize(key))
+
+    def finalize(self, key: str) -> bool:
+        """Assemble and store the result if every line is complete and the computation is still active."""
+        meta = self.meta(key)
         if meta is None or meta["status"] not in ACTIVE:
             return False
-        keys = JobKeys(job_id)
+        keys = JobKeys(key)
         n = int(meta["lines"])
-        if len(self.lines_done(job_id)) < n:
+        if len(self.lines_done(key)) < n:
             return False
         payload = self.payload(meta)
-        expected = len(payload["axes"][-1])
+        expected = expected_points(payload)
         outcomes, points = [], []
         for c in range(n):
             raw = self.r.get(keys.line(c))
             if raw is None:
-                self.fail(job_id, f"the stored outcome of line {c} has expired; submit the sweep again")
+                self.fail(key, f"the stored outcome of line {c} has expired; submit the sweep again")
                 return False
             outcomes.append(json.loads(raw))
-            pts = {int(k): _text(v) for k, v in self.r.hgetall(keys.points(c)).items()}
+            pts = self.point_texts(key, c)
             if sorted(pts) != list(range(expected)):
-                self.fail(job_id, f"line {c} completed with {len(pts)} of {expected} points stored")
+                self.fail(key, f"line {c} completed with {len(pts)} of {expected} points stored")
                 return False
             points.extend(pts[i] for i in range(expected))
-        if len(payload["parameters"]) == 2:
-            summary = diagram_summary(payload, [o["transitions"] for o in outcomes])
-        else:
-            summary = line_summary(payload, outcomes[0])
-        # The points are stored as JSON already (tagged with their coordinates): splice, do not re-parse.
-        result = _dumps(summary)[:-1] + ',"points":[' + ",".join(points) + "]}"
-        done = bool(self._finish(keys=[keys.meta, keys.result], args=[result, self.ttl, time.time()]))
+        summary = job_summary(payload, outcomes)
+        # The points are stored as JSON already (tagged with their coordinates): staged as a list, never re-parsed.
+        staged = f"{keys.result_points}:staged:{uuid.uuid4().hex[:8]}"
+        with self.r.pipeline(transaction=False) as p:
+            for i in range(0, len(points), 1000):
+                p.rpush(staged, *points[i:i + 1000])
+            p.expire(staged, 3600)
+            p.execute()
+        done = bool(self._finish(keys=[keys.meta, keys.result, keys.result_points, staged],
+                                 args=[dumps(summary), self.ttl, time.time()]))
         if done:
             # The result holds every point now; the per-point hashes are no longer needed.
             self.r.delete(*(keys.points(c) for c in range(n)))
+        else:
+            self.r.delete(staged)
         return done
-
-

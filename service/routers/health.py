@@ -11,11 +11,12 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=Health, summary="Liveness, cache backend and Redis status")
-def healthz(state: AppState = Depends(get_state)) -> Health:
+async def healthz(state: AppState = Depends(get_state)) -> Health:
+    # Async and non-blocking: answered on the event loop within a second whatever the load or Redis does.
     return Health(
         status="ok",
         cache="redis" if state.link else "memory",
-        redis=state.link.status() if state.link else None,
+        redis=await state.health.status() if state.health else None,
         version=SOLVER_VERSION,
         auth="api_key" if state.settings.api_keys else "open",
     )

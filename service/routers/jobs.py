@@ -1,24 +1,32 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from service.deps import get_state
-from service.jobs.backend import JobLimitExceeded, QueueUnavailable, RawJSON
+from service.jobs.backend import JobLimitExceeded, Page, QueueUnavailable, RawJSON
 from service.schemas import JobAccepted, JobStatus, SweepRequest
+from service.serialize import dumps
 from service.state import AppState
 from service.sweep_plan import plan
 
 router = APIRouter(prefix="/v1", tags=["sweeps"])
 
-DETAIL = Query(False, description="Also return the points computed so far (`partial`) and the job's executions.")
+DETAIL = Query(False, description="Also return a page of the points computed so far (`partial`) and the job's "
+                                  "executions (worker, process).")
+OFFSET = Query(0, ge=0, description="Index of the first point of the page (of `result.points`, or of "
+                                    "`partial.points` with ?detail=true).")
+LIMIT = Query(None, ge=1, description="Points per page (at most, and by default, the instance's result_page_size).")
 
 
 def _unavailable(exc: QueueUnavailable) -> HTTPException:
     return HTTPException(503, detail=f"the job queue is unavailable: {exc}")
+
+
+def _owner(request: Request) -> str | None:
+    return getattr(request.state, "api_key", None)
 
 
 @router.post(
@@ -29,14 +37,13 @@ def _unavailable(exc: QueueUnavailable) -> HTTPException:
     responses={
         422: {"description": "Invalid spec, parameter or values; the error names the field."},
         429: {"description": "The API key already has max_jobs_per_key unfinished jobs."},
-        503: {"description": "The job queue (Redis) cannot be reached."},
+        503: {"description": "The job queue (Redis) cannot be used: unreachable, or full. The message says which."},
     },
 )
 def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(get_state)) -> Any:
     payload = plan(req, state.settings)
-    owner = getattr(request.state, "api_key", None)
     try:
-        job_id, dedup = state.jobs.submit(payload, owner=owner, limit=state.settings.max_jobs_per_key)
+        job_id, dedup = state.jobs.submit(payload, owner=_owner(request), limit=state.settings.max_jobs_per_key)
     except JobLimitExceeded as exc:
         raise HTTPException(429, detail=str(exc)) from None
     except QueueUnavailable as exc:
@@ -50,25 +57,28 @@ def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(
     "/jobs/{job_id}",
     methods=["GET", "DELETE"],
     response_model=JobStatus,
-    summary="GET: status, progress and result of a job. DELETE: cancel it (returns its status).",
+    summary="GET: status, progress and a page of the result of your job. DELETE: cancel it (returns its status).",
     responses={
-        404: {"description": "No such job (never submitted, or its results have expired)."},
-        503: {"description": "The job queue (Redis) cannot be reached."},
+        404: {"description": "No such job of this API key (never submitted by it, or its results have expired)."},
+        503: {"description": "The job queue (Redis) cannot be used: unreachable, or full."},
     },
 )
-def job(job_id: str, request: Request, detail: bool = DETAIL, state: AppState = Depends(get_state)) -> Any:
+def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int = OFFSET, limit: int | None = LIMIT,
+        state: AppState = Depends(get_state)) -> Any:
+    owner = _owner(request)
+    size = state.settings.result_page_size
+    page = Page(offset, min(limit or size, size))
     try:
-        if request.method == "DELETE" and not state.jobs.cancel(job_id):
+        if request.method == "DELETE" and not state.jobs.cancel(job_id, owner):
             raise HTTPException(404, detail=f"no job {job_id}")
-        status = state.jobs.status(job_id, detail=detail, raw_result=True)
+        status = state.jobs.status(job_id, owner, detail=detail, page=page)
     except QueueUnavailable as exc:
         raise _unavailable(exc) from None
     if status is None:
         raise HTTPException(404, detail=f"no job {job_id}")
-    if isinstance(status.get("result"), RawJSON):
-        # A finished result is stored as the JSON this route returns: splice it in, do not parse
-        # and re-validate what may be tens of megabytes of phase diagram.
-        head = json.dumps({k: v for k, v in status.items() if k != "result"}, allow_nan=False)
-        return Response(content=head[:-1] + ',"result":' + status["result"] + "}", media_type="application/json")
-    return status
-
+    # A result page is stored as the JSON this route returns: splice it in, never parse and re-validate
+    # what may be megabytes of phase diagram.
+    raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
+    head = dumps({k: v for k, v in status.items() if k not in raw})
+    body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
+    return Response(content=body, media_type="application/json")

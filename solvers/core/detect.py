@@ -22,10 +22,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.optimize import bisect, brentq
 
+from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
 from solvers.core.continuation import CurvePoint, Frame, refine_along
 from solvers.core.errors import is_numerical
@@ -49,6 +51,10 @@ class RefinementFailed(Exception):
     """A solve needed to refine a special point did not converge."""
 
 
+#: Two tracks (with their index among the stable tracks) and the polished states found so far.
+_Pair = tuple[tuple[int, "Track"], tuple[int, "Track"], dict[tuple[int, float], tuple[np.ndarray, float]]]
+
+
 @dataclass(frozen=True)
 class Track:
     """A piece of one named branch, in order along the branch."""
@@ -65,9 +71,16 @@ class Track:
         ps = [q.p for q in self.points]
         return min(ps), max(ps)
 
+    @cached_property
+    def _by_p(self) -> dict[float, CurvePoint]:
+        by_p: dict[float, CurvePoint] = {}
+        for q in self.points:
+            by_p.setdefault(q.p, q)  # the first point at a value, as a scan would find it
+        return by_p
+
     def at(self, p: float) -> CurvePoint | None:
         """The track's own point at exactly ``p``, if it has one."""
-        return next((q for q in self.points if q.p == p), None)
+        return self._by_p.get(p)
 
     def guess(self, p: float) -> np.ndarray | None:
         """Linear interpolation of the state at ``p`` along the track (None outside it)."""
@@ -175,6 +188,8 @@ class Detector:
         #: What a refined location is good to: the root finder's tolerance, or the solves' residual tolerance
         #: when that is coarser (each evaluation is a solve converged to it).
         self.precision = refinement_precision(options)
+        #: The branch points classified so far (typed bifurcations).
+        self._branch_points: list[SpecialPoint] = []
 
     def inside(self, p: float) -> bool:
         return self.p_lo - 1e-9 * self.width <= p <= self.p_hi + 1e-9 * self.width
@@ -196,7 +211,7 @@ class Detector:
         p_star = found[0] if found else 0.5 * (a.p + b.p)
         if not self.inside(p_star):
             return None
-        return SpecialPoint(
+        sp = SpecialPoint(
             SpecialKind.STABILITY_LOSS,
             float(p_star),
             (lost,),
@@ -205,6 +220,18 @@ class Detector:
             detail=f"local stability of '{lost}' changes",
             x=found[1] if found else None,
         )
+        # A branch point (pitchfork, transcritical) is reported as a bifurcation with its type; one met again
+        # from another branch (the branch that splits off loses stability there too) is not classified twice.
+        known = next((k for k in self._branch_points if sp.x is not None and same_branch_point(self.problem, k, sp)),
+                     None)
+        if known is not None:
+            lost = ", ".join(repr(n) for n in sp.branches)
+            return sp.replace(kind=SpecialKind.BIFURCATION, bifurcation=known.bifurcation,
+                              detail=f"{known.bifurcation.describe()}: {lost} loses stability at this branch point")  # type: ignore[union-attr]
+        sp = classify_loss(self.problem, sp, [(a.p, a.x), (b.p, b.x)], self.width, self.options)
+        if sp.bifurcation is not None:
+            self._branch_points.append(sp)
+        return sp
 
     # ---- events --------------------------------------------------------------------------------
     def events(self, track: Track) -> list[SpecialPoint]:
@@ -254,8 +281,10 @@ class Detector:
         if self.problem.free_entropy is None or not self.problem.looks_for(SpecialKind.FIRST_ORDER):
             return []
         stable = [t for t in tracks if t.stable and len(t.points) >= 2]
+        # Polished states per (track, value), shared by every pair and root bracket that needs them.
+        states: dict[tuple[int, float], tuple[np.ndarray, float]] = {}
         out: list[SpecialPoint] = []
-        for A, B in itertools.combinations(stable, 2):
+        for (ia, A), (ib, B) in itertools.combinations(enumerate(stable), 2):
             if A.name == B.name:
                 continue
             (a_lo, a_hi), (b_lo, b_hi) = A.p_range(), B.p_range()
@@ -265,13 +294,14 @@ class Detector:
             grid = sorted({q.p for q in A.points + B.points if lo <= q.p <= hi} | {lo, hi})
             # Exact differences at every point of the overlap: interpolated free entropies can put a
             # crossing in the wrong interval.
-            vals = [self._delta_or_none(A, B, p) for p in grid]
+            pair = ((ia, A), (ib, B), states)
+            vals = [self._delta_or_none(pair, p) for p in grid]
             for k in range(len(grid) - 1):
                 if not _sign_change(vals[k], vals[k + 1]):
                     continue
                 p0, p1 = grid[k], grid[k + 1]
                 try:
-                    pc = brentq(self._delta, p0, p1, args=(A, B), xtol=1e-13 * max(self.width, 1e-300),
+                    pc = brentq(self._delta, p0, p1, args=(pair,), xtol=1e-13 * max(self.width, 1e-300),
                                 rtol=REFINE_RTOL, maxiter=200)
                     refined = True
                 except (RefinementFailed, RuntimeError, ValueError):
@@ -288,57 +318,96 @@ class Detector:
                 )
         return out
 
-    def _delta_or_none(self, A: Track, B: Track, p: float) -> float | None:
+    def _delta_or_none(self, pair: _Pair, p: float) -> float | None:
         try:
-            return self._delta(p, A, B)
+            return self._delta(p, pair)
         except RefinementFailed:
             return None
 
-    def _delta(self, p: float, A: Track, B: Track) -> float:
-        fe = self.problem.free_entropy
-        assert fe is not None
-        qa, qb = A.at(p), B.at(p)
-        if qa is not None and qb is not None and qa.free_entropy is not None and qb.free_entropy is not None:
-            xa, xb, fa, fb = qa.x, qb.x, qa.free_entropy, qb.free_entropy
-        else:
-            ga, gb = A.guess(p), B.guess(p)
-            if ga is None or gb is None:
-                raise RefinementFailed("outside the overlap")
-            ra, rb = polish(self.problem, p, ga, self.options), polish(self.problem, p, gb, self.options)
-            if not (ra.converged and rb.converged):
-                raise RefinementFailed("polish failed")
-            xa, xb = ra.x, rb.x
-            fa, fb = float(fe(xa, p)), float(fe(xb, p))
+    def _delta(self, p: float, pair: _Pair) -> float:
+        (ia, A), (ib, B), states = pair
+        xa, fa = self._state_on(A, ia, p, states)
+        xb, fb = self._state_on(B, ib, p, states)
         if same_solution(self.problem, xa, xb, tol=1e-5):
             return 0.0
         return float(fa - fb)
 
+    def _state_on(
+        self, track: Track, index: int, p: float, states: dict[tuple[int, float], tuple[np.ndarray, float]]
+    ) -> tuple[np.ndarray, float]:
+        """(state, free entropy) of ``track`` at ``p``: its own point there, else Newton-polished (remembered)."""
+        q = track.at(p)
+        if q is not None and q.free_entropy is not None:
+            return q.x, q.free_entropy
+        key = (index, p)
+        known = states.get(key)
+        if known is not None:
+            return known
+        guess = track.guess(p)
+        if guess is None:
+            raise RefinementFailed("outside the overlap")
+        res = polish(self.problem, p, guess, self.options)
+        if not res.converged:
+            raise RefinementFailed("polish failed")
+        fe = self.problem.free_entropy
+        assert fe is not None
+        states[key] = (res.x, float(fe(res.x, p)))
+        return states[key]
 
-def merge_branch_points(points: list[SpecialPoint]) -> list[SpecialPoint]:
-    """A fold that sits where another branch loses stability is one branch point (e.g. a pitchfork).
 
-    The stability change is located precisely (the margin is smooth there); the fold of the branch
-    that splits off is not (the bordered system is singular at a branch point). Report it once, as a
-    bifurcation at the stability change, naming both branches.
+def same_branch_point(problem: Problem, a: SpecialPoint, b: SpecialPoint) -> bool:
+    """Two special points at one location: the same parameter (to BRANCH_POINT_REL) and the same state."""
+    if abs(a.parameter - b.parameter) > BRANCH_POINT_REL * max(1.0, abs(b.parameter)):
+        return False
+    if a.x is None or b.x is None:
+        return True
+    return same_solution(problem, np.asarray(a.x), np.asarray(b.x), tol=1e-4)
+
+
+def merge_branch_points(points: list[SpecialPoint], problem: Problem | None = None) -> list[SpecialPoint]:
+    """One record per branch point, naming every branch through it.
+
+    Two bifurcations at one point (the same branch point met on two curves) are one record. A fold
+    that sits where another branch loses stability is that branch point seen from the branch that
+    splits off (its turning point is located poorly: the bordered system is singular at a branch
+    point); it is reported once, as the bifurcation at the stability change, naming both branches.
+    A fold next to a loss that could not be classified still marks a branch point: it is reported
+    as a bifurcation whose type is unknown.
     """
-    losses = [t for t in points if t.kind is SpecialKind.STABILITY_LOSS]
-    merged: dict[int, SpecialPoint] = {}
+
+    def near(a: SpecialPoint, b: SpecialPoint) -> bool:
+        return abs(a.parameter - b.parameter) <= BRANCH_POINT_REL * max(1.0, abs(b.parameter))
+
+    def same(a: SpecialPoint, b: SpecialPoint) -> bool:
+        return same_branch_point(problem, a, b) if problem is not None else near(a, b)
+
     out: list[SpecialPoint] = []
     for t in points:
-        if t.kind is SpecialKind.FOLD:
-            tol = BRANCH_POINT_REL * max(1.0, abs(t.parameter))
-            near = [u for u in losses if abs(u.parameter - t.parameter) <= tol]
-            if near:
-                u = near[0]
-                key = id(u)
-                base = merged.get(key, u)
-                extra = tuple(b for b in t.branches if b not in base.branches)
-                merged[key] = base.replace(
-                    kind=SpecialKind.BIFURCATION,
-                    branches=(*base.branches, *extra),
-                    detail=base.detail + (f"; branch point where {', '.join(repr(b) for b in extra)} branches off"
-                                          if extra else "; branch point"),
-                )
-                continue
-        out.append(t)
-    return [merged.get(id(t), t) for t in out]
+        k = None
+        if t.kind is SpecialKind.BIFURCATION:
+            k = next((i for i, u in enumerate(out) if u.kind is SpecialKind.BIFURCATION and same(t, u)), None)
+        if k is None:
+            out.append(t)
+        else:
+            out[k] = with_branches(out[k], t.branches, "through the same point")
+    hubs = [i for i, u in enumerate(out) if u.kind in (SpecialKind.STABILITY_LOSS, SpecialKind.BIFURCATION)]
+    folded: set[int] = set()
+    for j, t in enumerate(out):
+        if t.kind is not SpecialKind.FOLD:
+            continue
+        i = next((i for i in hubs if near(t, out[i])), None)
+        if i is None:
+            continue
+        hub = out[i]
+        if hub.kind is SpecialKind.STABILITY_LOSS:
+            hub = hub.replace(kind=SpecialKind.BIFURCATION, detail=hub.detail + "; branch point (type not determined)")
+        out[i] = with_branches(hub, t.branches, "branches off")
+        folded.add(j)
+    return [t for j, t in enumerate(out) if j not in folded]
+
+
+def with_branches(sp: SpecialPoint, names: Sequence[str], how: str) -> SpecialPoint:
+    extra = tuple(b for b in names if b not in sp.branches)
+    if not extra:
+        return sp
+    return sp.replace(branches=(*sp.branches, *extra), detail=f"{sp.detail}; {', '.join(map(repr, extra))} {how}")

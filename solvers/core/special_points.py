@@ -4,12 +4,16 @@
 
 - ``fold``: a branch turns back in the parameter (two branches merge and vanish) — a spinodal;
 - ``stability_loss``: a branch's stability margin changes sign away from any fold — a spinodal;
-- ``bifurcation``: a stability loss where another branch splits off (a pitchfork or transcritical
-  point), with the type in ``detail``;
+- ``bifurcation``: a stability loss where another branch splits off (a simple branch point), with
+  its type in ``bifurcation`` (a :class:`BifurcationPoint`: pitchfork or transcritical, super- or
+  subcritical, the kernel and the normal-form coefficients);
 - ``first_order``: the free entropies of two stable branches cross;
 - ``event``: a zero of one of the theory's event indicators (a named scalar function of the state,
   e.g. a phase boundary that no fold or crossing reveals); ``event`` names it and ``transition``
   says how the theory classifies it.
+
+The same kinds name the lines of a two-parameter problem (``solvers.core.lines``): a fold line is
+a line of spinodals, a ``bifurcation`` line a line of branch points.
 
 Every special point says how precisely it is known: ``refined_to`` is the parameter tolerance it
 was refined to, or None when it is only bracketed between two computed points (then
@@ -27,6 +31,8 @@ from typing import Any, Literal
 import numpy as np
 
 Transition = Literal["first_order", "spinodal"]
+BifurcationType = Literal["pitchfork", "transcritical"]
+Criticality = Literal["supercritical", "subcritical"]
 
 
 class SpecialKind(StrEnum):
@@ -45,6 +51,72 @@ TRANSITION_OF: Mapping[SpecialKind, Transition] = {
     SpecialKind.FIRST_ORDER: "first_order",
 }
 
+BoundaryKind = Literal["first_order", "spinodal", "stability_loss", "event"]
+
+#: How each kind of line is reported by a boundary job (the HTTP contract's ``lines[].kind``): a fold line
+#: is a spinodal, a line of branch points is where the symmetric branch loses stability.
+BOUNDARY_OF: Mapping[SpecialKind, BoundaryKind] = {
+    SpecialKind.FOLD: "spinodal",
+    SpecialKind.STABILITY_LOSS: "stability_loss",
+    SpecialKind.BIFURCATION: "stability_loss",
+    SpecialKind.FIRST_ORDER: "first_order",
+    SpecialKind.EVENT: "event",
+}
+
+
+def _frozen(a: Any) -> np.ndarray:
+    out = np.array(a, dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True)
+class NormalForm:
+    """Coefficients of the reduced bifurcation equation g(ξ, μ) = 0 at a simple zero eigenvalue.
+
+    With x = x0 + ξ v + ..., p = p0 + μ, v the unit right null vector and w the left one with ⟨w, v⟩ = 1:
+
+        g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6 + ...
+
+    a = ⟨w, F_xx[v,v]⟩, b11 = ⟨w, F_xp v + F_xx[v,q]⟩, b20 = ⟨w, F_pp + 2 F_xp q + F_xx[q,q]⟩,
+    c = ⟨w, F_xxx[v,v,v] + 3 F_xx[v, y2]⟩, where F_x q = −F_p and F_x y2 = −F_xx[v,v] (both solved
+    on the complement of v, the right-hand sides projected on the range of F_x).
+    """
+
+    a: float
+    b11: float
+    b20: float
+    c: float
+
+
+@dataclass(frozen=True)
+class BifurcationPoint:
+    """A simple branch point (pitchfork or transcritical) of a one-parameter problem.
+
+    ``kernel`` is (v, w): the unit right null vector and the left null vector with ⟨w, v⟩ = 1.
+    ``criticality`` (pitchforks) is None when the problem gives no stability margin to tell.
+    ``tangents`` are the unit directions in (x, p) of the branches through the point (two);
+    ``found_on`` indexes the branch the point was found on, when that is known.
+    """
+
+    type: BifurcationType
+    parameter: float
+    x: np.ndarray
+    kernel: tuple[np.ndarray, np.ndarray]
+    coefficients: NormalForm
+    criticality: Criticality | None = None
+    tangents: tuple[np.ndarray, ...] = ()
+    found_on: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _frozen(self.x))
+        object.__setattr__(self, "kernel", tuple(_frozen(k) for k in self.kernel))
+        object.__setattr__(self, "tangents", tuple(_frozen(t) for t in self.tangents))
+
+    def describe(self) -> str:
+        """E.g. "supercritical pitchfork"."""
+        return f"{self.criticality} {self.type}" if self.criticality else self.type
+
 
 @dataclass(frozen=True)
 class SpecialPoint:
@@ -61,6 +133,8 @@ class SpecialPoint:
     x: np.ndarray | None = None
     #: What the theory reports about the state at the point (``Problem.point_state``).
     state: Mapping[str, Any] = field(default_factory=dict)
+    #: For ``bifurcation``: the branch point's type, kernel and normal form (None when it could not be computed).
+    bifurcation: BifurcationPoint | None = None
 
     @property
     def refined(self) -> bool:

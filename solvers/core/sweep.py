@@ -2,7 +2,10 @@
 
 Continuation finds branches by solving the catalogue at a few seed values (the ends and some
 interior points), traces each new branch through the whole range, and then assembles, at every
-requested value, all solutions on all traced curves (polished by Newton). The grid method solves
+requested value, all solutions on all traced curves (polished by Newton). At every bifurcation it
+finds (a stability loss at a simple branch point, typed from the normal form) it starts the
+branches that split off and traces them too, so a branch that bifurcates from a symmetric one is
+found whatever the named starts (:func:`_switch_branches`). The grid method solves
 every value independently, warm-started from the previous one. Both hand their solutions to the
 one detector (:mod:`solvers.core.detect`) as tracks, so special points are found and refined the
 same way whatever the method.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
 from solvers.core.catalogue import build_catalogue, same_solution, solve_catalogue
 from solvers.core.continuation import Curve, CurvePoint, Frame, OnStep, trace_curve
 from solvers.core.detect import (
@@ -33,6 +37,8 @@ from solvers.core.detect import (
     merge_branch_points,
     polish,
     refinement_precision,
+    same_branch_point,
+    with_branches,
 )
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -42,6 +48,10 @@ from solvers.core.special_points import SpecialKind, SpecialPoint, dedupe
 #: Called once per requested value, in the order of the values, with (index, catalogue).
 OnPoint = Callable[[int, Catalogue], None]
 MAX_SEEDS = 7
+#: Rounds of branch switching (branches found by switching may have bifurcations of their own), and a cap
+#: on the curves of one sweep.
+SWITCH_ROUNDS = 3
+MAX_CURVES = 24
 METHODS = ("continuation", "grid")
 
 
@@ -197,7 +207,7 @@ def grid_special_points(
     out.extend(detector.first_order(tracks))
     for tr in tracks:
         out.extend(detector.events(tr))
-    return dedupe(merge_branch_points(out))
+    return dedupe(merge_branch_points(out, problem))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,41 +288,157 @@ def _track_at(tracks: list[tuple[int, Track]], index: int) -> tuple[Track, Track
     return tracks[-1][1], None
 
 
+def _curve_points(
+    problem: Problem, curve: Curve, detector: Detector, options: SolverOptions
+) -> tuple[list[Track], list[SpecialPoint]]:
+    """The tracks of one curve and its own special points: folds and stability losses (typed bifurcations)."""
+    cuts = curve_cuts(curve)
+    tracks = curve_tracks(problem, curve, cuts)
+    out: list[SpecialPoint] = []
+    for idx, why in cuts:
+        left, right = _track_at(tracks, idx)
+        if why is SpecialKind.FOLD:
+            fold = next(f for f in curve.folds if f.index == idx)
+            if not detector.inside(fold.p):
+                continue
+            names = tuple(sorted({left.name} | ({right.name} if right else set())))
+            out.append(
+                SpecialPoint(
+                    SpecialKind.FOLD,
+                    fold.p,
+                    names,
+                    refined_to=refinement_precision(options) if fold.refined else None,
+                    uncertainty=0.0 if fold.refined else abs(curve.points[idx + 1].p - curve.points[idx].p) / 2,
+                    detail="fold: two branches merge and vanish",
+                    x=np.asarray(fold.x) if fold.refined else None,
+                )
+            )
+        else:
+            lost = left.name if left.stable else (right.name if right else left.name)
+            sp = detector.stability_loss(curve.points[idx], curve.points[idx + 1], lost)
+            if sp is not None:
+                out.append(sp)
+    return [tr for _, tr in tracks], out
+
+
+def _switch_branches(
+    problem: Problem,
+    curves: list[Curve],
+    found: list[tuple[list[Track], list[SpecialPoint]]],
+    detector: Detector,
+    options: SolverOptions,
+    on_step: OnStep | None,
+) -> None:
+    """Trace every branch that splits off at a bifurcation and is on no curve yet (in place, a few rounds).
+
+    At each typed bifurcation the normal form gives a first point on every bifurcating branch
+    (:func:`solvers.core.branch_points.bifurcating_starts`); a point off every traced curve starts
+    a new curve over the whole range, whose own bifurcations are switched in the next round.
+    """
+    done: list[SpecialPoint] = []
+    named: list[tuple[SpecialPoint, str]] = []
+    for _ in range(SWITCH_ROUNDS):
+        todo = [sp for _, pts in found for sp in pts if sp.kind is SpecialKind.BIFURCATION and sp.bifurcation
+                is not None]
+        added = 0
+        for sp in todo:
+            if any(same_branch_point(problem, sp, d) for d in done):
+                continue  # one branch point met from several branches is switched once
+            done.append(sp)
+            if _leaves_along_curves(problem, curves, sp, detector.width, options):
+                continue  # every branch that splits off here is traced already
+            for p, x in bifurcating_starts(problem, sp, options):
+                if len(curves) >= MAX_CURVES or not detector.inside(p):
+                    continue
+                if _on_some_curve(problem, curves, p, x, options):
+                    continue
+                curve = trace_curve(problem, p, x, detector.p_lo, detector.p_hi, options,
+                                    name=f"{sp.branches[0]}/{sp.bifurcation.type}", on_step=on_step)  # type: ignore[union-attr]
+                # A start next to the branch point can fall between the points of a curve that passes
+                # through it: the new curve is new only if it is on no curve away from the point either.
+                away = _away_from(curve, (p, x), sp, detector.width)
+                if _on_some_curve(problem, curves, away.p, away.x, options):
+                    continue
+                curve = Curve(curve.name, curve.points, curve.folds,
+                              f"started by branch switching at the {sp.bifurcation.describe()} at "  # type: ignore[union-attr]
+                              f"p = {sp.parameter:.10g}; {curve.message}")
+                curves.append(curve)
+                found.append(_curve_points(problem, curve, detector, options))
+                named.append((sp, problem.name_of(away.x, away.p, curve.name)))
+                added += 1
+        if not added:
+            break
+    # The bifurcation names the branches that split off there.
+    for _, pts in found:
+        for i, sp in enumerate(pts):
+            names = [name for origin, name in named if origin is sp]
+            if names:
+                pts[i] = with_branches(sp, names, "branches off")
+
+
+def _leaves_along_curves(
+    problem: Problem, curves: list[Curve], sp: SpecialPoint, width: float, options: SolverOptions
+) -> bool:
+    """Every bifurcating direction at ``sp`` (both ways, within the domain) is followed by a traced curve.
+
+    A curve follows a direction when it has a point within two of its largest steps of the branch
+    point, in that direction (cosine above 0.9, in the curves' own coordinates (x, p / width)).
+    """
+    bp = sp.bifurcation
+    assert bp is not None
+    n = bp.x.size
+    zb = np.concatenate([bp.x, [bp.parameter / width]])
+    reach = 2 * options.continuation.ds_max
+    offsets = [np.array([np.concatenate([q.x, [q.p / width]]) for q in c.points]) - zb for c in curves if c.points]
+    for tangent in bifurcating_tangents(bp):
+        t = np.concatenate([tangent[:n], [tangent[n] / width]])
+        t = t / np.linalg.norm(t)
+        for d in (t, -t):
+            if not inside_domain(problem, bp.x + 1e-6 * d[:n]):
+                continue
+            followed = False
+            for off in offsets:
+                dist = np.linalg.norm(off, axis=1)
+                near = (dist > 0) & (dist <= reach)
+                if np.any(off[near] @ d > 0.9 * dist[near]):
+                    followed = True
+                    break
+            if not followed:
+                return False
+    return True
+
+
+def _away_from(curve: Curve, start: tuple[float, np.ndarray], origin: SpecialPoint, width: float) -> CurvePoint:
+    """The middle of the part of ``curve`` that leads from its start away from the branch point ``origin``."""
+
+    def z(x: np.ndarray, p: float) -> np.ndarray:
+        return np.concatenate([np.asarray(x, dtype=float), [p / width]])
+
+    zs = np.array([z(q.x, q.p) for q in curve.points])
+    k0 = int(np.argmin(np.linalg.norm(zs - z(start[1], start[0]), axis=1)))
+    zb = z(origin.x if origin.x is not None else start[1], origin.parameter)
+    fwd, back = curve.points[k0:], curve.points[k0::-1]
+
+    def leaves(half: tuple[CurvePoint, ...]) -> float:
+        return float(np.linalg.norm(z(half[-1].x, half[-1].p) - zb)) if len(half) > 1 else -1.0
+
+    half = fwd if leaves(fwd) >= leaves(back) else back
+    return half[len(half) // 2]
+
+
 def curve_special_points(
-    problem: Problem, curves: list[Curve], options: SolverOptions, p_lo: float, p_hi: float
+    problem: Problem, curves: list[Curve], options: SolverOptions, p_lo: float, p_hi: float,
+    *, switch: bool = True, on_step: OnStep | None = None,
 ) -> tuple[list[Track], tuple[SpecialPoint, ...]]:
+    """Tracks and special points of traced curves; ``switch``: first trace the branches that split off
+    at their bifurcations (appended to ``curves``)."""
     frame = Frame(problem, p_lo, p_hi, options)
     detector = Detector(problem, options, CurveRefiner(problem, options, frame), p_lo, p_hi)
-    all_tracks: list[Track] = []
-    out: list[SpecialPoint] = []
-    for curve in curves:
-        cuts = curve_cuts(curve)
-        tracks = curve_tracks(problem, curve, cuts)
-        all_tracks.extend(tr for _, tr in tracks)
-        for idx, why in cuts:
-            left, right = _track_at(tracks, idx)
-            if why is SpecialKind.FOLD:
-                fold = next(f for f in curve.folds if f.index == idx)
-                if not detector.inside(fold.p):
-                    continue
-                names = tuple(sorted({left.name} | ({right.name} if right else set())))
-                out.append(
-                    SpecialPoint(
-                        SpecialKind.FOLD,
-                        fold.p,
-                        names,
-                        refined_to=refinement_precision(options) if fold.refined else None,
-                        uncertainty=0.0 if fold.refined else abs(curve.points[idx + 1].p - curve.points[idx].p) / 2,
-                        detail="fold: two branches merge and vanish",
-                        x=np.asarray(fold.x) if fold.refined else None,
-                    )
-                )
-            else:
-                lost = left.name if left.stable else (right.name if right else left.name)
-                sp = detector.stability_loss(curve.points[idx], curve.points[idx + 1], lost)
-                if sp is not None:
-                    out.append(sp)
-    out = merge_branch_points(out)
+    found = [_curve_points(problem, curve, detector, options) for curve in curves]
+    if switch:
+        _switch_branches(problem, curves, found, detector, options, on_step)
+    all_tracks = [tr for tracks, _ in found for tr in tracks]
+    out = merge_branch_points([sp for _, pts in found for sp in pts], problem)
     out.extend(detector.first_order(all_tracks))
     for tr in all_tracks:
         out.extend(detector.events(tr))
@@ -329,7 +455,7 @@ def _continuation(
 ) -> Sweep:
     p_lo, p_hi = min(vals), max(vals)
     curves = _trace_all(problem, vals, options, on_step)
-    tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi)
+    tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi, on_step=on_step)
     cats: list[Catalogue] = []
     by_value: dict[float, Catalogue] = {}
     for i, v in enumerate(vals):

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from solvers.core.continuation import OnStep
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
@@ -38,8 +39,19 @@ class Modes(Theory):
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return self.of(spec).problem(spec, parameter, options)
 
+    def two_parameter_problem(
+        self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    ) -> TwoParameterProblem:
+        return self.of(spec).two_parameter_problem(spec, parameters, options)
+
     def sizes(self, spec: BaseModel) -> Sizes:
         return self.of(spec).sizes(spec)
+
+    def memory_bytes(self, spec: BaseModel) -> int:
+        return self.of(spec).memory_bytes(spec)
+
+    def memory_fields(self, spec: BaseModel) -> tuple[str | int, ...]:
+        return self.of(spec).memory_fields(spec)
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         return self.of(spec).sweepable_for(spec)

@@ -44,6 +44,21 @@ def test_sweep_to_csv_with_progress(lab: Lab, spec_file: Path, tmp_path: Path, c
 
 @pytest.mark.redis
 @pytest.mark.slow
+def test_job_prints_every_page_of_a_result(lab: Lab, spec_file: Path, capsys) -> None:
+    assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40", "--num", "40",
+                     "--method", "grid", "--detach", *_remote(lab)]) == 0
+    job_id = json.loads(capsys.readouterr().out)["job_id"]
+    assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40", "--num", "40",
+                     "--method", "grid", "--no-progress", *_remote(lab)]) == 0  # waits for the same job
+    capsys.readouterr()
+    assert cli.main(["job", job_id, *_remote(lab)]) == 0
+    job = json.loads(capsys.readouterr().out)
+    assert job["status"] == "finished" and len(job["result"]["points"]) == 40  # three pages of 16, joined
+    np.testing.assert_allclose([p["parameter"] for p in job["result"]["points"]], np.linspace(20, 40, 40))
+
+
+@pytest.mark.redis
+@pytest.mark.slow
 def test_sweep_to_json_and_phase_diagram_from_values(lab: Lab, spec_file: Path, capsys) -> None:
     assert cli.main(["sweep", str(spec_file), "--parameter", "u", "--values", "25,30,35", "--method", "grid",
                      "--no-progress", *_remote(lab)]) == 0
@@ -55,6 +70,24 @@ def test_sweep_to_json_and_phase_diagram_from_values(lab: Lab, spec_file: Path, 
     diagram = json.loads(capsys.readouterr().out)
     assert diagram["parameters"] == ["b", "u"]
     assert [p["parameter"] for p in diagram["points"]] == [[b, u] for b in (0.28, 0.3) for u in (20.0, 30.0, 40.0)]
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_boundary_method_traces_the_lines_as_csv(lab: Lab, spec_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "lines.csv"
+    code = cli.main(["sweep", str(spec_file), "--method", "boundary", "--parameter", "b", "--start", "0.25",
+                     "--stop", "0.4", "--parameter", "u", "--start", "10", "--stop", "60", "--format", "csv",
+                     "--no-progress", "-o", str(out), *_remote(lab)])
+    assert code == 0
+    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["kind"] for r in table} == {"first_order", "spinodal", "stability_loss"}
+    centre = [r for r in table if r["kind"] == "stability_loss"]
+    # u = π(1 + 2σ_w²)/(4σ_w² b²) = π/b² at σ_w² = 1/2
+    np.testing.assert_allclose([float(r["u"]) for r in centre], [np.pi / float(r["b"]) ** 2 for r in centre],
+                               rtol=0, atol=1e-8)
+    err = capsys.readouterr().err
+    assert sum(ln.startswith("# ") for ln in err.splitlines()) == 3
 
 
 @pytest.mark.redis
@@ -100,6 +133,11 @@ def test_sweep_flags_pair_up_per_parameter(spec_file: Path) -> None:
     args = cli.parser().parse_args(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40",
                                     "--num", "41"])
     assert cli.sweep_axes(args, {}) == ("u", {"start": 20.0, "stop": 40.0, "num": 41})
+    # A boundary job takes ranges: --num may be left out.
+    args = cli.parser().parse_args(["sweep", str(spec_file), "--method", "boundary", "--parameter", "b", "--start",
+                                    "0.25", "--stop", "0.4", "--parameter", "u", "--start", "10", "--stop", "60"])
+    assert cli.sweep_axes(args, {}) == (["b", "u"], [{"start": 0.25, "stop": 0.4, "num": 2},
+                                                     {"start": 10.0, "stop": 60.0, "num": 2}])
     # A whole request in the file needs no flags.
     args = cli.parser().parse_args(["sweep", str(spec_file)])
     assert cli.sweep_axes(args, {"parameter": "u", "values": [1, 2]}) == ("u", [1, 2])

@@ -17,7 +17,7 @@ from clients import (
     to_csv,
     values_spec,
 )
-from tests.clients.conftest import POTENTIAL, U_FIRST_ORDER, Lab
+from tests.clients.conftest import POTENTIAL, RESULT_PAGE_SIZE, U_FIRST_ORDER, Lab
 from tests.redis_server import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -71,6 +71,20 @@ def test_phase_diagram_through_the_client(client: Client) -> None:
     assert [q["b"] for q in line["points"]] == [0.28, 0.3]
     assert line["points"][1]["u"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
     assert rows(result)[0].keys() >= {"b", "u", "equilibrium"}
+
+
+def test_a_result_of_several_pages_is_read_whole_or_one_page_at_a_time(client: Client) -> None:
+    accepted = client.submit_sweep(POTENTIAL, "u", {"start": 20, "stop": 40, "num": 41}, method="grid")
+    result = client.wait(accepted["job_id"], progress=False)  # the server sends 16 points per page
+    assert len(result["points"]) == 41 > RESULT_PAGE_SIZE
+    np.testing.assert_allclose([p["parameter"] for p in result["points"]], np.linspace(20, 40, 41), atol=1e-12)
+    whole = client.job(accepted["job_id"])
+    assert whole["page"] == {"of": "result.points", "offset": 0, "limit": RESULT_PAGE_SIZE, "returned": 41,
+                             "total": 41, "next": None}
+    one = client.job(accepted["job_id"], offset=16, limit=16)
+    assert one["page"] == {"of": "result.points", "offset": 16, "limit": 16, "returned": 16, "total": 41,
+                           "next": 32}
+    assert one["result"]["points"] == result["points"][16:32]
 
 
 def test_submit_job_and_cancel(client: Client) -> None:

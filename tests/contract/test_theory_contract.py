@@ -152,3 +152,22 @@ def test_http_sweep_job_finishes_with_every_point(api: TestClient, name: str, k:
     json.dumps(result, allow_nan=False)
     for tr in result["transitions"]:
         assert tr["kind"] in ("first_order", "spinodal") and tr["type"] in {k.value for k in SpecialKind}
+
+
+@pytest.mark.parametrize(("name", "k"), CASES)
+def test_the_two_parameter_problem_is_the_bound_problem_in_the_plane(name: str, k: int) -> None:
+    """At the spec's own values, F(x, (p1, p2)) is the one-parameter problem's F(x, p2) from every start."""
+    theory, ex, spec = _example(name, k)
+    others = [p for p in theory.sweepable_for(spec) if p != ex.parameter]
+    if not others:
+        pytest.skip("one sweepable field")
+    pair = (others[0], ex.parameter)
+    plane = theory.two_parameter_problem(spec, pair, OPTIONS)
+    one = theory.problem(spec, ex.parameter, OPTIONS)
+    p2 = theory.control_value(spec, ex.parameter)
+    lam = np.array([theory.control_value(spec, pair[0]), p2])
+    assert plane.names == pair and plane.dim == one.dim
+    starts = plane.starts(lam)  # type: ignore[misc]
+    assert set(one.starts(p2)) <= set(starts)
+    for start, x0 in one.starts(p2).items():
+        np.testing.assert_allclose(plane.F(x0, lam), one.F(x0, p2), rtol=1e-12, atol=1e-14, err_msg=start)

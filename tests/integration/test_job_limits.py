@@ -58,7 +58,8 @@ def test_a_job_whose_queue_job_failed_for_good_is_failed_and_frees_its_slot(fres
         assert c.post("/v1/sweeps", json=sweep_request(8), headers=K1).status_code == 429
         # RQ gave up on the line (retries used up): SaddleLab reports the job failed, with the reason.
         r = fresh_redis.client()
-        rq_job = Job.fetch(JobStore(r, 60).meta(job_id)["rq:0"], connection=r, serializer=JSONSerializer)
+        store = JobStore(r, 60)
+        rq_job = Job.fetch(store.meta(store.computation_of(job_id))["rq:0"], connection=r, serializer=JSONSerializer)
         rq_job.set_status(JobStatus.FAILED)
         assert c.post("/v1/sweeps", json=sweep_request(8), headers=K1).status_code == 202
         body = c.get(f"/v1/jobs/{job_id}", headers=K1).json()

@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 
 def _rq_status(redis_client, job_id: str) -> JobStatus:
-    meta = JobStore(redis_client, 60).meta(job_id)
+    store = JobStore(redis_client, 60)
+    meta = store.meta(store.computation_of(job_id))  # the computation behind the key's job
     assert meta is not None
     return Job.fetch(meta["rq:0"], connection=redis_client, serializer=JSONSerializer).get_status()
 

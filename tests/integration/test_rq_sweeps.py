@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.jobs.store import JobKeys
+from service.jobs.store import JobKeys, JobStore
 from service.schemas import JobStatus
 from tests.integration.conftest import (
     U_FIRST_ORDER,
@@ -74,8 +74,9 @@ def test_results_live_in_saddlelab_keys_with_the_result_ttl(fresh_redis, start_w
         job = wait_finished(api, job_id)
         assert job["status"] == "finished"
         r = fresh_redis.client()
-        keys = JobKeys(job_id)
-        assert 0 < r.ttl(keys.result) <= ttl and 0 < r.ttl(keys.meta) <= ttl
+        keys = JobKeys(JobStore(r, ttl).computation_of(job_id))  # the computation behind the key's job
+        for name in (keys.result, keys.result_points, keys.meta, keys.owners, JobKeys.handle(job_id)):
+            assert 0 < r.ttl(name) <= ttl, name
         # RQ's records are transport only: with every rq:* key gone the result is still served.
         rq_keys = list(r.scan_iter("rq:*"))
         assert rq_keys
@@ -120,9 +121,10 @@ def test_a_line_that_raises_fails_its_job_with_the_reason(api: TestClient, start
     job_id = api.post("/v1/sweeps", json=sweep_request(5)).json()["job_id"]
     # Corrupt the stored job before a worker sees it: its spec no longer validates.
     r = fresh_redis.client()
-    payload = json.loads(r.hget(JobKeys(job_id).meta, "payload"))
+    meta = JobKeys(JobStore(r, 60).computation_of(job_id)).meta
+    payload = json.loads(r.hget(meta, "payload"))
     payload["model"]["u"] = -5.0
-    r.hset(JobKeys(job_id).meta, "payload", json.dumps(payload))
+    r.hset(meta, "payload", json.dumps(payload))
     start_worker("w1")
     job = wait_finished(api, job_id)
     assert job["status"] == "failed" and job["error"].startswith("line 0: ValidationError")

@@ -101,33 +101,71 @@ def _env_names() -> dict[str, str]:
     return names
 
 
+#: Variables of the compose file read by the programs the containers run rather than by SaddleLab's settings.
+UVICORN_VARS = {"FORWARDED_ALLOW_IPS"}
+
+
+def _probe(kind: str, name: str, value: Any) -> tuple[str, Any]:
+    """(environment text, the setting it must produce): a value unlike any default, of the setting's own type."""
+    if kind == "int":
+        n = int(float(default(value) or 0)) + 7
+        return str(n), n
+    if kind == "float":
+        x = float(default(value) or 0) + 7.25
+        return repr(x), x
+    if kind.startswith("tuple"):
+        return " p-one, p-two ", ("p-one", "p-two")
+    text = f"probe-{name.lower()}"
+    return text, text
+
+
+def _kinds() -> dict[str, str]:
+    """Settings field -> its type, as written in the dataclass (int, float, tuple[str, ...], str | None, ...)."""
+    return {f.name: str(f.type) for f in dataclasses.fields(Settings)}
+
+
 @pytest.mark.parametrize("service", ["api", "worker"])
 def test_environment_is_what_the_code_reads(compose, service: str, monkeypatch) -> None:
     env = compose["services"][service]["environment"]
     assert env["REDIS_URL"] == "redis://redis:6379/0"  # the redis service, by name
     for required in ("SADDLELAB_API_KEYS", "SADDLELAB_MAX_JOBS_PER_KEY", "SADDLELAB_RATE_LIMIT_PER_MINUTE",
-                     "SADDLELAB_JOB_TIMEOUT", "SADDLELAB_RESULT_TTL", "SADDLELAB_SOLVE_TIME_LIMIT"):
+                     "SADDLELAB_JOB_TIMEOUT", "SADDLELAB_RESULT_TTL", "SADDLELAB_SOLVE_TIME_LIMIT",
+                     "SADDLELAB_TRUSTED_PROXIES", "SADDLELAB_SECRET", "SADDLELAB_MAX_SOLVE_MEMORY_BYTES"):
         assert required in env, required
     settings_vars = _env_names()
     worker_vars = {f"SADDLELAB_WORKER_{f.name.upper()}": f.name for f in dataclasses.fields(WorkerSettings)}
+    kinds = _kinds()
     probes: dict[str, Any] = {}
     for name, value in env.items():
+        if name in UVICORN_VARS:
+            continue
         assert name in settings_vars or name in worker_vars, f"{name} is not read by SaddleLab"
-        # A value unlike any default, to see that the variable really reaches its setting.
-        if name == "SADDLELAB_API_KEYS":
-            probe: Any = ("k-one", "k-two")
-            monkeypatch.setenv(name, "k-one, k-two")
-        elif name == "REDIS_URL":
-            probe = default(value)
-            monkeypatch.setenv(name, probe)
+        if name == "REDIS_URL":
+            text, probe = default(value), default(value)
         else:
-            probe = int(float(default(value))) + 7
-            monkeypatch.setenv(name, str(probe))
+            kind = kinds[settings_vars[name]] if name in settings_vars else "int"
+            text, probe = _probe(kind, name, value)
+        monkeypatch.setenv(name, text)
         probes[name] = probe
     s, w = Settings(), WorkerSettings()
     for name, probe in probes.items():
         got = getattr(s, settings_vars[name]) if name in settings_vars else getattr(w, worker_vars[name])
         assert got == probe, name
+
+
+def test_uvicorn_trusts_exactly_the_proxies_saddlelab_trusts(compose, monkeypatch) -> None:
+    import uvicorn
+
+    api = compose["services"]["api"]["environment"]
+    assert api["FORWARDED_ALLOW_IPS"] == "${SADDLELAB_TRUSTED_PROXIES:-}"  # the same value, empty by default
+    assert api["SADDLELAB_TRUSTED_PROXIES"] == "${SADDLELAB_TRUSTED_PROXIES:-}"
+    assert "FORWARDED_ALLOW_IPS" not in compose["services"]["worker"]["environment"]
+    assert "--forwarded-allow-ips" not in command(compose["services"]["api"])  # nothing overrides the variable
+    for value in ("", "10.0.0.5,10.0.0.6"):
+        monkeypatch.setenv("FORWARDED_ALLOW_IPS", value)
+        assert uvicorn.Config("service.app:app").forwarded_allow_ips == value
+    monkeypatch.setenv("SADDLELAB_TRUSTED_PROXIES", "10.0.0.5,10.0.0.6")
+    assert Settings().trusted_proxies == ("10.0.0.5", "10.0.0.6")
 
 
 def test_api_keys_and_limits_are_passed_from_the_host(compose) -> None:

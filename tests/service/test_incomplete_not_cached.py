@@ -7,10 +7,13 @@ another hit the limit was reported converged and cached, and a second instance s
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
+from service.settings import Settings
 from tests.redis_server import RedisServer
 from tests.service.conftest import settings
 
@@ -26,12 +29,22 @@ def _solve(c: TestClient) -> dict:
     return r.json()
 
 
-def _check_two_instances(redis_url: str | None) -> None:
-    with TestClient(create_app(settings(redis_url=redis_url, solve_time_limit=0.05))) as hurried:
+def _from_environment(monkeypatch: pytest.MonkeyPatch, redis_url: str, limit: str | None) -> Settings:
+    """An instance configured as an operator would: REDIS_URL and SADDLELAB_SOLVE_TIME_LIMIT (or its default)."""
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    if limit is None:
+        monkeypatch.delenv("SADDLELAB_SOLVE_TIME_LIMIT", raising=False)
+    else:
+        monkeypatch.setenv("SADDLELAB_SOLVE_TIME_LIMIT", limit)
+    return dataclasses.replace(Settings(), api_keys=(), rate_limit_per_minute=0)
+
+
+def _check_two_instances(hurried_settings: Settings, patient_settings: Settings) -> None:
+    with TestClient(create_app(hurried_settings)) as hurried:
         cut = _solve(hurried)
     assert cut["diagnostics"]["complete"] is False
     assert cut["diagnostics"]["status"] == "time_limit" and cut["converged"] is False
-    with TestClient(create_app(settings(redis_url=redis_url, solve_time_limit=120.0))) as patient:
+    with TestClient(create_app(patient_settings)) as patient:
         full = _solve(patient)
         again = _solve(patient)
     assert full["cached"] is False, "the cut-short catalogue must not have been cached"
@@ -52,5 +65,11 @@ def test_a_time_limited_catalogue_is_not_cached_in_memory() -> None:
 
 @pytest.mark.slow
 @pytest.mark.redis
-def test_a_time_limited_catalogue_is_not_served_by_another_instance(fresh_redis: RedisServer) -> None:
-    _check_two_instances(fresh_redis.url)
+def test_a_time_limited_catalogue_is_not_served_by_another_instance(
+    fresh_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The issue's case exactly: one API with SADDLELAB_SOLVE_TIME_LIMIT=0.05, then one with the default, one Redis.
+    hurried = _from_environment(monkeypatch, fresh_redis.url, "0.05")
+    patient = _from_environment(monkeypatch, fresh_redis.url, None)
+    assert hurried.solve_time_limit == 0.05 and patient.solve_time_limit == 120.0
+    _check_two_instances(hurried, patient)

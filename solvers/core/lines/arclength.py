@@ -273,7 +273,9 @@ class Arclength:
                         ends.append((s, "domain", uu, tt, 0.0))
                     else:
                         ends.append((0.0, "domain", u, t, step))
-            if at_edge and not ends:
+            if at_edge:
+                # Leaving through the edge it starts on, the line is outside the box at once: any other edge this
+                # step crosses (near a corner) lies beyond that.
                 path.end, path.detail = "domain", "the line starts on the edge of the box and leaves it"
                 break
             for i, m in enumerate(monitors):

@@ -25,6 +25,7 @@ from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line
 from solvers.core.lines.scan import ScanPoint, _same_states, scan_special_points
 from solvers.core.lines.tracing import parameter_box, solve_on
 from solvers.core.lines.zero_lines import trace_zero
+from solvers.core.special_points import SpecialKind
 
 
 @dataclass
@@ -129,10 +130,10 @@ def _trace(problem: TwoParameterProblem, point: ScanPoint, family: str, box: Box
         return tb.line, tb.system, []
     if point.kind == "stability_loss":
         assert problem.stability is not None
-        tz = trace_zero(problem, "stability_loss", problem.stability, point.states[0], point.lam, box, opts,
+        tz = trace_zero(problem, SpecialKind.STABILITY_LOSS, problem.stability, point.states[0], point.lam, box, opts,
                         point.branches)
         return tz.line, tz.system, []
-    tz = trace_zero(problem, "event", problem.events[point.name], point.states[0], point.lam, box, opts,
+    tz = trace_zero(problem, SpecialKind.EVENT, problem.events[point.name], point.states[0], point.lam, box, opts,
                     point.branches, name=point.name)
     return tz.line, tz.system, []
 
@@ -216,7 +217,7 @@ def trace_boundaries(
             ends = [e for other in earlier for e in other.ends if e.kind == "critical"]
             if any(_same_end(cusp.point, e.point, box) for e in ends):
                 continue
-            queue.insert(0, ScanPoint("fold", (float(z[n]), float(z[n + 1])), z[:n], line.branches))
+            queue.insert(0, ScanPoint(SpecialKind.FOLD, (float(z[n]), float(z[n + 1])), z[:n], line.branches))
     lines = [t.line for t in traced]
     reason = ""
     if not lines:

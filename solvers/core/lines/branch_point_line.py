@@ -38,6 +38,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.special_points import SpecialKind
 
 
 class BranchPointSystem:
@@ -128,7 +129,7 @@ def trace_branch_points(
     options: LineOptions,
     branches: Sequence[str] = (),
     *,
-    kind: LineKind = "bifurcation",
+    kind: LineKind = SpecialKind.BIFURCATION,
     bifurcation: BifurcationPoint | None = None,
 ) -> TracedBranchPoints:
     model = model_of(problem, 2)
@@ -165,7 +166,7 @@ def trace_branch_point_line(
     options: LineOptions | None = None,
     *,
     branches: Sequence[str] = (),
-    kind: LineKind = "bifurcation",
+    kind: LineKind = SpecialKind.BIFURCATION,
 ) -> Line:
     """The line of simple branch points through the branch point (x, λ)."""
     opts = options or LineOptions()

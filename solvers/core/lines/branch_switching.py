@@ -214,13 +214,17 @@ def _correct(model: Model, z_pred: np.ndarray, tau: np.ndarray, tol: float) -> n
 
 
 def branch_off(
-    problem: OneParameterProblem, point: BifurcationPoint, options: LineOptions | None = None
+    problem: OneParameterProblem,
+    point: BifurcationPoint,
+    options: LineOptions | None = None,
+    *,
+    bifurcating_only: bool = False,
 ) -> tuple[BranchStart, ...]:
     """First points on every branch through ``point``, both sides of it.
 
     Starts on the branch the point was found on (``point.found_on``) are marked
     ``bifurcating=False``; for a pitchfork the symmetry-breaking branch (v, 0) is the bifurcating
-    one in any case.
+    one in any case. ``bifurcating_only``: start only the bifurcating branch(es).
     """
     opts = options or LineOptions()
     model = model_of(problem, 1)
@@ -235,6 +239,9 @@ def branch_off(
     if point.type == "pitchfork":
         symmetric_index = int(np.argmax([abs(float(t[n])) < 1e-12 for t in point.tangents]))
     for i, tan in enumerate(point.tangents):
+        bifurcating = i == symmetric_index if symmetric_index is not None else i != point.found_on
+        if bifurcating_only and not bifurcating:
+            continue
         others = [t for j, t in enumerate(point.tangents) if j != i]
         for side in (1, -1):
             amp = opts.branch_amplitude
@@ -256,7 +263,6 @@ def branch_off(
                     t_new = t_new / np.linalg.norm(t_new)
                     if float(t_new @ (z - z0)) < 0:
                         t_new = -t_new
-                    bifurcating = i == symmetric_index if symmetric_index is not None else i != point.found_on
                     starts.append(BranchStart(z[:n], float(z[n]), t_new, i, side, bifurcating))
                     break
                 amp /= 2

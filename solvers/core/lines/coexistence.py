@@ -44,6 +44,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.special_points import SpecialKind
 
 
 def _joined(*parts: str) -> str:
@@ -193,8 +194,8 @@ def trace_coexistence(
     z0 = polish_seed(system, z_seed, options, fix=2 * system.n)
     if z0 is None:
         end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge to coexistence")
-        line = assemble("first_order", branches, [z_seed], system.params, system.states, (end, end), end.detail,
-                        formulation="coexistence")
+        line = assemble(SpecialKind.FIRST_ORDER, branches, [z_seed], system.params, system.states, (end, end),
+                        end.detail, formulation="coexistence")
         return TracedCoexistence(line, system)
     monitors = [_margin_monitor(problem, model, system, 0), _margin_monitor(problem, model, system, 1)]
     both = run_two_way(system, z0, options, box, monitors, terminate=lambda z: system.merged(z, options.merge_distance))
@@ -229,8 +230,8 @@ def trace_coexistence(
     if extra[1] is not None:
         points = [*points, extra[1]]
     pair = (ends[0], ends[1])
-    line = assemble("first_order", branches, points, system.params, system.states, pair, describe(pair, len(points)),
-                    formulation="coexistence")
+    line = assemble(SpecialKind.FIRST_ORDER, branches, points, system.params, system.states, pair,
+                    describe(pair, len(points)), formulation="coexistence")
     return TracedCoexistence(line, system)
 
 

@@ -40,6 +40,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.special_points import SpecialKind
 
 
 class FoldSystem:
@@ -175,7 +176,7 @@ def trace_fold(
     if z0 is None:
         z_bad = np.concatenate([x0, lam0])
         end = LineEnd("lost", system.params(z_bad), system.states(z_bad), "the seed does not converge to a fold")
-        line = assemble("fold", branches, [z_bad], system.params, system.states, (end, end), end.detail,
+        line = assemble(SpecialKind.FOLD, branches, [z_bad], system.params, system.states, (end, end), end.detail,
                         formulation="fold")
         return TracedFold(line, system)
     system.accept(z0)
@@ -215,7 +216,7 @@ def trace_fold(
                                 path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
-    line = assemble("fold", branches, points, system.params, system.states, pair, describe(pair, len(points)),
+    line = assemble(SpecialKind.FOLD, branches, points, system.params, system.states, pair, describe(pair, len(points)),
                     formulation="fold")
     return TracedFold(line, system, beyond)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from solvers.core.special_points import SpecialKind
 
-LineKind = Literal["fold", "first_order", "stability_loss", "bifurcation", "event"]
-ALL_KINDS: tuple[LineKind, ...] = ("fold", "first_order", "stability_loss", "bifurcation", "event")
+#: The kind of a line is the kind of the special points it is made of.
+LineKind = SpecialKind
+ALL_KINDS: tuple[SpecialKind, ...] = tuple(SpecialKind)
 
 
 class LineOptions(BaseModel):
@@ -46,7 +47,17 @@ class LineOptions(BaseModel):
     branch_amplitude: float = Field(
         1e-2, gt=0, le=1, description="Kernel amplitude (scaled) of the first point on a bifurcating branch."
     )
-    kinds: tuple[LineKind, ...] = Field(ALL_KINDS, description="Which kinds of line trace_boundaries traces.")
+    kinds: tuple[SpecialKind, ...] = Field(
+        ALL_KINDS, description="Which kinds of line trace_boundaries traces (names of SpecialKind)."
+    )
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kind_names(cls, v: object) -> object:
+        """Kinds may be given by name (the JSON of a stored job holds names)."""
+        if isinstance(v, (list, tuple)):
+            return tuple(SpecialKind(k) if isinstance(k, str) else k for k in v)
+        return v
 
     @model_validator(mode="after")
     def _ordered(self) -> LineOptions:

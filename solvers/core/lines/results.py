@@ -1,4 +1,9 @@
-"""Typed, immutable results of the line tracers and of branch switching."""
+"""Typed, immutable results of the line tracers and of branch switching.
+
+The kinds of line and the branch-point records are the engine's own (``SpecialKind``,
+``BifurcationPoint``, ``NormalForm`` in :mod:`solvers.core.special_points`): a special point of a
+one-parameter sweep and a line of such points speak one vocabulary.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,23 @@ from typing import Literal
 import numpy as np
 
 from solvers.core.lines.options import LineKind
+from solvers.core.special_points import BifurcationPoint, BifurcationType, Criticality, NormalForm, SpecialKind
+
+__all__ = [
+    "BifurcationPoint",
+    "BifurcationType",
+    "BoundaryResult",
+    "BranchStart",
+    "CriticalPoint",
+    "Criticality",
+    "EndKind",
+    "Formulation",
+    "Line",
+    "LineEnd",
+    "NormalForm",
+]
 
 EndKind = Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
-BifurcationType = Literal["pitchfork", "transcritical"]
-Criticality = Literal["supercritical", "subcritical"]
 Formulation = Literal["fold", "coexistence", "branch_point", "zero"]
 
 
@@ -37,50 +55,6 @@ class LineEnd:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "states", _frozen(np.atleast_2d(self.states)))
-
-
-@dataclass(frozen=True)
-class NormalForm:
-    """Coefficients of the reduced bifurcation equation g(ξ, μ) = 0 at a simple zero eigenvalue.
-
-    With x = x0 + ξ v + ..., p = p0 + μ, v the unit right null vector and w the left one with ⟨w, v⟩ = 1:
-
-        g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6 + ...
-
-    a = ⟨w, F_xx[v,v]⟩, b11 = ⟨w, F_xp v + F_xx[v,q]⟩, b20 = ⟨w, F_pp + 2 F_xp q + F_xx[q,q]⟩,
-    c = ⟨w, F_xxx[v,v,v] + 3 F_xx[v, y2]⟩, where F_x q = −F_p and F_x y2 = −F_xx[v,v] (both solved
-    on the complement of v, the right-hand sides projected on the range of F_x).
-    """
-
-    a: float
-    b11: float
-    b20: float
-    c: float
-
-
-@dataclass(frozen=True)
-class BifurcationPoint:
-    """A simple branch point (pitchfork or transcritical) of a one-parameter problem.
-
-    ``kernel`` is (v, w): the unit right null vector and the left null vector with ⟨w, v⟩ = 1.
-    ``criticality`` (pitchforks) is None when the problem gives no stability margin to tell.
-    ``tangents`` are the unit directions in (x, p) of the branches through the point (two);
-    ``found_on`` indexes the branch the point was found on, when that is known.
-    """
-
-    type: BifurcationType
-    parameter: float
-    x: np.ndarray
-    kernel: tuple[np.ndarray, np.ndarray]
-    coefficients: NormalForm
-    criticality: Criticality | None = None
-    tangents: tuple[np.ndarray, ...] = ()
-    found_on: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "x", _frozen(self.x))
-        object.__setattr__(self, "kernel", tuple(_frozen(k) for k in self.kernel))
-        object.__setattr__(self, "tangents", tuple(_frozen(t) for t in self.tangents))
 
 
 @dataclass(frozen=True)
@@ -126,6 +100,7 @@ class Line:
     formulation: Formulation = "zero"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SpecialKind(self.kind))
         object.__setattr__(self, "states", tuple(_frozen(np.atleast_2d(s)) for s in self.states))
         if len(self.states) != len(self.points):
             raise ValueError("one state block per point")

@@ -40,6 +40,7 @@ from solvers.core.lines.derivatives import model_of, safe_scalar
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import OneParameterProblem, TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint
+from solvers.core.special_points import SpecialKind
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -65,6 +66,7 @@ class ScanPoint:
     branch_point: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SpecialKind(self.kind))
         object.__setattr__(self, "states", _frozen(np.atleast_2d(self.states)))
 
 
@@ -187,7 +189,7 @@ def scan_special_points(
             lam = np.array([lam1, p])
             names = _piece_names(pieces, mark.index)
             if mark.monitor.startswith("event:"):
-                points.append(ScanPoint("event", (lam1, p), x, names, name=mark.monitor[len("event:"):]))
+                points.append(ScanPoint(SpecialKind.EVENT, (lam1, p), x, names, name=mark.monitor[len("event:"):]))
                 continue
             ref = jacobian_size(model1, [z[mark.index], z[min(mark.index + 1, len(z) - 1)]], S1)
             kind = point_kind(model2, x, lam, xs, lam_sc, ref)
@@ -206,10 +208,10 @@ def scan_special_points(
                     elif kind == "branch_point":
                         located = None
             if mark.monitor == "fold" and kind != "branch_point":
-                points.append(ScanPoint("fold", (lam1, p), x, names))
+                points.append(ScanPoint(SpecialKind.FOLD, (lam1, p), x, names))
                 continue
             if mark.monitor == "margin" and kind == "regular":
-                points.append(ScanPoint("stability_loss", (lam1, p), x, names))
+                points.append(ScanPoint(SpecialKind.STABILITY_LOSS, (lam1, p), x, names))
                 continue
             if kind != "branch_point":
                 continue
@@ -219,8 +221,8 @@ def scan_special_points(
             loses = mark.monitor == "margin" or any(
                 abs(float(m.z[n]) - p) <= 1e-6 * width and same_state(p1, m.z[:n], x, 1e-5) for m in margin_at
             )
-            points.append(ScanPoint("stability_loss" if loses else "bifurcation", (lam1, float(p)), x, names,
-                                    bifurcation=bp, branch_point=True))
+            kind_of = SpecialKind.STABILITY_LOSS if loses else SpecialKind.BIFURCATION
+            points.append(ScanPoint(kind_of, (lam1, float(p)), x, names, bifurcation=bp, branch_point=True))
     if problem.free_entropy is None or problem.stability is None:
         notes.append("first-order points need the problem's free_entropy and stability")
     else:
@@ -278,11 +280,11 @@ def _first_order_points(
                 continue
             if same_state(p1, xa, xb, opts.merge_distance):
                 continue  # one state (or two that count as merged): no coexistence
-            out.append(ScanPoint("first_order", (lam1, float(pc)), np.vstack([xa, xb]), (A.name, B.name)))
+            out.append(ScanPoint(SpecialKind.FIRST_ORDER, (lam1, float(pc)), np.vstack([xa, xb]), (A.name, B.name)))
     return out
 
 
-_PRIORITY = {"stability_loss": 0, "bifurcation": 1}
+_PRIORITY = {SpecialKind.STABILITY_LOSS: 0, SpecialKind.BIFURCATION: 1}
 
 
 def _dedupe(problem: OneParameterProblem, points: list[ScanPoint], width: float) -> list[ScanPoint]:

@@ -30,6 +30,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.special_points import SpecialKind
 
 Indicator = Callable[[np.ndarray, np.ndarray], float]
 
@@ -123,7 +124,7 @@ def trace_event_line(
     """The line where the named event indicator vanishes, through the zero (x, λ)."""
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_range)
-    return trace_zero(problem, "event", problem.events[event], x, lam, box, opts, branches, name=event).line
+    return trace_zero(problem, SpecialKind.EVENT, problem.events[event], x, lam, box, opts, branches, name=event).line
 
 
 def trace_stability_line(
@@ -141,4 +142,4 @@ def trace_stability_line(
         raise ValueError("a stability-loss line needs the problem's stability margin")
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_range)
-    return trace_zero(problem, "stability_loss", problem.stability, x, lam, box, opts, branches).line
+    return trace_zero(problem, SpecialKind.STABILITY_LOSS, problem.stability, x, lam, box, opts, branches).line

@@ -159,7 +159,8 @@ class ShallowModel:
             t = min(t, T_MAX)
             tau = float(np.expm1(t)) if self.has_tau else 0.0
             # s = 1/R̂_2, continued oddly to s < 0 (only probed by finite differences at Δ = ε = 0).
-            s = D / (alpha * mu2sq) if alpha > 0 else float("inf")
+            drive = alpha * mu2sq  # 0 also when a positive α times μ2² underflows: no quadratic channel then
+            s = D / drive if drive > 0 else float("inf")
             R2_hat = 0.0 if np.isinf(s) else (float("inf") if s == 0.0 else 1.0 / abs(s))
             mm = self.denoiser.mmse(np.array([tau, tau + R2_hat]))
             mm_tau, mm_tot = float(mm[0]), float(np.sign(s) * mm[1])

@@ -18,6 +18,13 @@ from solvers.theories.kernel_renormalization.spec import ArraysData, KernelRenor
 #: hidden layer.
 SIZE_LIMITS: dict[str, float] = {"kernel_p": 5000, "kernel_p_test": 10000, "kernel_n0": 20000, "kernel_depth": 20}
 
+#: Doubles allocated at the peak of a solve, per unit of each size product (upper fits to the peak resident
+#: memory measured in fresh processes over P ≤ 3000, P_test ≤ 10000, N0 ≤ 8000, depth ≤ 3, which needed about
+#: 5.2 P² + 0.8 P·P_test + 1.8 (P + P_test)·N0; the nested deep kernel keeps two more P×P blocks per layer).
+MEMORY_PER_P2, MEMORY_PER_P_PTEST, MEMORY_PER_INPUT = 6.0, 3.0, 3.0
+#: Libraries' working buffers (LAPACK workspaces, the BLAS threads' buffers) on top of the arrays.
+MEMORY_OVERHEAD = 64 * 2**20
+
 
 def _spec(spec: BaseModel) -> KernelRenormalizationSpec:
     return cast(KernelRenormalizationSpec, spec)
@@ -53,6 +60,28 @@ class KernelRenormalizationTheory(Theory):
             if isinstance(data, TeacherData):
                 out["kernel_n0"] = (("data", "teacher", "N0"), float(data.N0))
         return out
+
+    def _memory_terms(self, spec: BaseModel) -> dict[tuple[str | int, ...], float]:
+        """Bytes of each term of the estimate, by the field that drives it."""
+        s = _spec(spec)
+        sizes = self.sizes(s)
+        P, Pt = sizes["kernel_p"][1], sizes["kernel_p_test"][1]
+        N0 = sizes["kernel_n0"][1] if "kernel_n0" in sizes else 64.0  # the digits are 8 x 8 images
+        p2 = MEMORY_PER_P2 + (2.0 * (s.depth - 1) if s.deep_kernel == "nested" else 0.0)
+        input_loc = sizes["kernel_n0"][0] if "kernel_n0" in sizes else sizes["kernel_p"][0]
+        return {
+            sizes["kernel_p"][0]: 8.0 * p2 * P * P,
+            sizes["kernel_p_test"][0]: 8.0 * MEMORY_PER_P_PTEST * P * Pt,
+            input_loc: 8.0 * MEMORY_PER_INPUT * (P + Pt) * N0,
+        }
+
+    def memory_bytes(self, spec: BaseModel) -> int:
+        """The P×P kernel and its eigendecomposition, the P_test×P cross kernel, the P×N0 and P_test×N0 inputs."""
+        return int(MEMORY_OVERHEAD + sum(self._memory_terms(spec).values()))
+
+    def memory_fields(self, spec: BaseModel) -> tuple[str | int, ...]:
+        terms = self._memory_terms(spec)
+        return max(terms, key=lambda loc: terms[loc])
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return KernelRenormalizationProblem(Model(_spec(spec)), parameter).build()

@@ -14,8 +14,19 @@ from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep
 from solvers.theories.base import Example, Sizes, Theory
 from solvers.theories.rubin_cavity.common.solving import auto_means_newton
+from solvers.theories.rubin_cavity.finite_sample.evaluator import LAW_NODES
+from solvers.theories.rubin_cavity.finite_sample.kernel import MAX_ORDER
 from solvers.theories.rubin_cavity.finite_sample.problem import finite_sample_problem
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec
+
+#: Doubles allocated at the peak of a solve per unit of each size product: the P×P kernel, its Cholesky
+#: factor and derivatives (measured: about 4 P²), the P_test×P test kernel and its Gram matrix (about 3 P·P_test),
+#: the inputs, and the Hermite features of every sample at every order and node (two copies), bounded by
+#: the largest series order. Upper fits to peaks measured in fresh processes (P ≤ 3000, P_test ≤ 4000, D ≤ 1000).
+MEMORY_PER_P2, MEMORY_PER_P_PTEST, MEMORY_PER_INPUT = 6.0, 5.0, 2.0
+MEMORY_PER_SAMPLE = 2.0 * (MAX_ORDER + 1) * LAW_NODES
+#: Libraries' working buffers on top of the arrays.
+MEMORY_OVERHEAD = 64 * 2**20
 
 
 class FiniteSampleTheory(Theory):
@@ -56,6 +67,22 @@ class FiniteSampleTheory(Theory):
             "finite_sample_p_test": (("P_test",), float(spec.P_test)),  # type: ignore[attr-defined]
             "finite_sample_d": (("D",), float(spec.D)),  # type: ignore[attr-defined]
         }
+
+    def _memory_terms(self, spec: BaseModel) -> dict[tuple[str | int, ...], float]:
+        P, Pt, D = float(spec.P), float(spec.P_test), float(spec.D)  # type: ignore[attr-defined]
+        return {
+            ("P",): 8.0 * (MEMORY_PER_P2 * P * P + MEMORY_PER_SAMPLE * P),
+            ("P_test",): 8.0 * (MEMORY_PER_P_PTEST * P * Pt + MEMORY_PER_SAMPLE * Pt),
+            ("D",): 8.0 * MEMORY_PER_INPUT * (P + Pt) * D,
+        }
+
+    def memory_bytes(self, spec: BaseModel) -> int:
+        """P×P and P_test×P kernels, P×D and P_test×D inputs, Hermite features per sample, order and node."""
+        return int(MEMORY_OVERHEAD + sum(self._memory_terms(spec).values()))
+
+    def memory_fields(self, spec: BaseModel) -> tuple[str | int, ...]:
+        terms = self._memory_terms(spec)
+        return max(terms, key=lambda loc: terms[loc])
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return finite_sample_problem(spec, parameter, options or SolverOptions())  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from solvers.core.errors import is_numerical
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.problem import Problem
 from solvers.core.results import Report
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES, guarded, guarded_scalar
@@ -26,6 +27,7 @@ from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.common.phases import phase_from_depths, phase_from_weights
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
 from solvers.theories.rubin_cavity.specs import PotentialSpec
+from solvers.theories.two_parameter import field_bounds
 
 CENTER_TOL = 1e-9
 
@@ -154,4 +156,64 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
         scale=np.array([1.0]),
         names=("rho",),
         report=report,
+    )
+
+
+#: Fields of the potential itself: any two of them make a native two-parameter problem.
+POTENTIAL_FIELDS = ("sigma_w2", "b", "c", "u")
+
+
+def potential_lines_problem(spec: PotentialSpec, parameters: tuple[str, str]) -> TwoParameterProblem:
+    """The wells of Ũ/D in two of (σ_w², b, c, u) at once: one closed-form potential per λ, no re-binding.
+
+    Same system as :func:`potential_problem` (x = [ρ], F = dŨ/dρ / D, F_x = its analytic second
+    derivative, free entropy −(Ũ(ρ) − Ũ(0))/D, stability the curvature, as the engine's gradient
+    margin), with every stationary point of the exact quartic among the starts.
+    """
+    p1, p2 = parameters
+    base = {"sigma_w2": spec.sigma_w2, "b": spec.b, "c": spec.c, "u": spec.u}
+
+    def pot(lam: np.ndarray) -> OverlapPotential:
+        return OverlapPotential(**{**base, p1: float(lam[0]), p2: float(lam[1])})
+
+    def residual(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return np.array([float(pot(lam).grad(x[0]))])
+
+    def jacobian(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return np.array([[float(pot(lam).hess(x[0]))]])
+
+    def free_entropy(x: np.ndarray, lam: np.ndarray) -> float:
+        q = pot(lam)
+        return -float(q.value(x[0]) - q.value(0.0))
+
+    def curvature(x: np.ndarray, lam: np.ndarray) -> float:
+        return float(pot(lam).hess(x[0]))
+
+    def starts(lam: np.ndarray) -> dict[str, np.ndarray]:
+        out = {"uninformative": np.array([0.0]), "informative": np.array([1.0])}
+        try:
+            roots = pot(lam).stationary_points()
+        except CANDIDATES as exc:
+            if not is_numerical(exc):
+                raise
+            roots = []
+        for k, pt in enumerate(roots):
+            out[f"{pt.kind}#{k}"] = np.array([pt.rho])
+        return out
+
+    def label(x: np.ndarray, lam: np.ndarray, start: str) -> str:
+        return label_of(pot(lam), float(x[0]))
+
+    return TwoParameterProblem(
+        F=guarded(residual, (1,)),
+        dim=1,
+        jacobian=guarded(jacobian, (1, 1)),
+        free_entropy=guarded_scalar(free_entropy),
+        stability=guarded_scalar(curvature),
+        starts=starts,
+        label=label,
+        canonical=np.abs,
+        scale=np.array([1.0]),
+        bounds=(field_bounds(spec, p1), field_bounds(spec, p2)),
+        names=(p1, p2),
     )

@@ -6,10 +6,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.theories.base import Example, Theory
-from solvers.theories.rubin_cavity.potential.problem import potential_problem
+from solvers.theories.rubin_cavity.potential.problem import (
+    POTENTIAL_FIELDS,
+    potential_lines_problem,
+    potential_problem,
+)
 from solvers.theories.rubin_cavity.specs import PotentialSpec
 
 
@@ -30,3 +35,12 @@ class PotentialTheory(Theory):
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return potential_problem(spec, parameter)  # type: ignore[arg-type]
+
+    def two_parameter_problem(
+        self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    ) -> TwoParameterProblem:
+        """Native in any two of (σ_w², b, c, u), the potential's own fields; re-bound otherwise (D)."""
+        pair = self.check_pair(spec, parameters)
+        if set(pair) <= set(POTENTIAL_FIELDS):
+            return potential_lines_problem(spec, pair)  # type: ignore[arg-type]
+        return super().two_parameter_problem(spec, pair, options)

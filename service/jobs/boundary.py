@@ -1,0 +1,51 @@
+"""Run a boundary job: the transition lines of a spec in a parameter box, traced as one computation.
+
+A boundary job (``POST /v1/sweeps`` with two parameters and ``"method": "boundary"``) is a single
+line of its own kind on every backend: the theory's two-parameter problem
+(``Theory.two_parameter_problem``) handed to :func:`solvers.core.lines.trace_boundaries` over the
+range of the first parameter and the bracket of the second. It stores no points on the way (a line
+is not a sequence of independent values), so an interrupted boundary job runs again from the start;
+the cancel flag and a worker's hand-off are honoured between residual evaluations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from service.serialize import boundary_json
+from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries
+from solvers.theories import get as get_theory
+
+#: Residual evaluations between two checks of the cancel flag.
+CHECK_EVERY = 200
+
+
+def _checked(problem: TwoParameterProblem, check: Callable[[], None]) -> TwoParameterProblem:
+    """The problem with ``check()`` called every CHECK_EVERY residual evaluations (it raises to stop)."""
+    count = [0]
+    F = problem.F
+
+    def residual(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        if count[0] % CHECK_EVERY == 0:
+            check()
+        return F(x, lam)
+
+    return dataclasses.replace(problem, F=residual)
+
+
+def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callable[[], None]) -> dict[str, Any]:
+    """The boundary job's result (``service.serialize.boundary_json``) for the payload's validated spec."""
+    theory = get_theory(payload["theory"])
+    p1, p2 = payload["parameters"]
+    (lo1, hi1), (lo2, hi2) = ([min(a), max(a)] for a in payload["axes"])
+    lines = LineOptions.model_validate(payload.get("lines") or {})
+    t0 = time.perf_counter()
+    problem = _checked(theory.two_parameter_problem(spec, (p1, p2), options), check)
+    result = trace_boundaries(problem, (lo1, hi1), (lo2, hi2), lines)
+    return boundary_json(theory.name, (p1, p2), ((lo1, hi1), (lo2, hi2)), result, time.perf_counter() - t0)

@@ -1,0 +1,184 @@
+"""A theory's spec as a two-parameter problem F(x, λ1, λ2) = 0 for the line tracers (``solvers.core.lines``).
+
+``lift`` turns a family of the engine's bound problems into a
+:class:`~solvers.core.lines.TwoParameterProblem`: ``problem_at(λ)`` gives the bound problem that
+holds at λ and the value of its own control parameter there. Everything the engine uses along a
+sweep carries over: the residual and its Jacobian, the free entropy, the stability margin the sweep
+judges stability by, the events, the named starts together with the roots of an exhaustive search,
+the branch labels, the symmetry (``canonical``) and the scale.
+
+The generic way (:func:`rebound`) re-binds the spec at each λ1 (``Theory.problem`` of the spec
+with λ1 set, swept in λ2), keeping the last few bound problems in a small memo that belongs to the
+returned problem (no module state). A value of λ1 the spec refuses lies outside the theory's
+domain: the residual is NaN there, so every corrector refuses the step, and the parameter box is
+cut to the field's own bounds (:func:`field_bounds`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import annotated_types
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from solvers.core.branch_points import has_margin
+from solvers.core.catalogue import stability_margin
+from solvers.core.errors import is_numerical
+from solvers.core.lines.problem import Bounds, TwoParameterProblem
+from solvers.core.options import SolverOptions
+from solvers.core.problem import Problem
+
+if TYPE_CHECKING:
+    from solvers.theories.base import Theory
+
+#: Bound problems remembered per two-parameter problem (one per recent λ1).
+MEMO_SIZE = 8
+
+ProblemAt = Callable[[np.ndarray], tuple[Problem | None, Any]]
+
+
+def field_bounds(spec: BaseModel, name: str) -> tuple[float, float]:
+    """The closed hull of the values the spec's field ``name`` admits (its gt/ge/lt/le constraints)."""
+    lo, hi = -math.inf, math.inf
+    for m in type(spec).model_fields[name].metadata:
+        if isinstance(m, (annotated_types.Gt, annotated_types.Ge)):
+            lo = max(lo, float(m.gt if isinstance(m, annotated_types.Gt) else m.ge))  # type: ignore[arg-type]
+        if isinstance(m, (annotated_types.Lt, annotated_types.Le)):
+            hi = min(hi, float(m.lt if isinstance(m, annotated_types.Lt) else m.le))  # type: ignore[arg-type]
+    return lo, hi
+
+
+def _guard(fn: Callable[..., Any], bad: Any) -> Callable[..., Any]:
+    """``fn`` with a numerical failure of the equations at an iterate as the value ``bad`` (NaN)."""
+
+    def wrapped(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            if not is_numerical(exc):
+                raise
+            return bad() if callable(bad) else bad
+
+    return wrapped
+
+
+def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], bounds: Bounds) -> TwoParameterProblem:
+    """A two-parameter problem from ``problem_at(λ) -> (bound problem, its control value)``.
+
+    ``reference`` (the problem at the spec itself) says which structure exists: a Jacobian, a free
+    entropy, a stability margin, events. ``problem_at`` gives None where the spec is invalid.
+    """
+    dim = reference.dim
+    nan_vector = lambda: np.full(dim, np.nan)  # noqa: E731
+
+    def at(lam: np.ndarray) -> tuple[Problem, Any] | None:
+        pr, p = problem_at(np.asarray(lam, dtype=float))
+        return None if pr is None else (pr, p)
+
+    def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        hit = at(lam)
+        return nan_vector() if hit is None else hit[0].F(x, hit[1])
+
+    def jacobian(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        hit = at(lam)
+        if hit is None or hit[0].jacobian is None:
+            return np.full((dim, dim), np.nan)
+        return np.asarray(hit[0].jacobian(x, hit[1]), dtype=float)
+
+    def free_entropy(x: np.ndarray, lam: np.ndarray) -> float:
+        hit = at(lam)
+        if hit is None or hit[0].free_entropy is None:
+            return math.nan
+        return float(hit[0].free_entropy(x, hit[1]))
+
+    def stability(x: np.ndarray, lam: np.ndarray) -> float:
+        hit = at(lam)
+        m = None if hit is None else stability_margin(hit[0], x, hit[1])
+        return math.nan if m is None else float(m)
+
+    def event(name: str) -> Callable[[np.ndarray, np.ndarray], float]:
+        def g(x: np.ndarray, lam: np.ndarray) -> float:
+            hit = at(lam)
+            ev = None if hit is None else next((e for e in hit[0].events if e.name == name), None)
+            return math.nan if ev is None else float(ev.indicator(x, hit[1]))  # type: ignore[index]
+
+        return _guard(g, math.nan)
+
+    def starts(lam: np.ndarray) -> Mapping[str, np.ndarray]:
+        hit = at(lam)
+        if hit is None:
+            return {}
+        pr, p = hit
+        out = {name: np.asarray(x0, dtype=float) for name, x0 in pr.starts(p).items()}
+        if pr.enumerate is not None:  # every root of an exhaustive search is a start of its own
+            for k, (name, x0) in enumerate(_guard(pr.enumerate, list)(p)):
+                out[f"{name}#{k}" if name in out else name] = np.asarray(x0, dtype=float)
+        return out
+
+    def label(x: np.ndarray, lam: np.ndarray, start: str) -> str:
+        hit = at(lam)
+        return start if hit is None else hit[0].name_of(x, hit[1], start)
+
+    return TwoParameterProblem(
+        F=_guard(F, nan_vector),
+        dim=dim,
+        jacobian=_guard(jacobian, lambda: np.full((dim, dim), np.nan)) if reference.jacobian is not None else None,
+        free_entropy=_guard(free_entropy, math.nan) if reference.free_entropy is not None else None,
+        stability=_guard(stability, math.nan) if has_margin(reference) else None,
+        events=MappingProxyType({ev.name: event(ev.name) for ev in reference.events}),
+        starts=starts,
+        label=label,
+        canonical=reference.canonical,
+        scale=None if reference.scale is None else np.asarray(reference.scale, dtype=float),
+        bounds=bounds,
+        names=names,
+    )
+
+
+class Rebound:
+    """The theory's bound problem of the spec with λ1 set, in λ2: a small LRU memo, one per two-parameter problem."""
+
+    def __init__(self, theory: Theory, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None):
+        self.theory = theory
+        self.cls = type(spec)
+        self.base = spec.model_dump()
+        self.p1, self.p2 = parameters
+        self.options = options
+        self._memo: OrderedDict[float, Problem | None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.reference = theory.problem(spec, self.p2, options)
+        self._memo[float(getattr(spec, self.p1))] = self.reference
+
+    def __call__(self, lam: np.ndarray) -> tuple[Problem | None, float]:
+        key = float(lam[0])
+        with self._lock:
+            hit = self._memo.get(key, self)
+            if hit is not self:
+                self._memo.move_to_end(key)
+        if hit is self:
+            try:
+                spec = self.cls.model_validate({**self.base, self.p1: key}, strict=False)
+            except ValidationError:
+                hit = None  # outside the spec's domain
+            else:
+                hit = self.theory.problem(spec, self.p2, self.options)
+            with self._lock:
+                self._memo[key] = hit  # type: ignore[assignment]
+                while len(self._memo) > MEMO_SIZE:
+                    self._memo.popitem(last=False)
+        return hit, float(lam[1])  # type: ignore[return-value]
+
+
+def rebound(
+    theory: Theory, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+) -> TwoParameterProblem:
+    """The generic two-parameter problem of a theory: its spec re-bound at every λ1, swept in λ2."""
+    memo = Rebound(theory, spec, parameters, options)
+    bounds = (field_bounds(spec, parameters[0]), field_bounds(spec, parameters[1]))
+    return lift(memo, memo.reference, parameters, bounds)
