@@ -28,3 +28,14 @@ def test_memo_is_bounded_by_entries_and_bytes() -> None:
     for k in (1, 2, 3, 1):
         count.get_or_make(k, lambda k=k: made.append(str(k)) or k)
     assert made[-4:] == ["1", "2", "3", "1"]
+
+
+def test_importing_the_theory_leaves_jax_uninitialised() -> None:
+    """The service's fork server imports every theory and then forks solve processes; a JAX backend started
+    before the fork deadlocks the children, so the import must not start one (BlackJAX's import would)."""
+    import subprocess
+    import sys
+
+    code = ("import jax._src.xla_bridge as xb, solvers.theories.mean_field_ard; "
+            "raise SystemExit(1 if xb._backends else 0)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

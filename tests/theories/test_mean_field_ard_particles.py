@@ -156,3 +156,27 @@ def test_unconverged_particle_solve_through_the_theory_reports_residual_and_mc_e
         assert math.isfinite(b["diagnostics"]["residual"]) and b["observables"]["residual_mc_error"] > 0
         assert b["diagnostics"]["nfev"] == b["observables"]["particle_steps"] > 0
         assert len(b["state"]) == CUBE.shape[0] + D  # f̄ on the training set, then log ρ
+
+
+SMALL = {"theory": "mean_field_ard", "model": "mf_ard", "solver": "particles", "d": 6, "N": 64, "kappa": 0.1,
+         "P": 40, "target": {"kind": "parity", "k": 1}, "data": {"P_test": 100},
+         "particles": {"n": 32, "inner_steps": 20, "average_steps": 10, "warmup": 20, "outer_iterations": 3}}
+
+
+def test_particle_sweep_is_a_typed_grid_with_every_point() -> None:
+    from service.serialize import sweep_json
+    from solvers.core.sweep import Sweep
+
+    th = get("mean_field_ard")
+    spec = th.spec_model.model_validate(SMALL)
+    seen: list[int] = []
+    sweep = th.sweep(spec, "kappa", [0.1, 0.2], "grid", SolverOptions(), on_point=lambda i, cat: seen.append(i))
+    assert isinstance(sweep, Sweep) and seen == [0, 1] and sweep.special_points == ()
+    assert [c.parameter for c in sweep.catalogues] == [0.1, 0.2]
+    for cat in sweep.catalogues:
+        assert cat.branches and all(b.report is not None and not b.x.flags.writeable for b in cat.branches)
+    out = sweep_json(th.name, "kappa", sweep)
+    assert [p["parameter"] for p in out["points"]] == [0.1, 0.2] and out["transitions"] == []
+    with pytest.raises(ValueError, match="stochastic"):
+        th.two_parameter_problem(spec, ("kappa", "N"))
+

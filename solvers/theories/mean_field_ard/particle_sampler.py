@@ -20,7 +20,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from blackjax.mcmc import mala
 from jax.scipy.special import erf
 
 #: Independent particle groups for the Monte-Carlo standard errors (batch means).
@@ -100,6 +99,10 @@ def _run_chains(
 ) -> dict[str, jax.Array]:
     n = Z.shape[0]
     logdensity = partial(log_density_z, act, c, X=X, r=r, sqrt_rho=sqrt_rho)
+    # imported here, not at module level: importing BlackJAX initialises JAX's backend, and the service's
+    # fork server imports every theory before it forks solve processes (a forked JAX backend deadlocks)
+    from blackjax.mcmc import mala
+
     kernel = mala.build_kernel()
     states = jax.vmap(lambda z: mala.init(z, logdensity))(Z)
     group = jnp.arange(n) % GROUPS

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from solvers.core.continuation import OnStep
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Report
@@ -46,8 +47,13 @@ SIZE_LIMITS: dict[str, float] = {
     "mean_field_quadrature_nodes": 3e6,
 }
 
-#: Small particle runs for the examples (the contract tests run them through the HTTP API too).
-_EXAMPLE_PARTICLES = {"n": 32, "inner_steps": 20, "average_steps": 10, "warmup": 20, "outer_iterations": 3}
+#: Memory of a solve besides its arrays: JAX's compilation and buffers (measured peaks in a fresh solve process:
+#: 135–139 MiB for the reduced examples, 232 MiB for a small particle solve).
+MEMORY_OVERHEAD = 320 * 2**20
+#: Bytes per quadrature node of the reduced rules (node statistics, their pairs and the fused temporaries).
+MEMORY_PER_NODE = 8 * 64
+#: Bytes per particle and data point (φ, its derivative and the vmapped potential's temporaries, train and test).
+MEMORY_PER_PARTICLE_POINT = 8 * 6
 
 
 def reduced_model(spec: MeanFieldARDSpec, parameter: str | None) -> ReducedModel:
@@ -98,9 +104,6 @@ class MeanFieldARDTheory(Theory):
                  "target": {"kind": "parity", "k": 2}}, "kappa", (0.09, 0.1), "grid"),
         Example({"theory": "mean_field_ard", "model": "mf", "d": 35, "N": 512, "kappa": 0.04,
                  "target": {"kind": "parity", "k": 2}}, "kappa", (0.035, 0.045)),
-        Example({"theory": "mean_field_ard", "model": "mf_ard", "solver": "particles", "d": 6, "N": 64,
-                 "kappa": 0.1, "P": 40, "target": {"kind": "parity", "k": 1}, "data": {"P_test": 100},
-                 "particles": _EXAMPLE_PARTICLES}, "kappa", (0.1, 0.2), "grid"),
     )
 
     def sizes(self, spec: BaseModel) -> Sizes:
@@ -128,6 +131,27 @@ class MeanFieldARDTheory(Theory):
             out["mean_field_quadrature_nodes"] = (("quadrature",), float(math.comb(q.bulk + k - 1, k) * q.bulk_q))
         return out
 
+    def _memory_terms(self, spec: MeanFieldARDSpec) -> dict[tuple[str | int, ...], float]:
+        sizes = self.sizes(spec)
+        if spec.solver == "particles":
+            rows = spec.n_train or 0
+            rows += len(spec.data.X_test) if isinstance(spec.data, ArraysData) else spec.data.P_test
+            n = spec.particles.n
+            return {("particles", "n"): float(MEMORY_PER_PARTICLE_POINT * n * rows + 8 * 8 * n * spec.d),
+                    ("d",): float(8 * 4 * rows * spec.d)}
+        nodes = sizes.get("mean_field_quadrature_nodes", (("quadrature",), 0.0))[1]
+        return {("quadrature",): float(MEMORY_PER_NODE * nodes)}
+
+    def memory_bytes(self, spec: BaseModel) -> int:
+        """JAX's overhead plus the particle-by-data arrays (particles) or the quadrature nodes (reduced)."""
+        assert isinstance(spec, MeanFieldARDSpec)
+        return int(MEMORY_OVERHEAD + sum(self._memory_terms(spec).values()))
+
+    def memory_fields(self, spec: BaseModel) -> tuple[str | int, ...]:
+        assert isinstance(spec, MeanFieldARDSpec)
+        terms = self._memory_terms(spec)
+        return max(terms, key=lambda loc: terms[loc])
+
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         assert isinstance(spec, MeanFieldARDSpec)
         if spec.solver == "reduced":
@@ -140,6 +164,14 @@ class MeanFieldARDTheory(Theory):
         if spec.solver != "reduced":
             raise ValueError("the particle solver is stochastic: it has no deterministic Problem")
         return reduced_problem(spec, parameter)
+
+    def two_parameter_problem(
+        self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    ) -> TwoParameterProblem:
+        assert isinstance(spec, MeanFieldARDSpec)
+        if spec.solver != "reduced":
+            raise ValueError("solver 'particles' is stochastic: transition lines need the reduced solver")
+        return super().two_parameter_problem(spec, parameters, options)
 
     # ---- solve / sweep ------------------------------------------------------------------------------
     @staticmethod
