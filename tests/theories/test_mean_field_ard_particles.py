@@ -158,9 +158,9 @@ def test_unconverged_particle_solve_through_the_theory_reports_residual_and_mc_e
         assert len(b["state"]) == CUBE.shape[0] + D  # f̄ on the training set, then log ρ
 
 
-SMALL = {"theory": "mean_field_ard", "model": "mf_ard", "solver": "particles", "d": 6, "N": 64, "kappa": 0.1,
-         "P": 40, "target": {"kind": "parity", "k": 1}, "data": {"P_test": 100},
-         "particles": {"n": 32, "inner_steps": 20, "average_steps": 10, "warmup": 20, "outer_iterations": 3}}
+#: The shapes and step counts of the unconverged solves above: the compiled chains are shared.
+SMALL = cube_spec("mf_ard", "particles", particles={"n": 64, "inner_steps": 20, "average_steps": 10, "warmup": 20,
+                                                    "outer_iterations": 2})
 
 
 def test_particle_sweep_is_a_typed_grid_with_every_point() -> None:
