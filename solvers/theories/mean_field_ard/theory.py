@@ -165,12 +165,18 @@ class MeanFieldARDTheory(Theory):
             raise ValueError("the particle solver is stochastic: it has no deterministic Problem")
         return reduced_problem(spec, parameter)
 
+    def lines_refusal(self, spec: BaseModel) -> tuple[tuple[str, ...], str] | None:
+        assert isinstance(spec, MeanFieldARDSpec)
+        if spec.solver != "reduced":
+            return ("solver",), "solver 'particles' is stochastic: transition lines need the reduced solver"
+        return None
+
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
     ) -> TwoParameterProblem:
-        assert isinstance(spec, MeanFieldARDSpec)
-        if spec.solver != "reduced":
-            raise ValueError("solver 'particles' is stochastic: transition lines need the reduced solver")
+        refusal = self.lines_refusal(spec)
+        if refusal is not None:
+            raise ValueError(refusal[1])
         return super().two_parameter_problem(spec, parameters, options)
 
     # ---- solve / sweep ------------------------------------------------------------------------------
