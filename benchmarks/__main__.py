@@ -15,6 +15,7 @@ MODULES = [
     "benchmarks.bench_rubin_cavity",
     "benchmarks.bench_service",
     "benchmarks.bench_phase_diagram",
+    "benchmarks.bench_mean_field_ard",
     "benchmarks.bench_phase_lines",
     "benchmarks.bench_experiments",
     "benchmarks.bench_experiment_theories",

@@ -5,8 +5,13 @@
    for γ = 1/2 built beforehand and not counted), reduced deep model L = 3, and a Gaussian readout law
    (16 atoms of the functional Q(v)).
 2. Building the m_S table for a new (γ, readout), goal ≤ 10 s (the matrix_denoising builder, cold).
+3. A 100-point α learning curve of the two-hidden-layer model with all branches (continuation sweep from every
+   named start; spinodals and first-order points located), goal ≤ 10 s CPU once the rectangular tables exist:
+   the prefactor-comparison setting (σ₁ ∝ tanh 2x, σ₂ = 0.4x + c He₃/6, γ = (1/2, 1), v = 1; 16 atoms of v₂)
+   and a two-atom readout law (four_point, σ ∝ tanh 2x in both layers, γ = 1/2: Q₂ on a 2 × 16 grid).
+4. Building the rectangular mmse table of the product channel for a new (γ, η), goal ≤ 30 s CPU (cold).
 
-    python benchmarks/bench_hciz_mlp.py [--figure docs/img/hciz_learning_curve.png]
+    python -m benchmarks.bench_hciz_mlp [--two-layer] [--figure docs/img/hciz_learning_curve.png]
 
 ``--figure`` also draws the learning curves of the README (both branches, spinodal and transition marked).
 """
@@ -28,6 +33,9 @@ THEORY = get("hciz_mlp")
 OPTIONS = SolverOptions()
 CURVE_GOAL = 5.0
 TABLE_GOAL = 10.0
+TWO_LAYER_CURVE_GOAL = 10.0
+RECTANGULAR_TABLE_GOAL = 30.0
+T2 = {"name": "tanh2", "unit_variance": True}
 DEEP_ACT = {"name": "tanh2", "remove_linear": True, "unit_variance": True}
 
 CASES: dict[str, tuple[dict[str, Any], tuple[float, float]]] = {
@@ -88,8 +96,49 @@ def bench_table() -> list[Ratio]:
                   note=f"ratio {seconds / TABLE_GOAL:.2f}; wall {wall:.2f} s")]
 
 
+TWO_LAYER_CASES: dict[str, tuple[dict[str, Any], tuple[float, float]]] = {
+    "σ₁ ∝ tanh 2x, σ₂ = 0.4x + He₃ part, γ = (1/2, 1), v = 1": (
+        {"activation": [T2, {"hermite": [0.0, 0.4, 0.0, float(np.sqrt(6 * 0.84))]}], "gamma": [0.5, 1.0],
+         "Delta": 0.1}, (2.0, 8.0)),
+    "σ ∝ tanh 2x, γ = 1/2, four_point readout": (
+        {"activation": T2, "gamma": 0.5, "Delta": 0.1, "readout": "four_point"}, (2.0, 8.0)),
+}
+
+
+def bench_two_layer_curves() -> list[Ratio]:
+    out = []
+    for name, (fields, (lo, hi)) in TWO_LAYER_CASES.items():
+        fields = {"depth": 2, **fields}
+        THEORY.solve(spec_of(fields, lo), OPTIONS)  # builds the rectangular tables and warms the caches
+        best, wall = float("inf"), float("inf")
+        for _ in range(2):  # best of two
+            cpu, seconds, res = learning_curve(fields, lo, hi)
+            best, wall = min(best, cpu), min(wall, seconds)
+        n_br = max(len(p["branches"]) for p in res["points"])
+        kinds = [t["kind"] for t in res["transitions"]]
+        print(f"[two-layer curve] {name}: 100 points in [{lo}, {hi}]: {best:.2f} s CPU ({wall:.2f} s wall; goal "
+              f"{TWO_LAYER_CURVE_GOAL} s, ratio {best / TWO_LAYER_CURVE_GOAL:.2f}); up to {n_br} branches per point; "
+              f"{kinds.count('spinodal')} spinodals, {kinds.count('first_order')} first-order points")
+        out.append(Ratio(f"hciz_mlp two-layer 100-point α curve, {name}", best, TWO_LAYER_CURVE_GOAL, unit="s CPU",
+                         note=f"ratio {best / TWO_LAYER_CURVE_GOAL:.2f}; wall {wall:.2f} s; {n_br} branches max"))
+    return out
+
+
+def bench_rectangular_table() -> list[Ratio]:
+    from solvers.theories.matrix_denoising.rectangular_table import build_rectangular_table
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    t = build_rectangular_table(0.7, 0.35)
+    seconds, wall = time.process_time() - c0, time.perf_counter() - t0
+    print(f"[table] new rectangular table (γ=0.7, η=0.35), cold: {seconds:.2f} s CPU ({wall:.2f} s wall; goal "
+          f"{RECTANGULAR_TABLE_GOAL} s, ratio {seconds / RECTANGULAR_TABLE_GOAL:.2f}); {t.diagnostics.points} "
+          f"points, all ok: {t.diagnostics.all_points_ok}")
+    return [Ratio("rectangular mmse table for a new (γ, η)", seconds, RECTANGULAR_TABLE_GOAL, unit="s CPU",
+                  note=f"ratio {seconds / RECTANGULAR_TABLE_GOAL:.2f}; wall {wall:.2f} s")]
+
+
 def measure() -> list[Ratio]:
-    return [*bench_curves(), *bench_table()]
+    return [*bench_curves(), *bench_table(), *bench_rectangular_table(), *bench_two_layer_curves()]
 
 
 # ---- README figure ------------------------------------------------------------------------------
@@ -162,7 +211,8 @@ def figure(path: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--figure", default=None, help="also draw the README learning curves to this PNG")
+    parser.add_argument("--two-layer", action="store_true", help="only the two-hidden-layer rows (3 and 4)")
     args = parser.parse_args()
-    print_table(measure())
+    print_table([*bench_rectangular_table(), *bench_two_layer_curves()] if args.two_layer else measure())
     if args.figure:
         figure(args.figure)

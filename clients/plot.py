@@ -7,13 +7,16 @@
 - :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its transitions joined
   row by row, or the lines traced by a boundary job with their critical points;
 - :func:`theory_vs_experiment`: the theory's branches as lines, the sampled finite network as points with
-  error bars, along a learning curve or a sweep in T.
+  error bars, along a learning curve or a sweep in T;
+- :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside
+  experiment, one row per α.
 
 Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from clients.tables import branch_names, parameter_names, series, value_of
@@ -363,3 +366,81 @@ def _path_value(entry: dict[str, Any], path: str) -> float | None:
     for key in rest:
         value = value.get(key) if isinstance(value, dict) else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _bin_means(x: list[float], y: list[float], edges: list[float]) -> tuple[list[float], list[float]]:
+    centres, means = [], []
+    for lo, hi in itertools.pairwise(edges):
+        inside = [b for a, b in zip(x, y, strict=True) if lo <= a < hi]
+        if inside:
+            centres.append(0.5 * (lo + hi))
+            means.append(sum(inside) / len(inside))
+    return centres, means
+
+
+def _alpha_of(point: dict[str, Any]) -> float | None:
+    value = point.get("alpha", point.get("parameter"))
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def specialisation_map(
+    theory_points: list[dict[str, Any]],
+    experiment_points: list[dict[str, Any]] | None = None,
+    *,
+    layer: int = 1,
+    bins: int = 8,
+    xmax: float | None = 3.5,
+    axes: Any = None,
+) -> Any:
+    """Which neurons have specialised, theory (left) beside experiment (right), one row per α.
+
+    ``theory_points``: sweep points (or solve results with an ``alpha``) of the two-hidden-layer ``hciz_mlp``
+    theory, whose ``order_parameters`` hold ``v2`` (|v₂| per atom), ``Q1`` (per atom), ``v`` and ``Q2`` (rows: readout
+    atoms). ``experiment_points``: dicts ``{"alpha", "v2": [|v₂ᵢ| per first-layer neuron], "Q1": [...], "Q2": [...]}``
+    (per-neuron overlaps with the teacher, Q2 per first-layer neuron for one readout class), matched by α.
+    Layer 1 draws Q₁ against |v₂| (experiment: neurons as dots, their means in ``bins`` bins of |v₂|); layer 2
+    draws Q₂(v, v₂) as one curve per readout value |v|. ``xmax`` cuts the |v₂| axis (the outer atoms of N(0, 1)
+    carry almost no neurons). Returns the (rows, 2) array of axes.
+    """
+    plt = _pyplot()
+    if layer not in (1, 2):
+        raise ValueError("layer must be 1 or 2")
+    experiment_points = experiment_points or []
+    rows = sorted(theory_points, key=lambda p: _alpha_of(p) or 0.0)
+    if axes is None:
+        _, axes = plt.subplots(len(rows), 2, figsize=(8, 2.2 * len(rows)), sharex=True, sharey=True, squeeze=False)
+    for r, point in enumerate(rows):
+        alpha = _alpha_of(point)
+        op = point.get("order_parameters") or {}
+        if "v2" not in op or "Q1" not in op:
+            raise ValueError("theory points need order_parameters v2, Q1 and Q2 (two-hidden-layer hciz_mlp)")
+        left, right = axes[r][0], axes[r][1]
+        if layer == 1:
+            left.plot(op["v2"], op["Q1"], marker="o", color="C0")
+        else:
+            for v, row in zip(op.get("v") or [1.0], op["Q2"], strict=True):
+                left.plot(op["v2"], row, marker="o", label=f"|v| = {v:.3g}")
+            if len(op["Q2"]) > 1:
+                left.legend(fontsize=7, loc="best")
+        left.set_ylabel(f"Q{layer}" + (f"  (α = {alpha:g})" if alpha is not None else ""))
+        exp = next((e for e in experiment_points if alpha is not None and _alpha_of(e) is not None
+                    and abs(_alpha_of(e) - alpha) < 1e-9), None)
+        if exp is not None:
+            x, y = list(exp["v2"]), list(exp["Q1" if layer == 1 else "Q2"])
+            right.plot(x, y, linestyle="none", marker=".", color="0.6", label="neurons")
+            top = max(x) if x else 1.0
+            edges = [top * i / bins for i in range(bins)] + [top * (1 + 1e-12)]
+            cx, cy = _bin_means(x, y, edges)
+            right.plot(cx, cy, marker="s", color="C3", label="bin means")
+            right.legend(fontsize=7, loc="best")
+        else:
+            right.text(0.5, 0.5, "no experiment", ha="center", va="center", transform=right.transAxes, color="0.5")
+        for ax in (left, right):
+            ax.set_ylim(-0.05, 1.05)
+            if xmax is not None:
+                ax.set_xlim(0.0, xmax)
+    axes[0][0].set_title("theory")
+    axes[0][1].set_title("experiment")
+    axes[-1][0].set_xlabel("|v₂| (effective readout)")
+    axes[-1][1].set_xlabel("|v₂| (effective readout)")
+    return axes

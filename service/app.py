@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.errors import render_errors
 from service.middleware import ApiKeys, BodyLimit
+from service.openapi import unique_operation_ids
 from service.ratelimit import RateCounter, RateLimit
 from service.routers import experiments, health, jobs, solve, theories
 from service.settings import Settings, get_settings
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for router in (health.router, theories.router, solve.router, jobs.router, experiments.router):
         app.include_router(router)
+    app.openapi = lambda: unique_operation_ids(app)  # type: ignore[method-assign]
     # Starlette runs the last-added middleware first: body limit, then keys, then the rate limit.
     state = app.state.saddlelab
     app.add_middleware(RateLimit, counter=RateCounter(settings.rate_limit_per_minute, state.link, state.secret))

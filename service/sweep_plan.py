@@ -87,6 +87,9 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         _check_values(model, name, vals, vloc, settings)
         axes.append(vals)
     boundary = req.method == "boundary"
+    refusal = theory.lines_refusal(model) if boundary else None
+    if refusal is not None:
+        raise field_error(["model", *refusal[0]], refusal[1])
     if boundary:
         for k, vals in enumerate(axes):
             if min(vals) == max(vals):

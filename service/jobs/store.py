@@ -44,12 +44,14 @@ log = logging.getLogger("saddlelab.jobs")
 T = TypeVar("T")
 
 # Status changes are compare-and-set, so a cancel is never overwritten by a late worker.
+# KEYS: meta. ARGV: new status, time, error ('' for none), the statuses it may replace.
 _SET_STATUS = """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return 0 end
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   if cur == ARGV[i] then
     redis.call('HSET', KEYS[1], 'status', ARGV[1], 'updated', ARGV[2])
+    if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[3]) end
     return 1
   end
 end
@@ -198,13 +200,14 @@ class JobStore:
         return [json.loads(x) for x in self.r.lrange(JobKeys(key).log, 0, -1)]
 
     # ---- writing ----------------------------------------------------------------------------
-    def set_status(self, key: str, status: str, allowed: tuple[str, ...]) -> bool:
+    def set_status(self, key: str, status: str, allowed: tuple[str, ...], error: str = "") -> bool:
+        """``status`` (with ``error``, in the same step) if the current status is one of ``allowed``."""
         return bool(self.write(lambda: self._set_status(keys=[JobKeys(key).meta],
-                                                        args=[status, time.time(), *allowed])))
+                                                        args=[status, time.time(), error, *allowed])))
 
     def fail(self, key: str, error: str) -> None:
-        if self.set_status(key, "failed", ACTIVE):
-            self.write(lambda: self.r.hset(JobKeys(key).meta, "error", error))
+        # One script: a reader never sees "failed" without its reason.
+        self.set_status(key, "failed", ACTIVE, error)
 
     def withdraw(self, key: str, job_id: str, tag: str) -> int:
         """One owner cancels: -1 nothing to cancel, 0 others still want it, 1 the computation is cancelled."""

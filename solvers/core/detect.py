@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.optimize import bisect, brentq
@@ -50,6 +51,10 @@ class RefinementFailed(Exception):
     """A solve needed to refine a special point did not converge."""
 
 
+#: Two tracks (with their index among the stable tracks) and the polished states found so far.
+_Pair = tuple[tuple[int, "Track"], tuple[int, "Track"], dict[tuple[int, float], tuple[np.ndarray, float]]]
+
+
 @dataclass(frozen=True)
 class Track:
     """A piece of one named branch, in order along the branch."""
@@ -66,9 +71,16 @@ class Track:
         ps = [q.p for q in self.points]
         return min(ps), max(ps)
 
+    @cached_property
+    def _by_p(self) -> dict[float, CurvePoint]:
+        by_p: dict[float, CurvePoint] = {}
+        for q in self.points:
+            by_p.setdefault(q.p, q)  # the first point at a value, as a scan would find it
+        return by_p
+
     def at(self, p: float) -> CurvePoint | None:
         """The track's own point at exactly ``p``, if it has one."""
-        return next((q for q in self.points if q.p == p), None)
+        return self._by_p.get(p)
 
     def guess(self, p: float) -> np.ndarray | None:
         """Linear interpolation of the state at ``p`` along the track (None outside it)."""
@@ -269,8 +281,10 @@ class Detector:
         if self.problem.free_entropy is None or not self.problem.looks_for(SpecialKind.FIRST_ORDER):
             return []
         stable = [t for t in tracks if t.stable and len(t.points) >= 2]
+        # Polished states per (track, value), shared by every pair and root bracket that needs them.
+        states: dict[tuple[int, float], tuple[np.ndarray, float]] = {}
         out: list[SpecialPoint] = []
-        for A, B in itertools.combinations(stable, 2):
+        for (ia, A), (ib, B) in itertools.combinations(enumerate(stable), 2):
             if A.name == B.name:
                 continue
             (a_lo, a_hi), (b_lo, b_hi) = A.p_range(), B.p_range()
@@ -280,13 +294,14 @@ class Detector:
             grid = sorted({q.p for q in A.points + B.points if lo <= q.p <= hi} | {lo, hi})
             # Exact differences at every point of the overlap: interpolated free entropies can put a
             # crossing in the wrong interval.
-            vals = [self._delta_or_none(A, B, p) for p in grid]
+            pair = ((ia, A), (ib, B), states)
+            vals = [self._delta_or_none(pair, p) for p in grid]
             for k in range(len(grid) - 1):
                 if not _sign_change(vals[k], vals[k + 1]):
                     continue
                 p0, p1 = grid[k], grid[k + 1]
                 try:
-                    pc = brentq(self._delta, p0, p1, args=(A, B), xtol=1e-13 * max(self.width, 1e-300),
+                    pc = brentq(self._delta, p0, p1, args=(pair,), xtol=1e-13 * max(self.width, 1e-300),
                                 rtol=REFINE_RTOL, maxiter=200)
                     refined = True
                 except (RefinementFailed, RuntimeError, ValueError):
@@ -303,30 +318,41 @@ class Detector:
                 )
         return out
 
-    def _delta_or_none(self, A: Track, B: Track, p: float) -> float | None:
+    def _delta_or_none(self, pair: _Pair, p: float) -> float | None:
         try:
-            return self._delta(p, A, B)
+            return self._delta(p, pair)
         except RefinementFailed:
             return None
 
-    def _delta(self, p: float, A: Track, B: Track) -> float:
-        fe = self.problem.free_entropy
-        assert fe is not None
-        qa, qb = A.at(p), B.at(p)
-        if qa is not None and qb is not None and qa.free_entropy is not None and qb.free_entropy is not None:
-            xa, xb, fa, fb = qa.x, qb.x, qa.free_entropy, qb.free_entropy
-        else:
-            ga, gb = A.guess(p), B.guess(p)
-            if ga is None or gb is None:
-                raise RefinementFailed("outside the overlap")
-            ra, rb = polish(self.problem, p, ga, self.options), polish(self.problem, p, gb, self.options)
-            if not (ra.converged and rb.converged):
-                raise RefinementFailed("polish failed")
-            xa, xb = ra.x, rb.x
-            fa, fb = float(fe(xa, p)), float(fe(xb, p))
+    def _delta(self, p: float, pair: _Pair) -> float:
+        (ia, A), (ib, B), states = pair
+        xa, fa = self._state_on(A, ia, p, states)
+        xb, fb = self._state_on(B, ib, p, states)
         if same_solution(self.problem, xa, xb, tol=1e-5):
             return 0.0
         return float(fa - fb)
+
+    def _state_on(
+        self, track: Track, index: int, p: float, states: dict[tuple[int, float], tuple[np.ndarray, float]]
+    ) -> tuple[np.ndarray, float]:
+        """(state, free entropy) of ``track`` at ``p``: its own point there, else Newton-polished (remembered)."""
+        q = track.at(p)
+        if q is not None and q.free_entropy is not None:
+            return q.x, q.free_entropy
+        key = (index, p)
+        known = states.get(key)
+        if known is not None:
+            return known
+        guess = track.guess(p)
+        if guess is None:
+            raise RefinementFailed("outside the overlap")
+        res = polish(self.problem, p, guess, self.options)
+        if not res.converged:
+            raise RefinementFailed("polish failed")
+        fe = self.problem.free_entropy
+        assert fe is not None
+        states[key] = (res.x, float(fe(res.x, p)))
+        return states[key]
 
 
 def same_branch_point(problem: Problem, a: SpecialPoint, b: SpecialPoint) -> bool:

@@ -132,6 +132,16 @@ class PowerSeries:
         P = np.power(q[..., None], self.dpowers)
         return (P * q[..., None]) @ self.coeffs, P @ self.dcoeffs
 
+    def with_two_derivatives(self, q: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(value, first, second derivative) from one table of powers (powers ≥ 2 assumed, as for Mehler
+        tails from l = 3 on)."""
+        q = np.asarray(q, dtype=float)
+        if self.coeffs.size == 0:
+            return np.zeros_like(q), np.zeros_like(q), np.zeros_like(q)
+        qq = q[..., None]
+        P = np.power(qq, self.d2powers)
+        return (P * (qq * qq)) @ self.coeffs, (P * qq) @ self.dcoeffs, P @ self.d2coeffs
+
     def derivative(self, q: np.ndarray | float) -> np.ndarray:
         q = np.asarray(q, dtype=float)
         if self.coeffs.size == 0:

@@ -15,6 +15,7 @@ THEORY_MODULES: dict[str, str] = {
     "kernel_renormalization": "solvers.theories.kernel_renormalization",
     "hciz_mlp": "solvers.theories.hciz_mlp",
     "matrix_denoising": "solvers.theories.matrix_denoising",
+    "mean_field_ard": "solvers.theories.mean_field_ard",
 }
 
 

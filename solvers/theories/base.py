@@ -114,6 +114,11 @@ class Theory(ABC):
 
         return rebound(self, spec, self.check_pair(spec, parameters), options)
 
+    def lines_refusal(self, spec: BaseModel) -> tuple[tuple[str, ...], str] | None:
+        """Why ``spec`` has no transition lines to trace — (location of the field that rules them out,
+        reason) — or None. A boundary job on such a spec is refused when it is submitted."""
+        return None
+
     def check_pair(self, spec: BaseModel, parameters: tuple[str, str]) -> tuple[str, str]:
         """Two distinct sweepable fields of ``spec``; ValueError naming the others."""
         p1, p2 = parameters

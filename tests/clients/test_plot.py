@@ -119,6 +119,35 @@ def test_plots_of_a_real_potential_sweep() -> None:
     plt.close("all")
 
 
+def _two_layer_point(alpha: float, q1: list[float], q2: list[list[float]]) -> dict:
+    return {"parameter": alpha, "order_parameters": {"v2": [0.5, 1.5, 2.5], "Q1": q1, "v": [0.45, 1.34][: len(q2)],
+                                                     "Q2": q2}}
+
+
+def test_specialisation_map_draws_theory_beside_binned_experiment() -> None:
+    theory = [_two_layer_point(4.0, [0.1, 0.6, 0.9], [[0.0, 0.2, 0.4]]),
+              _two_layer_point(2.0, [0.0, 0.0, 0.3], [[0.0, 0.0, 0.1]])]
+    experiment = [{"alpha": 4.0, "v2": [0.2, 0.25, 1.2, 2.4], "Q1": [0.0, 0.2, 0.5, 1.0], "Q2": [0, 0, 0.1, 0.3]}]
+    axes = plot.specialisation_map(theory, experiment)
+    assert axes.shape == (2, 2)
+    # rows ordered by α; the theory curve is drawn at the atoms
+    top_left = axes[0][0].get_lines()[0]
+    assert list(top_left.get_ydata()) == [0.0, 0.0, 0.3]
+    # the α = 4 experiment: neurons as dots, and bin means over |v2| (8 bins on [0, 2.4])
+    dots, means = axes[1][1].get_lines()[:2]
+    assert list(dots.get_ydata()) == [0.0, 0.2, 0.5, 1.0]
+    assert list(means.get_ydata()) == pytest.approx([0.1, 0.5, 1.0])
+    assert axes[0][1].texts and axes[0][1].texts[0].get_text() == "no experiment"
+    plt.close("all")
+
+
+def test_specialisation_map_second_layer_has_one_curve_per_readout_value() -> None:
+    axes = plot.specialisation_map([_two_layer_point(4.0, [0, 0, 0], [[0.0, 0.1, 0.2], [0.1, 0.5, 0.9]])], layer=2)
+    assert len(axes[0][0].get_lines()) == 2
+    with pytest.raises(ValueError, match="v2"):
+        plot.specialisation_map([{"parameter": 1.0, "order_parameters": {"Q": 0.3}}])
+
+
 def test_phase_diagram_draws_traced_lines_by_kind_and_the_critical_points() -> None:
     result = {
         "parameters": ["beta", "h"],

@@ -111,3 +111,21 @@ def test_line_options_are_part_of_the_job(client: TestClient) -> None:
     r = client.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": "u", "values": [20.0, 30.0],
                                         "lines": {"seeds": 2}})
     assert r.status_code == 422
+
+
+def test_a_spec_without_transition_lines_is_refused_when_submitted(client: TestClient) -> None:
+    # The particle solver is stochastic: no deterministic system to continue, so no job is started.
+    particles = {"theory": "mean_field_ard", "d": 10, "N": 32, "kappa": 0.1, "P": 50, "solver": "particles",
+                 "particles": {"n": 64}, "target": {"kind": "parity", "k": 2}}
+    r = client.post("/v1/sweeps", json={"model": particles, "parameter": ["kappa", "P"], "method": "boundary",
+                                        "values": [{"start": 0.05, "stop": 0.2, "num": 2},
+                                                   {"start": 20, "stop": 80, "num": 2}]})
+    assert r.status_code == 422, r.text
+    (err,) = r.json()["detail"]
+    assert err["loc"] == ["body", "model", "solver"] and "reduced solver" in err["msg"]
+    reduced = {k: v for k, v in particles.items() if k not in ("solver", "particles")}
+    ok = client.post("/v1/sweeps", json={"model": reduced, "parameter": ["kappa", "P"], "method": "boundary",
+                                         "values": [{"start": 0.05, "stop": 0.2, "num": 2},
+                                                    {"start": 20, "stop": 80, "num": 2}]})
+    assert ok.status_code == 202, ok.text
+    client.delete(ok.json()["status_url"])  # only its acceptance is tested here

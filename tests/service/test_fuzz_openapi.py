@@ -17,6 +17,9 @@ LIMITS = {
     "kernel_p": 40, "kernel_p_test": 40, "kernel_n0": 40, "kernel_depth": 3,
     "finite_sample_p": 40, "finite_sample_p_test": 40, "finite_sample_d": 40,
     "hciz_depth": 3, "hciz_hermite_terms": 12,
+    "mean_field_d": 8, "mean_field_N": 64, "mean_field_P": 32, "mean_field_P_test": 32,
+    "mean_field_array_rows": 64, "mean_field_particles": 32, "mean_field_reduced_k": 2,
+    "mean_field_particle_steps": 20_000, "mean_field_quadrature_nodes": 2_000,
 }
 
 APP = create_app(app_settings(solve_time_limit=2.0, max_sweep_points=5, max_grid_points=9, local_workers=1,

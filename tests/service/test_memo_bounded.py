@@ -8,6 +8,9 @@ runs in its own process, whose memory all goes when it ends.
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -36,29 +39,33 @@ def resident() -> int:
     raise AssertionError("no VmRSS")
 
 
-@pytest.fixture()
-def small_memo(monkeypatch: pytest.MonkeyPatch) -> BytesLRU:
-    memo: BytesLRU = BytesLRU(BUDGET, datasets.DATA_MEMO_ENTRIES, lambda ds: ds.nbytes)
-    monkeypatch.setattr(datasets, "_MEMO", memo)
-    return memo
-
-
 def held(memo: BytesLRU) -> int:
     """Bytes of the arrays the memo holds, counted from the arrays themselves (not from its own tally)."""
     return sum(ds.X.nbytes + ds.y.nbytes + ds.X_test.nbytes + ds.y_test.nbytes for ds, _ in memo._data.values())
 
 
-@pytest.mark.slow
-def test_solves_in_the_api_process_keep_the_data_memo_within_its_byte_budget(small_memo: BytesLRU) -> None:
+def _solve_seven_in_this_process() -> tuple[int, int, int]:
+    """(growth of the resident size, most bytes the memo held, entries left) over seven solves on new data."""
+    memo: BytesLRU = BytesLRU(BUDGET, datasets.DATA_MEMO_ENTRIES, lambda ds: ds.nbytes)
+    datasets._MEMO = memo
+    most = 0
     with TestClient(create_app(settings(solve_processes=0))) as c:  # in this process, where the memo lives
         c.post("/v1/solve", json={"model": spec(100)})  # warm the libraries up
         base = resident()
         for seed in range(7):
             r = c.post("/v1/solve", json={"model": spec(seed)})
             assert r.status_code == 200 and r.json()["converged"], r.text
-            assert held(small_memo) <= BUDGET
+            most = max(most, held(memo))
         growth = resident() - base
-    assert len(small_memo) == 1
+    return growth, most, len(memo)
+
+
+@pytest.mark.slow
+def test_solves_in_the_api_process_keep_the_data_memo_within_its_byte_budget() -> None:
+    # In a fresh process: the resident size of the test runner moves with whatever else it has run.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        growth, most, entries = pool.submit(_solve_seven_in_this_process).result(timeout=600)
+    assert most <= BUDGET and entries == 1
     # Seven data sets of 38.6 MB went through; at most the budget's worth (and transient buffers) stays.
     assert growth < BUDGET + 40 * MiB, growth / MiB
 

@@ -37,6 +37,9 @@ def _locs(resp) -> list[str]:
         ({"gamma": [0.5, -1.0], "depth": 2, "activation": TANH_NO_LINEAR}, "gamma"),
         ({"gamma": [0.5, 1.0, 2.0], "depth": 2, "activation": TANH_NO_LINEAR}, "gamma"),
         ({"gamma": []}, "gamma"),
+        # two hidden layers: each four_point readout class is a (γ2/2)d-row product channel, beyond its tables
+        ({"gamma": [0.5, 1.5e-3], "depth": 2, "activation": {"name": "tanh2", "unit_variance": True},
+          "readout": "four_point"}, "gamma"),
         ({"alpha": -0.1}, "alpha"),
         ({"Delta": -1e-3}, "Delta"),
         ({"activation": "softplus"}, "activation"),

@@ -22,7 +22,8 @@ BASE = {"theory": "matrix_denoising", "gamma": 0.5, "readout": "ones", "snr": 2.
 def test_registered_with_described_fields() -> None:
     th = get("matrix_denoising")
     assert th.spec_model is MatrixDenoisingSpec
-    assert set(th.sweepable) == {"snr", "gamma"}
+    assert set(th.sweepable) == {"snr", "gamma", "eta"}
+    assert set(th.sweepable_for(MatrixDenoisingSpec(**BASE))) == {"snr", "gamma"}
     schema = MatrixDenoisingSpec.model_json_schema()
     assert all(prop.get("description") for prop in schema["properties"].values())
 
@@ -106,3 +107,55 @@ def test_http_solve(client: TestClient) -> None:
     body = r.json()
     assert body["converged"]
     assert body["observables"]["mmse"] == pytest.approx(mmse_point(0.5, "ones", 2.0).mmse, abs=1e-6)
+
+
+RECT = {"theory": "matrix_denoising", "shape": "rectangular", "gamma": 0.5, "eta": 2.0, "snr": 1.5}
+
+
+def test_rectangular_shape_solves_and_sweeps() -> None:
+    """The rectangular mode reports the table's values (checked against direct quadrature) and sweeps η
+    by direct quadrature; 2ι' = mmse holds between neighbouring points of an snr sweep."""
+    from solvers.theories.matrix_denoising.rectangular_point import rectangular_mmse_point
+
+    th = get("matrix_denoising")
+    spec = MatrixDenoisingSpec(**RECT)
+    assert set(th.sweepable_for(spec)) == {"snr", "gamma", "eta"}
+    res = solve_json(th, spec, SolverOptions())
+    json.dumps(res, allow_nan=False)
+    assert res["converged"] and res["equilibrium"] == "bayes_optimal"
+    direct = rectangular_mmse_point(0.5, 2.0, 1.5).mmse
+    assert res["observables"]["mmse"] == pytest.approx(direct, abs=3e-7)
+    eta = sweep_json(th, spec, "eta", [0.5, 1.0], "grid", SolverOptions())
+    for p, e in zip(eta["points"], [0.5, 1.0], strict=True):
+        # direct quadrature, or the table where an earlier solve has built it (accurate to 3e-7)
+        assert p["observables"]["mmse"] == pytest.approx(rectangular_mmse_point(0.5, e, 1.5).mmse, abs=3e-7)
+    snr = sweep_json(th, spec, "snr", [1.5, 1.5001], "grid", SolverOptions())
+    i0, i1 = (p["observables"]["iota"] for p in snr["points"])
+    assert 2 * (i1 - i0) / 1e-4 == pytest.approx(res["observables"]["mmse"], rel=1e-4)
+
+
+def test_symmetric_default_is_unchanged_by_the_new_fields() -> None:
+    spec = MatrixDenoisingSpec(**BASE)
+    assert spec.shape == "symmetric" and spec.eta is None
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"eta": None}, "eta"),
+        ({"eta": 0.0}, "eta"),
+        ({"eta": 5e3}, "eta"),
+        ({"readout": "rademacher"}, "readout"),
+        ({"shape": "triangular"}, "shape"),
+    ],
+)
+def test_bad_rectangular_specs_name_the_field(patch: dict, field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        MatrixDenoisingSpec(**{**RECT, **patch})
+    assert any(field in map(str, e["loc"]) for e in err.value.errors())
+
+
+def test_eta_is_refused_for_the_symmetric_shape() -> None:
+    with pytest.raises(ValidationError) as err:
+        MatrixDenoisingSpec(**{**BASE, "eta": 1.0})
+    assert any("eta" in map(str, e["loc"]) for e in err.value.errors())

@@ -157,7 +157,8 @@ def test_agrees_with_the_population_theory_at_large_P() -> None:
 def test_size_limits_name_the_limit() -> None:
     """Sizes are limits of the instance (checked by the service against its settings), not of the spec."""
     assert THEORY.size_limits == {"finite_sample_p": 5000, "finite_sample_p_test": 20000, "finite_sample_d": 20000}
-    defaults = Settings(redis_url=None, api_keys=(), limits={})
+    # The memory bound is a check of its own (tests/service/test_memory_estimates.py): off here.
+    defaults = Settings(redis_url=None, api_keys=(), limits={}, max_solve_memory_bytes=0)
     check_sizes(spec(P=5000, P_test=20000, D=20000), defaults)
     for field, limit in (("P", "finite_sample_p"), ("P_test", "finite_sample_p_test"), ("D", "finite_sample_d")):
         too_big = spec(**{field: THEORY.size_limits[limit] + 1})  # a valid spec ...
@@ -165,7 +166,7 @@ def test_size_limits_name_the_limit() -> None:
             check_sizes(too_big, defaults)
         (e,) = err.value.errors()
         assert e["loc"] == ["body", "model", field] and f"{limit}={THEORY.size_limits[limit]:g}" in e["msg"]
-    lowered = Settings(redis_url=None, api_keys=(), limits={"finite_sample_p": 100})
+    lowered = Settings(redis_url=None, api_keys=(), limits={"finite_sample_p": 100}, max_solve_memory_bytes=0)
     check_sizes(spec(P=100), lowered)
     with pytest.raises(RequestValidationError):
         check_sizes(spec(P=101), lowered)

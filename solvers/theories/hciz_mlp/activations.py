@@ -74,6 +74,16 @@ class Activation:
             return s2 * float(g), s2 * float(dg)
         return s2 * float(self.g_raw(np.float64(q))), s2 * float(self.dg_raw(np.float64(q)))
 
+    def g_and_derivatives(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(g, g', g'') at an array of q, sharing the powers where the covariance is a series from l = 3."""
+        qc = np.clip(np.asarray(q, dtype=float), -1.0, 1.0)
+        s2 = self.scale**2
+        series = getattr(self.g_raw, "with_two_derivatives", None)
+        if series is not None and float(np.min(self.g_raw.powers, initial=3.0)) >= 2.0:
+            g, dg, d2g = series(qc)
+            return s2 * g, s2 * dg, s2 * d2g
+        return s2 * self.g_raw(qc), s2 * self.dg_raw(qc), s2 * self.d2g_raw(qc)
+
     def d2g(self, q: np.ndarray | float) -> np.ndarray:
         """g''(q) (for analytic Jacobians)."""
         return self.scale**2 * self.d2g_raw(np.clip(np.asarray(q, dtype=float), -1.0, 1.0))

@@ -102,6 +102,15 @@ class ScalarChannel:
             comp = (2.0 * expit(-2.0 * (np.sqrt(x) * z + x))) @ w  # E[1 − tanh(√x z + x)]
         return np.where(y >= 0, comp, 2.0 - comp)
 
+    def overlap_complement_slope_from_log(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Q, 1 − Q, dQ/dy) at once (for the Gaussian prior all three come from one exponential)."""
+        y = np.asarray(y, dtype=float)
+        if self.prior != "gaussian":
+            return self.overlap_from_log(y), self.complement_from_log(y), self.d_overlap_from_log(y)
+        e = np.exp(-np.abs(y))
+        pos = y >= 0
+        return np.where(pos, 1.0 - e, e - 1.0), np.where(pos, e, 2.0 - e), e
+
     def d_overlap_from_log(self, y: np.ndarray | float) -> np.ndarray:
         """dQ/dy."""
         a = np.abs(np.asarray(y, dtype=float))

@@ -21,10 +21,12 @@ from solvers.core.newton import fd_jacobian
 from solvers.core.problem import Problem
 from solvers.core.results import Report
 from solvers.theories.hciz_mlp.deep import DeepModel
-from solvers.theories.hciz_mlp.models import deep_model, readout_atom_count, shallow_model
-from solvers.theories.hciz_mlp.reports import deep_report, shallow_report
+from solvers.theories.hciz_mlp.models import deep_model, readout_atom_count, shallow_model, two_layer_model
+from solvers.theories.hciz_mlp.reports import deep_report, shallow_report, two_layer_report
 from solvers.theories.hciz_mlp.shallow import T_MAX, UNIVERSAL_TOL, ShallowModel
 from solvers.theories.hciz_mlp.spec import HCIZSpec
+from solvers.theories.hciz_mlp.two_layer import T_MAX as TWO_LAYER_T_MAX
+from solvers.theories.hciz_mlp.two_layer import TwoLayerModel
 
 #: Overlap from which a neuron (atom of the readout law) counts as specialised in branch names.
 SPECIALIZED_Q = 0.5
@@ -109,8 +111,13 @@ class ModelPlane:
 
 def plane_problem(spec: HCIZSpec, parameters: tuple[str, str], quadrature_order: int | None) -> Problem:
     """The problem over a plane of two of (α, Δ, γ): its control value is λ itself (see ``ModelPlane``)."""
+    n_atoms = readout_atom_count(quadrature_order)
+    if spec.two_layer:
+        if "gamma" in parameters:
+            raise ValueError("the two-hidden-layer model is not sweepable in gamma")
+        return two_layer_problem_at(spec, ModelPlane(spec, parameters, n_atoms, two_layer_model))
     deep = spec.depth >= 2
-    at = ModelPlane(spec, parameters, readout_atom_count(quadrature_order), deep_model if deep else shallow_model)
+    at = ModelPlane(spec, parameters, n_atoms, deep_model if deep else shallow_model)
     return (deep_problem_at if deep else shallow_problem_at)(spec, at)
 
 
@@ -262,5 +269,124 @@ def deep_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
         scale=np.ones(dim),
         names=[f"log1p_Qhat{l + 1}" for l in range(probe.depth - 1)]
         + [f"log1p_Qhat{probe.depth}[{j}]" for j in range(probe.readout.size)],
+        report=report,
+    )
+
+
+# ---- two hidden layers with a linear component --------------------------------------------------------
+#: Data SNR of the product channel at the starts where W^(2:1) is known (Q_2:1 = 1 − mmse(τ + 1e3) ≈ 1).
+PRODUCT_START_SNR = 1e3
+
+
+def two_layer_label(model: TwoLayerModel, x: np.ndarray, alpha: float, margin: Callable[[], float]) -> str:
+    """universal (every overlap 0); product_overlap (only Q_2:1 > 0); first_layer_specialized (some Q₁ ≥ 1/2,
+    every Q₂ < 1/2); second_layer_specialized (the converse); specialized (both); weakly_specialized (some
+    overlap of a layer above zero, none at 1/2); prefix ``quenched_`` for Q₁ pinned at 1; suffix ``_unstable``
+    for a repelling solution; ``[|v2|>=a]`` the smallest effective readout |v₂| whose first-layer neurons have
+    specialised when that is not all of them (neurons with large |v₂| specialise first)."""
+    Q1, Q2, Q21 = model.overlaps(x, alpha)
+    tol = UNIVERSAL_TOL
+    layer1 = (not model.quench) and float(np.max(Q1)) > tol
+    layer2 = float(np.max(Q2)) > tol
+    strong1 = (not model.quench) and bool(np.any(Q1 >= SPECIALIZED_Q))
+    strong2 = bool(np.any(Q2 >= SPECIALIZED_Q))
+    if not layer1 and not layer2:
+        name = "product_overlap" if float(np.max(Q21)) > tol else "universal"
+    elif strong1 and strong2:
+        name = "specialized"
+    elif strong1:
+        name = "first_layer_specialized"
+    elif strong2:
+        name = "second_layer_specialized"
+    else:
+        name = "weakly_specialized"
+    if model.quench:
+        name = "quenched_" + name
+    if name not in ("universal", "quenched_universal") and margin() <= 0:
+        name += "_unstable"
+    if strong1 and not np.all(Q1 >= SPECIALIZED_Q):
+        name += f"[|v2|>={float(np.min(model.hidden.v[Q1 >= SPECIALIZED_Q])):.3g}]"
+    return name
+
+
+def two_layer_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:
+    if parameter == "gamma":
+        raise ValueError("the two-hidden-layer model is not sweepable in gamma")
+    return two_layer_problem_at(spec, ModelAt(spec, parameter, readout_atom_count(quadrature_order), two_layer_model))
+
+
+def two_layer_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
+    """The two-hidden-layer model's problem; its control value p is whatever ``at`` maps to (model, α)."""
+    probe: TwoLayerModel = at.probe()
+    dim = probe.dim
+    S, V = probe.S, probe.V
+    big = float(probe.channel.log_snr_of_overlap(INFORMATIVE_Q))
+    t_known = float(np.log1p(PRODUCT_START_SNR))
+
+    def G(x: np.ndarray, p: float) -> np.ndarray:
+        model, alpha = at(p)
+        return model.fixed_point(x, alpha)
+
+    def jacobian(x: np.ndarray, p: float) -> np.ndarray:
+        model, alpha = at(p)
+        return model.jacobian(x, alpha) - np.eye(model.dim)
+
+    def free_entropy(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        return model.free_entropy(x, alpha)
+
+    def stability(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        return model.margin(x, alpha)
+
+    def start(q1: float, q2: float, known_product: bool) -> np.ndarray:
+        y1 = np.full(S, big if q1 else 0.0)
+        y2 = np.full((V, S), big if q2 else 0.0)
+        return probe.join(y1, y2, np.full(V, t_known if known_product else 0.0))
+
+    def starts(p: float) -> dict[str, np.ndarray]:
+        out = {"uninformative": start(0, 0, False)}
+        if probe.has_product:
+            out["product_overlap"] = start(0, 0, True)
+        if not probe.quench:
+            # Q₂ = Q₂:₁ = 0 is invariant: from here the second layer learns only if that subspace is unstable.
+            out["first_layer"] = start(1, 0, False)
+            if probe.has_product:
+                out["first_layer_product"] = start(1, 0, True)
+        out["informative"] = start(1, 1, True)
+        return out
+
+    def label(x: np.ndarray, p: float, start_name: str) -> str:
+        model, alpha = at(p)
+        return two_layer_label(model, x, alpha, lambda: stability(x, p))
+
+    n1, VS = probe.n1, V * S
+
+    def project(x: np.ndarray) -> np.ndarray:
+        y = np.array(x, dtype=float)
+        y[: n1 + VS] = np.clip(y[: n1 + VS], 0.0, MAX_LOG_SNR)
+        y[n1 + VS :] = np.clip(y[n1 + VS :], 0.0, TWO_LAYER_T_MAX)
+        return y
+
+    def report(x: np.ndarray, p: float) -> Report:
+        model, alpha = at(p)
+        return two_layer_report(model, alpha, np.asarray(x, dtype=float))
+
+    names = ([f"log1p_Qhat1[{s}]" for s in range(probe.n1)]
+             + [f"log1p_Qhat2[{v},{s}]" for v in range(V) for s in range(S)]
+             + [f"log1p_Qhat21[{v}]" for v in range(probe.n21)])
+    return Problem(
+        residual=None,
+        dim=dim,
+        starts=starts,
+        fixed_point=G,
+        jacobian=jacobian,
+        free_entropy=free_entropy,
+        stability=stability,
+        kind="fixed_point",
+        label=label,
+        project=project,
+        scale=np.ones(dim),
+        names=names,
         report=report,
     )

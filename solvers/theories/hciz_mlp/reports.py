@@ -9,6 +9,7 @@ import numpy as np
 from solvers.core.results import Report
 from solvers.theories.hciz_mlp.deep import DeepModel
 from solvers.theories.hciz_mlp.shallow import UNIVERSAL_TOL, ShallowModel, ShallowState
+from solvers.theories.hciz_mlp.two_layer import TwoLayerModel
 
 #: A layer counts as specialised when its overlap exceeds this.
 SPECIALISED_TOL = 1e-6
@@ -24,7 +25,7 @@ def _finite_or_none(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def _readout(model: ShallowModel | DeepModel) -> dict[str, Any]:
+def _readout(model: ShallowModel | DeepModel | TwoLayerModel) -> dict[str, Any]:
     if model.readout.size <= 1:
         return {}
     return {"v": [float(v) for v in model.readout.v], "v_probability": [float(q) for q in model.readout.p]}
@@ -83,5 +84,44 @@ def deep_report(model: DeepModel, alpha: float, x: np.ndarray) -> Report:
         "K_star": float(st.K_star),
         "specialized_layers": layers,
         "phase": "specialized" if layers else "universal",
+    }
+    return Report(order, observables)
+
+
+def two_layer_report(model: TwoLayerModel, alpha: float, x: np.ndarray) -> Report:
+    """Q₁ per effective readout |v₂|, Q₂ per (v, v₂) (rows: readout atoms), Q₂:₁ and τ per readout atom (the
+    per-neuron specialisation maps); ``Q`` holds the layer averages E_{v₂}Q₁ and E_{v,v₂}Q₂."""
+    st = model.state(x, alpha)
+    ps, pv = model.hidden.p, model.readout.p
+    order: dict[str, Any] = {
+        "Q": [float(np.dot(ps, st.Q1)), float(pv @ st.Q2 @ ps)],
+        "Q_hat": [None if model.quench else float(np.dot(ps, st.Q_hat1)), float(pv @ st.Q_hat2 @ ps)],
+        "R2": None,
+        "R2_hat": None,
+        "Q1": [float(q) for q in st.Q1],
+        "Q2": [[float(q) for q in row] for row in st.Q2],
+        "Q21": _per_atom(st.Q21),
+        "Q_hat1": None if model.quench else [float(q) for q in st.Q_hat1],
+        "Q_hat2": [[float(q) for q in row] for row in st.Q_hat2],
+        "Q_hat21": _per_atom(st.Q_hat21),
+        "tau": _per_atom(st.tau) if model.has_product else None,
+        "v2": [float(v) for v in model.hidden.v],
+        "v2_probability": [float(p) for p in ps],
+        "v": [float(v) for v in model.readout.v],
+        "v_probability": [float(p) for p in pv],
+    }
+    maxima = [0.0 if model.quench else float(np.max(st.Q1)), float(np.max(st.Q2))]
+    layers = [layer + 1 for layer, q in enumerate(maxima) if q > SPECIALISED_TOL]
+    product = float(np.max(st.Q21)) > SPECIALISED_TOL
+    observables: dict[str, Any] = {
+        "generalization_error": float(max(st.eps, 0.0)),
+        "free_entropy": float(model.free_entropy(x, alpha)),
+        "mutual_information": float(model.mutual_information(x, alpha)),
+        "K_d": float(model.K_d),
+        "K_star": float(st.K_star),
+        "specialized_layers": layers,
+        "product_overlap": float(np.dot(pv, st.Q21)),
+        "phase": "specialized" if layers else ("product_overlap" if product else "universal"),
+        "prefactors": model.prefactors,
     }
     return Report(order, observables)

@@ -88,10 +88,15 @@ class HermiteActivation(BaseModel):
         return mu
 
 
+OneActivation = ActivationName | NamedActivation | HermiteActivation
 Activation = Annotated[
-    ActivationName | NamedActivation | HermiteActivation,
-    Field(description="Activation σ: a name, {name, remove_linear, unit_variance}, or {hermite: [μ0, μ1, …]}."),
+    OneActivation | list[OneActivation],
+    Field(
+        description="Activation σ: a name, {name, remove_linear, unit_variance}, or {hermite: [μ0, μ1, …]}; for "
+        "depth 2 also a list [σ₁, σ₂], one per hidden layer (both layers use σ when one is given)."
+    ),
 ]
+Prefactors = Literal["derived", "ones_notebook", "gauss_notebook"]
 
 
 class HCIZSpec(BaseModel):
@@ -102,8 +107,10 @@ class HCIZSpec(BaseModel):
     theory: Literal["hciz_mlp"] = Field(description="Theory name.")
     depth: int = Field(
         1, ge=1,
-        description="Number of hidden layers L (at most the instance limit hciz_depth, default 12). L ≥ 2 solves the "
-        "reduced deep model, which needs μ0 = μ1 = μ2 = 0 and E σ² = 1 (e.g. {name: tanh2, remove_linear: true, "
+        description="Number of hidden layers L (at most the instance limit hciz_depth, default 12). L = 2 needs "
+        "μ0 = μ2 = 0 in both layers and E σ₁² = 1 in the first (assumption H2; μ1 ≠ 0 solves the two-hidden-layer "
+        "theory with the product overlap Q_2:1, e.g. {name: tanh2, unit_variance: true}); L ≥ 3 solves the reduced "
+        "deep model, which needs μ0 = μ1 = μ2 = 0 and E σ² = 1 (e.g. {name: tanh2, remove_linear: true, "
         "unit_variance: true}).",
     )
     activation: Activation
@@ -124,12 +131,36 @@ class HCIZSpec(BaseModel):
         ge=0, description="Label-noise variance Δ of y = f(x) + √Δ z; 0 is noiseless. ε* never includes Δ."
     )
 
+    prefactors: Prefactors = Field(
+        "derived",
+        description="Depth 2: the form of two prefactors of the saddle-point equations. derived: from "
+        "differentiating the free entropy (μ1² in Q̂_2:1, α/γ1 in Q̂_1); ones_notebook: ν1² (layer 2's μ1) in "
+        "Q̂_2:1; gauss_notebook: α/γ2 in the second output-channel term of Q̂_1.",
+    )
+    quench: bool = Field(
+        False,
+        description="Depth 2: pin Q_1 ≡ 1 (the first layer given at the teacher's weights) to probe the partially "
+        "specialised branches of the second layer; the free entropy then omits the first layer's entropy.",
+    )
+
     @field_validator("activation")
     @classmethod
     def _activation_for_depth(cls, act: object, info: ValidationInfo) -> object:
         depth = info.data.get("depth", 1)
-        if depth >= 2:
-            a = build_activation(act)
+        if isinstance(act, list) and (depth != 2 or len(act) != 2):
+            raise ValueError(f"a list of activations needs depth 2 and two entries (got depth {depth}, "
+                             f"{len(act)} entries)")
+        # One activation model per distinct σ (never one per layer: depth is not yet checked against its limit).
+        layers = build_activations(act, 2) if depth == 2 else [build_activation(act)]
+        if depth == 2:
+            for layer, a in enumerate(layers, start=1):
+                if max(abs(a.mu0), abs(a.mu2)) > 1e-8 or (layer == 1 and abs(a.second_moment - 1.0) > 1e-8):
+                    raise ValueError(
+                        f"depth 2 needs μ0 = μ2 = 0 in both layers and E σ₁² = 1 (assumption H2); layer {layer} "
+                        f"has μ0 = {a.mu0:.4g}, μ1 = {a.mu1:.4g}, μ2 = {a.mu2:.4g}, E σ² = {a.second_moment:.4g}"
+                    )
+        elif depth >= 3:
+            a = layers[0]
             lead = max(abs(a.mu0), abs(a.mu1), abs(a.mu2))
             if lead > 1e-8 or abs(a.second_moment - 1.0) > 1e-8:
                 raise ValueError(
@@ -137,6 +168,15 @@ class HCIZSpec(BaseModel):
                     f"has μ0 = {a.mu0:.4g}, μ1 = {a.mu1:.4g}, μ2 = {a.mu2:.4g}, E σ² = {a.second_moment:.4g}"
                 )
         return act
+
+    @field_validator("prefactors", "quench")
+    @classmethod
+    def _two_layer_options(cls, value: object, info: ValidationInfo) -> object:
+        depth = info.data.get("depth", 1)
+        default = "derived" if info.field_name == "prefactors" else False
+        if depth != 2 and value != default:
+            raise ValueError(f"{info.field_name} applies to depth 2 only (got depth {depth})")
+        return value
 
     @field_validator("gamma")
     @classmethod
@@ -153,7 +193,29 @@ class HCIZSpec(BaseModel):
         depth = info.data.get("depth", 1)
         if len(values) not in (1, depth):
             raise ValueError(f"{len(values)} width ratios for depth {depth}: give one per hidden layer (or one)")
+        # At depth 2 the rows of a readout class form a (γ2·P(v²)d) × d product channel, tabulated on the same
+        # range of ratios: the four_point law splits the second layer into two classes of half the rows.
+        if depth == 2 and info.data.get("readout") == "four_point" and values[-1] / 2 < GAMMA_RANGE[0]:
+            raise ValueError(f"gamma: with depth 2 and the four_point readout, γ2/2 (the row ratio of each readout "
+                             f"class) must be at least {GAMMA_RANGE[0]:g} (got γ2 = {values[-1]})")
         return gamma
+
+    @property
+    def activations(self) -> list[ActivationModel]:
+        """σ_l for l = 1..L."""
+        return build_activations(self.activation, self.depth)
+
+    @property
+    def two_layer(self) -> bool:
+        """Solved by the two-hidden-layer theory (depth 2 outside the reduced model, or quenched)."""
+        if self.depth != 2:
+            return False
+        if self.quench:
+            return True
+        acts = self.activations
+        reduced = all(max(abs(a.mu0), abs(a.mu1), abs(a.mu2)) <= 1e-8 and abs(a.second_moment - 1.0) <= 1e-8
+                      for a in acts)
+        return not (reduced and acts[0] == acts[1])
 
     @property
     def gammas(self) -> list[float]:
@@ -162,8 +224,15 @@ class HCIZSpec(BaseModel):
         return values * self.depth if len(values) == 1 else list(values)
 
 
+def build_activations(act: object, depth: int) -> list[ActivationModel]:
+    """One numerical activation per hidden layer (a single activation is shared by all layers)."""
+    if isinstance(act, list):
+        return [build_activation(a) for a in act]
+    return [build_activation(act)] * depth
+
+
 def build_activation(act: object) -> ActivationModel:
-    """The numerical activation of a spec's ``activation`` field."""
+    """The numerical activation of one entry of a spec's ``activation`` field."""
     if isinstance(act, HermiteActivation):
         return build(hermite=act.hermite)
     if isinstance(act, NamedActivation):

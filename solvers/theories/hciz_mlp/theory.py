@@ -1,7 +1,8 @@
-"""The ``hciz_mlp`` theory: order parameters and observables of the shallow and reduced deep models."""
+"""The ``hciz_mlp`` theory: order parameters and observables of the shallow, two-layer and reduced deep models."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -13,7 +14,7 @@ from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.hciz_mlp import experiment_sizes
-from solvers.theories.hciz_mlp.problems import deep_problem, plane_problem, shallow_problem
+from solvers.theories.hciz_mlp.problems import deep_problem, plane_problem, shallow_problem, two_layer_problem
 from solvers.theories.hciz_mlp.spec import HCIZSpec
 from solvers.theories.two_parameter import field_bounds, lift
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 #: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``): one order
 #: parameter per layer, and one power per Hermite coefficient in every evaluation of the covariance.
 SIZE_LIMITS: dict[str, float] = {"hciz_depth": 12, "hciz_hermite_terms": 40}
+#: σ₂ = 0.4x + c He₃/6 with c² = 6·0.84 (ν₁ = 0.4, E σ₂² = 1): the prefactor comparison's second layer.
+_SIGMA2 = {"hermite": [0.0, 0.4, 0.0, math.sqrt(6.0 * 0.84)]}
 
 
 class HCIZTheory(Theory):
@@ -31,7 +34,8 @@ class HCIZTheory(Theory):
         "Bayes-optimal learning curves of MLPs with width ∝ d and n ∝ d² samples (Barbier, Camilli, Nguyen, "
         "Pastore, Skerk 2025): replica-symmetric theory with a functional overlap Q(v), moment-matched HCIZ "
         "matrix-denoising term, universal and specialised branches, spinodal and first-order transition; "
-        "reduced deep model for L hidden layers."
+        "two hidden layers with a linear component (overlaps Q_1(v2), Q_2(v, v2), product overlap Q_2:1(v) through "
+        "a rectangular denoising channel); reduced deep model for L hidden layers."
     )
     spec_model: ClassVar[Any] = HCIZSpec
     sweepable: ClassVar[tuple[str, ...]] = ("alpha", "Delta", "gamma")
@@ -41,30 +45,44 @@ class HCIZTheory(Theory):
                 (2.0, 3.5, 5.0)),
         Example({"theory": "hciz_mlp", "activation": {"name": "tanh2", "remove_linear": True, "unit_variance": True},
                  "gamma": 1.0, "alpha": 4.0, "Delta": 0.1, "depth": 2}, "alpha", (3.0, 4.0, 5.0)),
+        Example({"theory": "hciz_mlp", "depth": 2, "activation": [{"name": "tanh2", "unit_variance": True}, _SIGMA2],
+                 "gamma": [0.5, 1.0], "alpha": 4.0, "Delta": 0.1}, "alpha", (3.0, 4.0, 5.0)),
     )
 
     def sizes(self, spec: BaseModel) -> Sizes:
-        """Depth (one order parameter per layer) and the length of a Hermite list set the cost."""
+        """Depth (one order parameter per layer) and the length of a Hermite list set the cost (the longest
+        list when each layer has its own activation)."""
         depth = spec.depth  # type: ignore[attr-defined]
         out: Sizes = {"hciz_depth": (("depth",), float(depth))}
-        hermite = getattr(spec.activation, "hermite", None)  # type: ignore[attr-defined]
-        if hermite is not None:
-            out["hciz_hermite_terms"] = (("activation", "hermite"), float(len(hermite)))
+        act = spec.activation  # type: ignore[attr-defined]
+        listed = isinstance(act, list)
+        for i, a in enumerate(act if listed else [act]):
+            hermite = getattr(a, "hermite", None)
+            if hermite is None or len(hermite) <= out.get("hciz_hermite_terms", ((), 0.0))[1]:
+                continue
+            loc: tuple[str | int, ...] = ("activation", i, "hermite") if listed else ("activation", "hermite")
+            out["hciz_hermite_terms"] = (loc, float(len(hermite)))
         return out
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
-        """γ can be swept only when one width ratio describes the network (it then sets every layer)."""
+        """γ can be swept only when one width ratio describes the network (it then sets every layer), and
+        never for the two-hidden-layer model (one rectangular table per value of γ)."""
         gamma = spec.gamma  # type: ignore[attr-defined]
+        if spec.two_layer:  # type: ignore[attr-defined]
+            return ("alpha", "Delta")
         if isinstance(gamma, list) and len(set(gamma)) > 1:
             return ("alpha", "Delta")
         return self.sweepable
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         assert isinstance(spec, HCIZSpec)
-        if parameter not in (None, *self.sweepable):
-            raise ValueError(f"{parameter!r} is not sweepable")
+        if parameter not in (None, *self.sweepable_for(spec)):
+            raise ValueError(f"{parameter!r} is not sweepable for this spec")
+        order = None if options is None else options.quadrature_order
+        if spec.two_layer:
+            return two_layer_problem(spec, parameter, order)
         build = deep_problem if spec.depth >= 2 else shallow_problem
-        return build(spec, parameter, None if options is None else options.quadrature_order)
+        return build(spec, parameter, order)
 
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None

@@ -9,6 +9,7 @@ so a sweep in N1 computes them once.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,9 @@ IGNORE = {"over": "ignore", "under": "ignore", "invalid": "ignore", "divide": "i
 
 class Reporter:
     def __init__(self, problem: KernelRenormalizationProblem) -> None:
-        self.problem = problem
+        # A proxy: the problem owns its reporter, and a cycle between them would keep the model's data
+        # (hundreds of MB at large N0) alive until a full garbage collection, which array sizes never trigger.
+        self.problem = weakref.proxy(problem)
         self.model = problem.model
         self._nngp: OrderedDict[tuple[float, float, float], float] = OrderedDict()
 

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import bisect
 import math
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.interpolate import CubicSpline
 
 from solvers.theories.matrix_denoising.asymptotics import large_lambda_limit, small_lambda_q
+from solvers.theories.matrix_denoising.build_cache import BuildOnceCache
 from solvers.theories.matrix_denoising.point import PointResult, mmse_points
 from solvers.theories.matrix_denoising.readouts import READOUTS
 
@@ -87,7 +86,7 @@ class OverlapTable:
         self.u_grid = np.log(lam)
         q = (1.0 + lam) * np.array([p.mmse for p in points])
         self.q_grid = q
-        self.small_q = small_lambda_q(self.gamma, readout)
+        self.small_q, self.limit = self._asymptotes()
         self._fit_small(float(lam[0]), float(q[0]))
         # Clamp the spline's slope at the first point to that of the small-λ series: the two pieces then
         # join with a continuous first derivative, and the spline's end slope is not left to extrapolation.
@@ -97,7 +96,6 @@ class OverlapTable:
         # Plain-Python copies for the scalar fast path (a CubicSpline call costs ~20 µs of overhead).
         self._knots = [float(u) for u in self.u_grid]
         self._coef = [tuple(float(c) for c in col) for col in self._spline.c.T]
-        self.limit = large_lambda_limit(self.gamma)
         self._fit_tail()
         self._cumulate()
         bad = [p.lam for p in points if not p.ok]
@@ -111,6 +109,13 @@ class OverlapTable:
             tail_matched=self.tail_matched,
             failed_lambdas=tuple(bad),
         )
+
+    #: ι = IOTA_FACTOR·∫_0^λ mmse (I-MMSE: 4ι' = mmse for the symmetric channel).
+    IOTA_FACTOR = 0.25
+
+    def _asymptotes(self) -> tuple[tuple[float, float], float]:
+        """((a₂, a₃) of q = (1 + λ)mmse = 1 − a₂λ² + a₃λ³ + …, lim λ·mmse): the pieces beyond the grid."""
+        return small_lambda_q(self.gamma, self.readout), large_lambda_limit(self.gamma)
 
     # ---- the pieces ----------------------------------------------------------------------------
     def _fit_small(self, l0: float, q0: float) -> None:
@@ -232,6 +237,10 @@ class OverlapTable:
             out[tail] = np.where(np.isinf(lt), 0.0, (self.limit + self.tail_B * lt ** (-self.tail_p)) / lt)
         return _out(out, scalar)
 
+    def mmse_and_slope(self, lam: float) -> tuple[float, float]:
+        """(mmse(λ), dmmse/dλ) at one λ ≥ 0 in one evaluation (the inner loops of moment matching)."""
+        return self._mmse_scalar(self._check_scalar(lam))
+
     def overlap(self, lam):
         """m_S(λ) = 1 − mmse_S(λ), the overlap of the Bayes-optimal estimate of S̃ with S̃ (per entry)."""
         if _is_scalar(lam):
@@ -299,9 +308,9 @@ class OverlapTable:
     def iota(self, lam):
         """ι(λ) = lim (1/d²) I(S̃; Y_λ) = (λ − M(λ))/4 = (1/4)∫_0^λ mmse_S."""
         if _is_scalar(lam):
-            return 0.25 * self._mmse_integral_scalar(self._check_scalar(lam))
+            return self.IOTA_FACTOR * self._mmse_integral_scalar(self._check_scalar(lam))
         lam, scalar = _as_array(lam)
-        return _out(0.25 * np.asarray(self.mmse_integral(lam)), scalar)
+        return _out(self.IOTA_FACTOR * np.asarray(self.mmse_integral(lam)), scalar)
 
     def inverse_overlap(self, m):
         """λ with m_S(λ) = m, for m in [0, 1): 0 for m ≤ 0, +inf for m ≥ 1 (m_S(∞) = 1)."""
@@ -398,36 +407,14 @@ def build_table(gamma: float, readout: str, density: float = 1.0) -> OverlapTabl
     return OverlapTable(gamma, readout, points, time.perf_counter() - t0)
 
 
-_cache: OrderedDict[tuple[float, str], OverlapTable] = OrderedDict()
-_lock = threading.Lock()
-_building: dict[tuple[float, str], threading.Lock] = {}
+_tables: BuildOnceCache[OverlapTable] = BuildOnceCache(build_table, CACHE_SIZE)
 
 
 def cached_table(gamma: float, readout: str) -> OverlapTable | None:
     """The table for (γ, readout) if it has been built in this process, else None (never builds)."""
-    with _lock:
-        return _cache.get((float(gamma), str(readout)))
+    return _tables.peek((float(gamma), str(readout)))
 
 
 def get_table(gamma: float, readout: str) -> OverlapTable:
     """The table for (γ, readout), built once per process and kept in an LRU of CACHE_SIZE entries."""
-    key = (float(gamma), str(readout))
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
-        key_lock = _building.setdefault(key, threading.Lock())
-    with key_lock:  # one build per key even when several threads ask at once
-        with _lock:
-            hit = _cache.get(key)
-        if hit is not None:
-            return hit
-        table = build_table(*key)
-        with _lock:
-            _cache[key] = table
-            _cache.move_to_end(key)
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
-            _building.pop(key, None)
-        return table
+    return _tables.get((float(gamma), str(readout)))

@@ -1,11 +1,14 @@
-"""The ``matrix_denoising`` theory: mmse_S(λ), m_S(λ) and the I-MMSE integral ι(λ) of extensive-rank denoising.
+"""The ``matrix_denoising`` theory: mmse(λ), overlap 1 − mmse and the I-MMSE integral ι(λ) of extensive-rank denoising.
+
+Two shapes: ``symmetric`` (the default: S̃ = WᵀD_vW/√(kd) through GOE noise, 4ι' = mmse) and ``rectangular``
+(X = AB/√k of shape (ηd) × d through iid Gaussian noise, 2ι' = mmse; tables per (γ, η)).
 
 There is one branch (the Bayes-optimal estimator is unique). It still goes through the engine: the
 Problem's unknown is the overlap x = m_S and its residual is x − m_S(λ), so that the result has the
 common shape (branches, equilibrium, diagnostics). m_S(λ) comes from the cached table for (γ, readout)
-when the swept or solved parameter is the SNR; when γ itself is swept, building a table per γ would be
-wasteful, so m_S is computed directly at that one λ (ι then needs ∫_0^λ mmse, done by Gauss–Legendre
-quadrature of direct evaluations).
+(or (γ, η)) when the swept or solved parameter is the SNR; when a ratio (γ, or η) is swept, building a
+table per value would be wasteful, so m_S is computed directly at that one λ (ι then needs ∫_0^λ mmse,
+done by Gauss–Legendre quadrature of direct evaluations).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from solvers.core.results import Catalogue, Report
 from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.matrix_denoising import experiment_sizes
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
-from solvers.theories.matrix_denoising.values import DenoisingValues, values_at
+from solvers.theories.matrix_denoising.values import DenoisingValues, rectangular_values_at, values_at
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -34,23 +37,38 @@ class MatrixDenoisingTheory(Theory):
     name: ClassVar[str] = "matrix_denoising"
     summary: ClassVar[str] = (
         "Extensive-rank symmetric matrix denoising Y = √λ S̃ + Z with S̃ = WᵀD_vW/√(kd): MMSE, overlap "
-        "m_S = 1 − mmse and the I-MMSE integral ι(λ) = (1/d²) I(S̃; Y) (the matrix channel of the HCIZ theory)."
+        "m_S = 1 − mmse and the I-MMSE integral ι(λ) = (1/d²) I(S̃; Y) (the matrix channel of the HCIZ theory); "
+        "rectangular shape: X = AB/√k of shape (ηd) × d through iid Gaussian noise (Troiani et al.'s "
+        "rotation-invariant estimator), the product-matrix channel of two-hidden-layer networks."
     )
     spec_model: ClassVar[Any] = MatrixDenoisingSpec
-    sweepable: ClassVar[tuple[str, ...]] = ("snr", "gamma")
+    sweepable: ClassVar[tuple[str, ...]] = ("snr", "gamma", "eta")
     examples: ClassVar[tuple[Example, ...]] = (
         Example({"theory": "matrix_denoising", "gamma": 0.5, "readout": "ones", "snr": 2.0}, "snr", (0.5, 1.0, 4.0)),
+        Example({"theory": "matrix_denoising", "shape": "rectangular", "gamma": 0.5, "eta": 2.0, "snr": 2.0},
+                "snr", (0.5, 1.0, 4.0)),
     )
 
+    def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """η exists only for the rectangular shape."""
+        return self.sweepable if spec.shape == "rectangular" else ("snr", "gamma")  # type: ignore[attr-defined]
+
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
+        if parameter not in (None, *self.sweepable_for(spec)):
+            raise ValueError(f"{parameter!r} is not sweepable for this spec")
         gamma0, snr0, readout = float(spec.gamma), float(spec.snr), spec.readout  # type: ignore[attr-defined]
-        # A γ sweep computes m_S directly at each point (a table per γ would be wasteful); the report
-        # reads the same source as the residual.
-        use_table = parameter != "gamma"
+        rectangular = spec.shape == "rectangular"  # type: ignore[attr-defined]
+        eta0 = float(spec.eta) if rectangular else 0.0  # type: ignore[attr-defined]
+        # A sweep of a ratio (γ, or η) computes m_S directly at each point (a table per value would be
+        # wasteful); the report reads the same source as the residual.
+        use_table = parameter not in ("gamma", "eta")
 
         def at(p: float) -> DenoisingValues:
             gamma = p if parameter == "gamma" else gamma0
             snr = p if parameter == "snr" else snr0
+            if rectangular:
+                eta = p if parameter == "eta" else eta0
+                return rectangular_values_at(float(gamma), float(eta), float(snr), use_table=use_table)
             return values_at(float(gamma), readout, float(snr), use_table=use_table)
 
         def residual(x: np.ndarray, p: float) -> np.ndarray:

@@ -1,0 +1,230 @@
+"""Learning curves of a sparse parity: NNGP, plain MF, MF-ARD and the finite network trained by Langevin dynamics.
+
+The network of ``mean_field_ard`` (f(x) = N^{-1/2} Σ_i a_i relu(w_i·x), w_i ~ N(0, I_d/d), a_i ~ N(0, 1)) on the
+k-sparse parity y = x_1 ⋯ x_k of x uniform on {±1}^d, likelihood exp[−mean_μ (y_μ − f(x_μ))²/(2κ²)]. At every
+training-set size P (generated data, seed 0, the same data set for every curve):
+
+* NNGP: kernel ridge regression with the network's infinite-width kernel (arc-cosine, ridge κ²P) on the data set
+  itself — the N → ∞ limit, computed exactly and independently of the theory code;
+* plain MF and MF-ARD: SaddleLab's reduced solver at finite P (equivalent-kernel closure), a P sweep by the
+  engine's continuation; the equilibrium branch (largest free entropy) and every other branch found;
+* Langevin: the papers' noisy gradient descent p ← p − η((T/σ_p²) p + ∇L) + √(2Tη) ξ with T = 2κ² and L the mean
+  squared error, run by the experiments engine (``method="langevin"``, ``learning_rate``, ``temperature``) on the
+  same network and data from the prior: 4 chains, their draws after a burn-in. m_S and the Gibbs 0-1 error carry
+  their Monte-Carlo errors (ArviZ), the test MSE of the posterior-mean predictor its delta-method error, and the
+  sampler's R-hat and bulk ESS are printed beside them. The O(η) bias of the unadjusted update is measured by
+  repeating the smallest P at half the step (the same simulated time).
+
+The theories' m_S is the overlap of f̄ with the target on the input law; the network's is its posterior-mean
+overlap on the P_test held-out points (a Gibbs average of a linear functional: the same quantity).
+
+    python -m benchmarks.mean_field_learning_curves [--P 50 100 200 400 800] [--kappa 0.05] [--json out.json]
+        [--figure docs/img/mean_field_learning_curves.png] [--replot out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from service.serialize import sweep_json
+from solvers.core.options import SolverOptions
+from solvers.experiments import SamplerOptions, sample
+from solvers.experiments.diagnostics import estimate
+from solvers.theories import get
+from solvers.theories.mean_field_ard.data import dataset
+from solvers.theories.mean_field_ard.experiment import build_target
+
+THEORY = get("mean_field_ard")
+
+
+def spec(model: str, P: int, args: argparse.Namespace, **kw: Any) -> Any:
+    return THEORY.spec_model.model_validate({
+        "theory": "mean_field_ard", "model": model, "d": args.d, "N": args.N, "kappa": args.kappa, "P": P,
+        "target": {"kind": "parity", "k": args.k}, "data": {"seed": 0, "P_test": args.P_test}, **kw})
+
+
+def arccos_kernel(X: np.ndarray, Y: np.ndarray, d: int) -> np.ndarray:
+    """E_w[relu(w·x) relu(w·y)], w ~ N(0, I/d) (Cho & Saul, order 1)."""
+    nx, ny = np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1)
+    th = np.arccos(np.clip(X @ Y.T / np.outer(nx, ny), -1.0, 1.0))
+    return np.outer(nx, ny) / (2.0 * math.pi * d) * (np.sin(th) + (math.pi - th) * np.cos(th))
+
+
+def nngp(P: int, args: argparse.Namespace) -> dict[str, float]:
+    data = dataset(spec("mf", P, args))
+    K = arccos_kernel(data.X, data.X, args.d)
+    alpha = np.linalg.solve(K + args.kappa**2 * P * np.eye(P), data.y)
+    ft = arccos_kernel(data.X_test, data.X, args.d) @ alpha
+    yt = data.y_test
+    return {"m_S": float(np.mean(ft * yt) / np.mean(yt * yt)), "test_mse": float(np.mean((yt - ft) ** 2)),
+            "test_error01": float(np.mean(np.sign(ft) != np.sign(yt)))}
+
+
+def theory_curve(model: str, Ps: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    out = sweep_json(THEORY.name, "P", THEORY.sweep(spec(model, Ps[0], args), "P", [float(p) for p in Ps],
+                                                     "continuation", SolverOptions()))
+    points = []
+    for p in out["points"]:
+        branches = {b["name"]: {"m_S": b["order_parameters"]["m_S"], "test_mse": b["observables"]["test_mse"],
+                                "test_error01": b["observables"]["test_error01"], "free_entropy": b["free_entropy"],
+                                "stable": b["stable"]} for b in p["branches"] if b["converged"]}
+        points.append({"P": p["parameter"], "equilibrium": p["equilibrium"], "branches": branches})
+    return {"points": points, "transitions": out["transitions"], "seconds": time.perf_counter() - t0}
+
+
+def langevin(P: int, args: argparse.Namespace, eta: float) -> dict[str, Any]:
+    s = spec("mf", P, args)
+    target = build_target(s)
+    data = dataset(s)
+    steps = args.steps
+    opts = SamplerOptions(method="langevin", chains=args.chains, warmup=args.burn_in, draws=steps // args.thin,
+                          thin=args.thin, learning_rate=eta, temperature=2.0 * args.kappa**2, seed=1,
+                          block_size=steps // args.thin)
+    run = sample(target, opts)
+    r = run.result
+    est = {k: r.estimates[k] for k in ("m_S", "test_error01", "test_mse")}
+    # the posterior-mean predictor f̄ = E f: its test MSE with the delta-method error of the linearised series
+    f = run.draws.estimates["f_test"].astype(np.float64)  # (chains, draws, P_test)
+    yt = data.y_test
+    m = f.mean(axis=(0, 1))
+    g = float(np.mean((yt - m) ** 2))
+    series = g - 2.0 * np.tensordot(f - m, yt - m, axes=([2], [0])) / yt.size
+    mse, _ = estimate(series)
+    per_chain = [float(np.mean(np.sign(f[c].mean(axis=0)) != np.sign(yt))) for c in range(f.shape[0])]
+
+    def fig(e: Any) -> dict[str, float]:
+        return {"mean": float(e.mean), "stderr": float(e.stderr), "ess_bulk": float(e.ess_bulk),
+                "rhat": float(e.rhat)}
+
+    return {
+        "P": P, "eta": eta, "step": eta * 2.0 * args.kappa**2, "status": r.status.value, "message": r.message,
+        "m_S": fig(est["m_S"]), "gibbs_test_error01": fig(est["test_error01"]), "gibbs_test_mse": fig(est["test_mse"]),
+        "mean_predictor_test_mse": {"mean": g, "stderr": float(mse.stderr), "ess_bulk": float(mse.ess_bulk),
+                                    "rhat": float(mse.rhat)},
+        "mean_predictor_test_error01": float(np.mean(np.sign(m) != np.sign(yt))),
+        "mean_predictor_test_error01_chain_spread": float(np.std(per_chain, ddof=1)),
+        "gradient_evaluations": r.gradient_evaluations, "seconds": r.seconds,
+    }
+
+
+def figure(res: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    a = res["args"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    Ps = [p["P"] for p in res["nngp"]]
+    for ax, key, label in ((axes[0], "m_S", "target overlap $m_S$"), (axes[1], "test_error01", "test 0-1 error")):
+        ax.plot(Ps, [p[key] for p in res["nngp"]], "k:", marker="s", ms=4, label="NNGP (KRR on the data)")
+        for model, colour, name in (("mf", "C0", "plain MF"), ("mf_ard", "C3", "MF-ARD")):
+            pts = res["theory"][model]["points"]
+            eq = [(p["P"], p["branches"][p["equilibrium"]][key]) for p in pts if p["equilibrium"] in p["branches"]]
+            ax.plot(*zip(*eq, strict=True), "-", color=colour, marker="o", ms=4, label=f"{name} (equilibrium)")
+            other = [(p["P"], b[key]) for p in pts for n, b in p["branches"].items()
+                     if n != p["equilibrium"] and b["stable"]]
+            if other:
+                ax.plot(*zip(*other, strict=True), "x", color=colour, ms=7, label=f"{name} (metastable branch)")
+        lg = res["langevin"]
+        if key == "m_S":
+            ax.errorbar([r["P"] for r in lg], [r["m_S"]["mean"] for r in lg],
+                        yerr=[2 * r["m_S"]["stderr"] for r in lg], fmt="D", color="C2", ms=5, capsize=3,
+                        label="Langevin, finite network (±2 s.e.)")
+        else:
+            ax.plot([r["P"] for r in lg], [r["mean_predictor_test_error01"] for r in lg], "D", color="C2", ms=5,
+                    label="Langevin, finite network")
+        ax.set_xscale("log")
+        ax.set_xticks(Ps, [str(int(p)) for p in Ps])
+        ax.minorticks_off()
+        ax.set_xlabel("training-set size P")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"{a['k']}-sparse parity, d = {a['d']}, N = {a['N']}, ReLU, κ = {a['kappa']} (T = 2κ²)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def table(res: dict[str, Any]) -> None:
+    print("| P | NNGP m_S | plain MF m_S | MF-ARD m_S (equilibrium; other branch) | Langevin m_S | Langevin R-hat, "
+          "ESS | test 0-1 error NNGP / MF / MF-ARD / Langevin | test MSE of f̄ MF-ARD / Langevin |")
+    print("|---|---|---|---|---|---|---|---|")
+    for i, nn in enumerate(res["nngp"]):
+        mf, ard, lg = res["theory"]["mf"]["points"][i], res["theory"]["mf_ard"]["points"][i], res["langevin"][i]
+        mfe, ae = mf["branches"][mf["equilibrium"]], ard["branches"].get(ard["equilibrium"], {})
+        others = "; ".join(f"{n} {b['m_S']:.3f}" for n, b in ard["branches"].items() if n != ard["equilibrium"])
+        print(f"| {lg['P']} | {nn['m_S']:.3f} | {mfe['m_S']:.3f} | {ard['equilibrium']} {ae.get('m_S', math.nan):.3f}"
+              f"{'; ' + others if others else ''} | {lg['m_S']['mean']:.3f} ± {lg['m_S']['stderr']:.3f} | "
+              f"{lg['m_S']['rhat']:.3f}, {lg['m_S']['ess_bulk']:.0f} | {nn['test_error01']:.3f} / "
+              f"{mfe['test_error01']:.3f} / {ae.get('test_error01', math.nan):.3f} / "
+              f"{lg['mean_predictor_test_error01']:.3f} | {ae.get('test_mse', math.nan):.3f} / "
+              f"{lg['mean_predictor_test_mse']['mean']:.3f} ± {lg['mean_predictor_test_mse']['stderr']:.3f} |")
+    b = res["bias_check"]
+    print(f"\nstep bias at P = {b['P']}: m_S {b['eta']['m_S']['mean']:.4f} ± {b['eta']['m_S']['stderr']:.4f} (η = "
+          f"{b['eta']['eta']}) vs {b['half']['m_S']['mean']:.4f} ± {b['half']['m_S']['stderr']:.4f} (η = "
+          f"{b['half']['eta']})")
+    for model in ("mf", "mf_ard"):
+        tr = res["theory"][model]["transitions"]
+        print(f"{model} P sweep transitions: " + (", ".join(f"{t['type']} {t['parameter']:.1f} {t['branches']}"
+                                                            for t in tr) or "none"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--P", type=int, nargs="+", default=[50, 100, 200, 400, 800])
+    ap.add_argument("--d", type=int, default=20)
+    ap.add_argument("--k", type=int, default=2)
+    ap.add_argument("--N", type=int, default=256)
+    ap.add_argument("--kappa", type=float, default=0.05)
+    ap.add_argument("--P-test", dest="P_test", type=int, default=1000)
+    ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--burn-in", dest="burn_in", type=int, default=4000)
+    ap.add_argument("--steps", type=int, default=8000, help="Langevin steps per chain after the burn-in")
+    ap.add_argument("--thin", type=int, default=20)
+    ap.add_argument("--eta", type=float, default=0.5, help="learning rate η (step h = η T)")
+    ap.add_argument("--json", type=str, default=None)
+    ap.add_argument("--figure", type=str, default=None)
+    ap.add_argument("--replot", type=str, default=None, help="redraw the figure and table from a --json file")
+    args = ap.parse_args(argv)
+    if args.replot:
+        with open(args.replot) as fh:
+            res = json.load(fh)
+        table(res)
+        if args.figure:
+            figure(res, args.figure)
+        return 0
+    warnings.simplefilter("ignore", RuntimeWarning)
+    res: dict[str, Any] = {"args": vars(args)}
+    res["nngp"] = [{"P": P, **nngp(P, args)} for P in args.P]
+    res["theory"] = {}
+    for model in ("mf", "mf_ard"):
+        res["theory"][model] = theory_curve(model, args.P, args)
+        print(f"{model}: {res['theory'][model]['seconds']:.0f} s", file=sys.stderr, flush=True)
+    res["langevin"] = []
+    for P in args.P:
+        res["langevin"].append(langevin(P, args, args.eta))
+        print(f"langevin P={P}: {res['langevin'][-1]['seconds']:.0f} s", file=sys.stderr, flush=True)
+    half = argparse.Namespace(**{**vars(args), "burn_in": 2 * args.burn_in, "steps": 2 * args.steps,
+                                 "thin": 2 * args.thin})
+    res["bias_check"] = {"P": args.P[0], "eta": res["langevin"][0], "half": langevin(args.P[0], half, args.eta / 2)}
+    table(res)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(res, fh, indent=1)
+    if args.figure:
+        figure(res, args.figure)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""The alignment onset of plain MF as an engine event.
+
+Plain MF has a single solution at every parameter (its free entropy is convex in the residual), so
+its transition is neither a fold nor a free-entropy crossing of branches: at finite d the aligned
+mass grows smoothly with the reward. The onset κ_c is located on the unaligned state instead — the
+law restricted to the central basin, which a sampler started at the prior stays in: it is where an
+aligned well of that state's single-neuron potential becomes as deep as the central well. As
+d → ∞ (κ√d fixed) the law concentrates on the deepest well and this is the transition of plain MF
+(the equal-depth criterion of the cavity theory). The indicator is the aligned minus the central
+depth; the engine brackets its sign change between sweep values and refines it by Brent's method,
+each evaluation a solve of the unaligned state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from solvers.core.problem import Event
+
+NAME = "alignment_onset"
+DETAIL = ("alignment onset: an aligned well of the unaligned state's single-neuron potential reaches the "
+          "central well's depth (the d → ∞ transition of plain MF)")
+#: The indicator's value where the unaligned state's potential has no aligned well at all (it is then
+#: positive: the central well is the deepest). Finite, so that the engine can bracket the sign change;
+#: the jump to it is a discontinuity Brent's bracketing search handles like any other.
+NO_ALIGNED_WELL = 1.0e3
+
+
+def onset_event(gap: Callable[[float], float]) -> Event:
+    """``gap(p)``: deepest aligned minus central depth on the unaligned state at p (+inf without an aligned well)."""
+
+    def indicator(x: np.ndarray, p: float) -> float:
+        g = gap(p)
+        return g if math.isfinite(g) else NO_ALIGNED_WELL
+
+    return Event(NAME, indicator, transition="first_order", branches=("aligned", "symmetric"), detail=DETAIL)

@@ -1,0 +1,166 @@
+"""The finite network behind ``mean_field_ard``, as a :class:`~solvers.experiments.target.Target` for the samplers.
+
+f(x) = N^{−γ} Σ_i a_i φ(w_iᵀx), w_i ~ N(0, (σ_w²/d) I_d), a_i ~ N(0, σ_a²), and the likelihood
+
+    exp[−L(θ)/(2κ²)],   L(θ) = (1/P) Σ_μ (y_μ − f(x_μ))²,
+
+the stationary law of the Langevin update θ ← θ − η((T/σ_θ²) θ + ∇L) + √(2Tη) ξ at T = 2κ² with the
+mean squared loss (the prior variances σ_θ² are those above). The position is the flat vector
+(W row-major, then a); both blocks are sampled (SGLD trains both), nothing is integrated out.
+
+Estimators per draw θ: ``m_S`` (target overlap E[f y]/E[y²] on the test set), ``m_spurious_max``,
+``test_mse``/``train_mse``/``test_error01`` of that draw (Gibbs quantities), and ``f_test``/``f_train``
+(the draw's predictions). The posterior-mean predictor — the theory's f̄ — is a function of their
+posterior means (``derived``): ``mean_predictor.test_mse`` and ``mean_predictor.train_mse``, the
+squared errors of f̄, which the theory's ``test_mse``/``train_mse`` predict (the Gibbs ``test_mse``
+adds the posterior variance of f).
+
+A population-limit spec (P = null) has no finite network; ``ExperimentSizes.P`` supplies the
+training-set size of the network sampled for it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from solvers.experiments.target import Target
+from solvers.theories.mean_field_ard.data import dataset, hermite_normalised, spurious_hermite, spurious_parities, walsh
+from solvers.theories.mean_field_ard.particle_sampler import activation_fn
+from solvers.theories.mean_field_ard.spec import GeneratedData, MeanFieldARDSpec, ParityTarget
+
+
+class ExperimentSizes(BaseModel):
+    """The finite training set of the network when the spec is the population limit."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    P: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="Training-set size of the sampled network for a population-limit spec (P = null); must be "
+        "null or equal to the spec's P otherwise.",
+    )
+
+
+def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, seed: int | None = None) -> Target:
+    """The network's posterior for ``spec`` on its data: generated inputs are drawn with ``seed`` (None: the
+    spec's ``data.seed``, the data set the particle solver of the same spec uses); inline arrays ignore it."""
+    sizes = sizes or ExperimentSizes()
+    if sizes.P is not None:
+        if spec.n_train is not None and spec.n_train != sizes.P:
+            raise ValueError(f"P: the spec has {spec.n_train} training points, the sizes ask for {sizes.P}")
+        spec = spec.model_copy(update={"P": sizes.P})
+    if spec.n_train is None:
+        raise ValueError("the population limit (P = null) has no finite network to sample: give P (in the spec or "
+                         "in ExperimentSizes) or arrays")
+    if isinstance(spec.data, GeneratedData) and seed is not None:
+        spec = spec.model_copy(update={"data": spec.data.model_copy(update={"seed": seed})})
+    data = dataset(spec)
+    N, d = spec.N, spec.d
+    phi = activation_fn(spec.activation)
+    X, y = jnp.asarray(data.X), jnp.asarray(data.y)
+    Xt, yt = jnp.asarray(data.X_test), jnp.asarray(data.y_test)
+    scale = float(N) ** (-spec.gamma)
+    inv_t = 1.0 / (2.0 * spec.kappa**2)
+    prec_w, prec_a = d / spec.sigma_w2, 1.0 / spec.sigma_a2
+
+    def unpack(theta: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return theta[: N * d].reshape(N, d), theta[N * d :]
+
+    def f(theta: jax.Array, inputs: jax.Array) -> jax.Array:
+        W, a = unpack(theta)
+        return scale * phi(inputs @ W.T) @ a
+
+    def log_prior(theta: jax.Array) -> jax.Array:
+        W, a = unpack(theta)
+        return -0.5 * prec_w * jnp.sum(W * W) - 0.5 * prec_a * jnp.sum(a * a)
+
+    def log_likelihood(theta: jax.Array) -> jax.Array:
+        return -inv_t * jnp.mean((y - f(theta, X)) ** 2)
+
+    def minibatch_log_likelihood(theta: jax.Array, idx: jax.Array) -> jax.Array:
+        # the mean over a minibatch is an unbiased estimate of the mean over the training set
+        return -inv_t * jnp.mean((y[idx] - f(theta, X[idx])) ** 2)
+
+    def prior_init(key: jax.Array) -> jax.Array:
+        kw, ka = jax.random.split(key)
+        W = jax.random.normal(kw, (N, d)) * math.sqrt(spec.sigma_w2 / d)
+        a = jax.random.normal(ka, (N,)) * math.sqrt(spec.sigma_a2)
+        return jnp.concatenate([W.ravel(), a])
+
+    if isinstance(spec.target, ParityTarget):
+        modes = np.stack([walsh(data.X_test, A) for A in spurious_parities(d, spec.target.k)])
+    else:
+        modes = np.stack([hermite_normalised(l, data.X_test[:, j]) for _, j, l in spurious_hermite(d, spec.target)])
+    modes_j = jnp.asarray(modes)
+    ey2 = float(np.mean(data.y_test**2))
+
+    def estimators(theta: jax.Array) -> dict[str, jax.Array]:
+        ft, ftr = f(theta, Xt), f(theta, X)
+        return {
+            "m_S": jnp.mean(ft * yt) / ey2,
+            "m_spurious_max": jnp.max(jnp.abs(modes_j @ ft)) / ft.shape[0],
+            "test_mse": jnp.mean((yt - ft) ** 2),
+            "test_error01": jnp.mean(jnp.sign(ft) != jnp.sign(yt)),
+            "train_mse": jnp.mean((y - ftr) ** 2),
+            "f_test": ft,
+            "f_train": ftr,
+        }
+
+    def derived(means: Any) -> dict[str, jax.Array]:
+        return {
+            "mean_predictor.test_mse": jnp.mean((yt - means["f_test"]) ** 2),
+            "mean_predictor.train_mse": jnp.mean((y - means["f_train"]) ** 2),
+        }
+
+    return Target(
+        dim=N * d + N,
+        log_prior=log_prior,
+        log_likelihood=log_likelihood,
+        init={"prior": prior_init},
+        estimators=estimators,
+        n_data=int(X.shape[0]),
+        minibatch_log_likelihood=minibatch_log_likelihood,
+        sampled=(("W", N * d), ("a", N)),
+        integrated_out=(),
+        info={
+            "network": "f(x) = N^-gamma sum_i a_i phi(w_i . x)",
+            "temperature": 2.0 * spec.kappa**2,
+            "loss": "mean squared error over the training set",
+            "N": N, "d": d, "P": int(X.shape[0]), "gamma": spec.gamma,
+            "prior_variance_w": spec.sigma_w2 / d, "prior_variance_a": spec.sigma_a2,
+            "seed_used": isinstance(spec.data, GeneratedData),
+        },
+        derived=derived,
+    )
+
+
+def _branch(report: dict[str, Any], branch: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    if branch is None:
+        return report["order_parameters"], report["observables"]
+    for b in report["branches"]:
+        if b["name"] == branch:
+            return b["order_parameters"], b["observables"]
+    raise KeyError(f"no branch {branch!r} in the report (branches: {[b['name'] for b in report['branches']]})")
+
+
+def theory_observables(report: dict[str, Any], *, branch: str | None = None) -> dict[str, Any]:
+    """The theory's values of the comparable estimators (same names), from a solve of the same spec.
+
+    ``branch`` picks a branch by name (default: the equilibrium). The theory's ``test_mse``/``train_mse``
+    are those of the mean predictor f̄; its ``test_error01_gibbs`` (reduced solver) is the Gibbs 0-1 error.
+    """
+    op, obs = _branch(report, branch)
+    out: dict[str, Any] = {
+        "m_S": op["m_S"],
+        "mean_predictor.test_mse": obs["test_mse"],
+        "mean_predictor.train_mse": obs["train_mse"],
+    }
+    if obs.get("test_error01_gibbs") is not None:
+        out["test_error01"] = obs["test_error01_gibbs"]
+    return out

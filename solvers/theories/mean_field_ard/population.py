@@ -1,0 +1,250 @@
+"""The reduced population-limit equations for a k-sparse parity: residual, Jacobian, free entropy.
+
+Order parameters (a flat vector x):
+
+* plain MF: x = (t), the residual's coefficient on the target parity, r = t χ_S;
+* MF-ARD:   x = (t, log ρ_rel, log ρ_irr).
+
+By the sign-flip symmetry of the law (U is even in every w_j) the adapted kernel is diagonal in the
+Walsh basis, so the population residual of a parity target stays on χ_S: r = t χ_S exactly and
+every spurious overlap vanishes. The equations are
+
+    t = 1 − m_S,   m_S = t λ_S / c₀,   λ_S = ⟨J_S²/Λ⟩,   c₀ = κ² N^{2γ−1},
+    ρ_rel = ARD(⟨|w_S|²⟩/k),   ρ_irr = ARD(⟨|w_⊥|²⟩/(d − k)),
+
+written as the residual F = (t(1 + λ_S/c₀) − 1, log ρ − log ARD(…)). They are the stationarity
+conditions of the free entropy (the mean-field evidence lower bound, ρ point-estimated)
+
+    Φ(t, ρ) = N log Z(t, ρ) − (2t − t²)/(2κ²) − Σ_j [β₀ ρ_j − a log ρ_j],
+
+Z = E_prior[√(A_a/Λ) e^{t² J_S²/(2κ² s Λ)}]: ∇Φ = D·F with D = diag(1/κ², −k(N/2 + a), −(d − k)(N/2 + a)).
+Φ is convex in t (so plain MF has exactly one solution) and a branch is stable when it is a local
+maximum in ρ of min_t Φ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from solvers.theories.mean_field_ard.ard import ARD
+from solvers.theories.mean_field_ard.memo import Memo
+from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
+from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
+from solvers.theories.mean_field_ard.specialisation import best_correlation
+from solvers.theories.mean_field_ard.spectrum import EK, closure
+from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES
+
+_BLAS = ThreadpoolController()
+
+#: States kept per problem (Newton, the Jacobian and the observables revisit the same x).
+MEMO = 64
+
+
+@dataclass(frozen=True)
+class Quadrature:
+    """Orders of the well rules (see :mod:`~solvers.theories.mean_field_ard.wells`)."""
+
+    bulk: int = BULK_NODES
+    bulk_q: int = BULK_Q_NODES
+    aligned: int = ALIGNED_NODES
+
+
+class PopulationParity:
+    """The reduced equations of one network; ``ard`` None is plain MF with ρ_j = d/σ_w² pinned."""
+
+    def __init__(self, net: Network, sigma_w2: float, ard: ARD | None, quad: Quadrature | None = None,
+                 compiled: bool = True, P: float | None = None):
+        self.net = net
+        self.sigma_w2 = sigma_w2
+        self.ard = ard
+        self.quad = quad or Quadrature()
+        self.rho0 = net.d / sigma_w2
+        self._memo: Memo[Law] = Memo(MEMO)
+        #: training-set size of the equivalent-kernel closure (None: population limit)
+        self.P = P
+        #: the compiled (JAX, float64) bulk reduction; False selects the NumPy reference
+        self.compiled = compiled
+        #: a unit is specialised when its target correlation reaches half the best a single unit can
+        self.threshold = 0.5 * best_correlation(net.activation.name, net.k)
+
+    # ---- layout ---------------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return 1 if self.ard is None else 3
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return ("t",) if self.ard is None else ("t", "log_rho_relevant", "log_rho_irrelevant")
+
+    def unpack(self, x: np.ndarray) -> tuple[float, float, float]:
+        x = np.asarray(x, dtype=float)
+        if self.ard is None:
+            return float(x[0]), self.rho0, self.rho0
+        return float(x[0]), math.exp(float(x[1])), math.exp(float(x[2]))
+
+    # ---- the law at a state ---------------------------------------------------------------------
+    def potential(self, x: np.ndarray) -> ParityPotential:
+        t, rr, ri = self.unpack(x)
+        return ParityPotential(self.net, t, rr, ri)
+
+    def state(self, x: np.ndarray, central_basin: bool = False) -> Law:
+        """The law at x (memoised); ``central_basin`` restricts it to the central well's basin."""
+        key = np.asarray(x, dtype=float).tobytes() + (b"c" if central_basin else b"")
+        return self._memo.get_or_make(key, lambda: self._law(np.asarray(x, dtype=float), central_basin))
+
+    def _law(self, x: np.ndarray, central_basin: bool) -> Law:
+        pot = self.potential(x)
+        with _BLAS.limit(limits=1, user_api="blas"), np.errstate(over="ignore", invalid="ignore"):
+            wells = find_wells(pot, math.sqrt(self.sigma_w2))
+            return law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
+                       threshold=self.threshold, central_basin=central_basin, spectrum=self.P is not None)
+
+    # ---- moments ----------------------------------------------------------------------------------
+    def moments(self, L: Law) -> dict[str, float]:
+        net = self.net
+        return {
+            "lambda_S": L.mean("g"),
+            "m2_rel": L.mean("wS2") / net.k,
+            "m2_irr": L.mean("q") / (net.d - net.k),
+        }
+
+    # ---- equations ----------------------------------------------------------------------------------
+    def ek(self, L: Law) -> EK | None:
+        """The finite-P equivalent-kernel closure of a state (None in the population limit)."""
+        if self.P is None:
+            return None
+        assert L.blocks is not None
+        return closure(L.blocks, L.mean("SL"), self.net.d, self.net.k, self.net.ridge, self.P)
+
+    def ridge_ratio(self, L: Law) -> float:
+        """u = κ_eff/c₀: 1 in the population limit, > 1 at finite P."""
+        ek = self.ek(L)
+        return 1.0 if ek is None else ek.kappa / self.net.ridge
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        L = self.state(x)
+        m = self.moments(L)
+        t = float(np.asarray(x)[0])
+        # t = c₀/(λ_S + κ_eff): at P = ∞, κ_eff = c₀ and this is t (1 + λ_S/c₀) = 1
+        F = [t * (m["lambda_S"] / self.net.ridge + self.ridge_ratio(L)) - 1.0]
+        if self.ard is not None:
+            F.append(float(x[1]) - math.log(self.ard.precision(m["m2_rel"])))
+            F.append(float(x[2]) - math.log(self.ard.precision(m["m2_irr"])))
+        return np.array(F)
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """dF/dx from the covariance identity ∂⟨g⟩/∂x_j = −Cov(g, ∂Ũ/∂x_j) (analytic)."""
+        L = self.state(x)
+        net = self.net
+        m = self.moments(L)
+        coords = self.names
+        t = float(np.asarray(x)[0])
+        J = np.zeros((self.dim, self.dim))
+        J[0, :] = [-(t / net.ridge) * L.cov_score("g", c) for c in coords]
+        J[0, 0] += 1.0 + m["lambda_S"] / net.ridge
+        if self.ard is not None:
+            ard = self.ard
+            for row, stat, norm, key in ((1, "wS2", net.k, "m2_rel"), (2, "q", net.d - net.k, "m2_irr")):
+                dm = np.array([-L.cov_score(stat, c) / norm for c in coords])
+                J[row, :] = (0.5 * ard.N / (ard.beta0 + 0.5 * ard.N * m[key])) * dm
+                J[row, row] += 1.0
+        return J
+
+    def jacobian_fd(self, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+        """dF/dx by central differences of the rule itself.
+
+        The analytic :meth:`jacobian` differentiates the exact integral; where a shallow aligned well
+        is being tapered the rule's own derivative can differ from it by more than Newton tolerates,
+        while this one is consistent with the residual Newton drives to zero.
+        """
+        x = np.asarray(x, dtype=float)
+        J = np.empty((self.dim, self.dim))
+        for j in range(self.dim):
+            e = np.zeros(self.dim)
+            e[j] = h * max(1.0, abs(x[j]))
+            J[:, j] = (self.residual(x + e) - self.residual(x - e)) / (2.0 * e[j])
+        return J
+
+    def free_entropy(self, x: np.ndarray) -> float:
+        L = self.state(x)
+        t, rr, ri = self.unpack(x)
+        net = self.net
+        # finite P (EK): the data-fit value is replaced by its equivalent-kernel form (u = κ_eff/c₀ frozen)
+        phi = net.N * L.log_Z - (2.0 * t - self.ridge_ratio(L) * t * t) / (2.0 * net.kappa**2)
+        if self.ard is not None:
+            phi -= net.k * float(self.ard.objective(rr)) + (net.d - net.k) * float(self.ard.objective(ri))
+        return float(phi)
+
+    def gradient_scale(self) -> np.ndarray:
+        """D with ∇Φ = D·F at a solution (exact for the mean/map forms; see the module docstring)."""
+        if self.ard is None:
+            return np.array([1.0 / self.net.kappa**2])
+        a = self.ard.shape + 0.5 * self.ard.N
+        return np.array([1.0 / self.net.kappa**2, -self.net.k * a, -(self.net.d - self.net.k) * a])
+
+    def stability(self, x: np.ndarray) -> float:
+        """> 0 when the solution is a local maximum in ρ of min_t Φ (plain MF: Φ_tt > 0, always).
+
+        Hessian of Φ = D·J at the solution (symmetrised); the ρ-block's Schur complement after
+        minimising over t must be negative definite. Returned in units of the t-curvature.
+        """
+        H = self.gradient_scale()[:, None] * self.jacobian_fd(x)
+        H = 0.5 * (H + H.T)
+        htt = H[0, 0]
+        if self.ard is None:
+            return float(htt * self.net.kappa**2)
+        schur = H[1:, 1:] - np.outer(H[1:, 0], H[0, 1:]) / htt
+        scale = np.sqrt(np.abs(np.diag(schur))) + 1e-300
+        return float(-np.max(np.linalg.eigvalsh(schur / np.outer(scale, scale))))
+
+    # ---- the unaligned (central-basin) state of plain MF ---------------------------------------------
+    def central_basin_solution(self, tol: float = 1e-12) -> float:
+        """t of the law restricted to the central basin: t (1 + λ_S/c₀) = 1 with λ_S from that law alone.
+
+        Plain MF has a single solution; this restricted one is the unaligned metastable state (what a
+        sampler started at the prior finds before any unit crosses into an aligned well).
+        """
+        t = 1.0
+        for _ in range(60):
+            lam = self.state(np.array([t]), central_basin=True).mean("g") / self.net.ridge
+            t_new = 1.0 / (1.0 + lam)  # λ depends on t only through the tiny central reward: a contraction
+            if abs(t_new - t) < tol:
+                return t_new
+            t = t_new
+        return t
+
+    def onset_gap(self) -> float:
+        """Depth of the deepest aligned well minus the central one on the unaligned state (+inf: no aligned well).
+
+        Its zero is the alignment onset κ_c: beyond it the unaligned state is no longer the deepest well of
+        its own single-neuron potential; as d → ∞ (κ√d fixed) it is the transition of plain MF.
+        """
+        x = np.array([self.central_basin_solution()])
+        wells = self.state(x, central_basin=True).wells
+        center = [w.U for w in wells if w.kind == "center"]
+        aligned = [w.U for w in wells if w.kind == "aligned"]
+        return float(min(aligned) - center[0]) if (center and aligned) else math.inf
+
+    # ---- starts ---------------------------------------------------------------------------------
+    def symmetric_start(self) -> np.ndarray:
+        """The kernel-ridge (NNGP) solution: the law at t = 0 is the prior's (ρ = d/σ_w²)."""
+        x0 = np.array([0.0]) if self.ard is None else np.array([0.0, math.log(self.rho0), math.log(self.rho0)])
+        lam = self.moments(self.state(x0))["lambda_S"]
+        x0[0] = 1.0 / (1.0 + lam / self.net.ridge)
+        return x0
+
+    def aligned_start(self, seed: float = 0.05) -> np.ndarray:
+        """A seeded asymmetry: relevant prior variance enlarged by 1/seed (ARD), residual lowered; a few
+        damped map iterations then bring the start near the aligned branch."""
+        if self.ard is None:
+            return np.array([0.5 * self.symmetric_start()[0]])
+        x = np.array([0.5, math.log(self.rho0 * seed), math.log(self.rho0)])
+        for _ in range(30):
+            F = self.residual(x)
+            slope = 1.0 + self.moments(self.state(x))["lambda_S"] / self.net.ridge
+            x = x - 0.5 * np.array([F[0] / slope, F[1], F[2]])
+        return x

@@ -1,0 +1,192 @@
+"""The reduced single-neuron law of one state: its log-normaliser and averages (see ``law_moments``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+from solvers.theories.mean_field_ard.law_moments import (
+    MAX_ALIGNED,
+    PAIRS,
+    STATS,
+    bulk_reduce,
+    bulk_reduce_jax,
+    combine,
+    node_stats,
+)
+from solvers.theories.mean_field_ard.parity_cube import cube
+from solvers.theories.mean_field_ard.reduced_potential import ParityPotential
+from solvers.theories.mean_field_ard.spectrum import block_powers
+from solvers.theories.mean_field_ard.wells import (
+    ALIGNED_NODES,
+    BULK_INFLATE,
+    BULK_NODES,
+    BULK_Q_NODES,
+    Well,
+    aligned_wells,
+    bulk_grid,
+    center_well,
+    gamma_rule,
+    partition,
+    quadratic_form,
+    well_rule,
+)
+
+
+@dataclass(frozen=True)
+class Law:
+    """log Z = log ∫ e^{−Ũ}, the normalised averages of :data:`STATS` and second moments of :data:`PAIRS`."""
+
+    pot: ParityPotential
+    wells: tuple[Well, ...]
+    log_Z: float
+    means: dict[str, float]
+    second: np.ndarray
+    aligned_mass: float
+    blocks: np.ndarray | None = None  # E[B_ij/Λ] (k+1, j_max+1) when the spectrum was asked for
+
+
+    def mean(self, name: str) -> float:
+        return self.means[name]
+
+    def cov(self, a: str, b: str) -> float:
+        i, j = PAIRS.index(a), PAIRS.index(b)
+        return float(self.second[i, j]) - self.means[a] * self.means[b]
+
+    def cov_score(self, stat: str, coordinate: str) -> float:
+        """Cov(stat, ∂Ũ/∂coordinate) for coordinate ∈ {t, log_rho_relevant, log_rho_irrelevant}."""
+        pot = self.pot
+        if coordinate == "t":
+            return -(pot.t / (pot.net.kappa**2 * pot.net.s)) * self.cov(stat, "g")
+        if coordinate == "log_rho_relevant":
+            return 0.5 * pot.rho_rel * self.cov(stat, "wS2")
+        return 0.5 * pot.rho_irr * self.cov(stat, "q")
+
+
+def find_wells(pot: ParityPotential, scale: float) -> list[Well]:
+    """The central well and every aligned well; ``scale`` (σ_w) fixes the search grid."""
+    wells: list[Well] = []
+    c = center_well(pot)
+    if c is not None:
+        wells.append(c)
+    wells.extend(aligned_wells(pot, scale))
+    return wells
+
+
+def _structured(H: np.ndarray) -> tuple[float, float, float, float] | None:
+    """(α, β, γ, δ) with H_ww = αI + β11ᵀ, H_wu = γ1, H_uu = δ, or None."""
+    k = H.shape[0] - 1
+    Hw = H[:k, :k]
+    beta = float(Hw[0, 1]) if k > 1 else 0.0
+    alpha = float(Hw[0, 0]) - beta
+    gam, delta = float(H[0, k]), float(H[k, k])
+    tol = 1e-12 * float(np.max(np.abs(H)))
+    ok = np.allclose(Hw, alpha * np.eye(k) + beta, rtol=0, atol=tol) and np.allclose(H[:k, k], gam, rtol=0, atol=tol)
+    return (alpha, beta, gam, delta) if ok else None
+
+
+def _pseudo_center(pot: ParityPotential) -> Well:
+    """The prior's own Gaussian at w_S = 0 (reference of the bulk when the central well is unstable)."""
+    net = pot.net
+    u = math.log(2.0 * net.shape / pot.rho_irr)
+    H = np.diag([pot.rho_rel] * net.k + [net.shape])
+    U = pot.local(np.r_[np.zeros(net.k), u])[0]
+    return Well("center", np.r_[np.zeros(net.k), u], H, U, 1)
+
+
+def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | None = None, *,
+        compiled: bool = True, threshold: float = 0.0, central_basin: bool = False,
+        spectrum: bool = False) -> Law:
+    """The law's averages: bulk rule (compiled unless ``compiled`` is False) plus one rule per aligned well.
+
+    ``threshold`` is the target correlation |J_S|/√Σ above which a unit counts as specialised.
+    ``central_basin`` keeps only the bulk's share of the partition: the law restricted to the central
+    basin (the unaligned metastable state a sampler started at the prior stays in). ``spectrum`` adds
+    the kernel's block eigenvalue averages E[B_ij/Λ] (for the finite-P closure).
+    """
+    bn, qn, an = quad or (BULK_NODES, BULK_Q_NODES, ALIGNED_NODES)
+    net = pot.net
+    k = net.k
+    center = next((w for w in wells if w.kind == "center"), None)
+    aligned = [w for w in wells if w.kind == "aligned"]
+    ref = center if center is not None else _pseudo_center(pot)
+    grid = bulk_grid(net, bn)
+    b = net.shape + 0.5 * k
+    xq, Wq = gamma_rule(b, qn)
+    logC = 0.5 * k * math.log(pot.rho_rel / (2.0 * math.pi)) + net.shape * math.log(0.5 * pot.rho_irr) - gammaln(
+        net.shape
+    ) + gammaln(b)
+    sc = {"rho_rel": pot.rho_rel, "rho_irr": pot.rho_irr, "logC": logC, "b": b, "A": net.A, "s": net.s,
+          "tau": pot.tau, "k": float(k), "inflate": BULK_INFLATE, "thr2": threshold * threshold}
+    cvec = np.array([ref.y[k], ref.H[0, 0], ref.H[k, k], ref.U, 1.0])
+    rows = np.full((MAX_ALIGNED, 8), -np.inf)
+    rows[:, :7] = 0.0
+    structured = [(_structured(w.H), w) for w in aligned]
+    fast = compiled and len(aligned) <= MAX_ALIGNED and all(s is not None for s, _ in structured)
+    for i, (st, w) in enumerate(structured[:MAX_ALIGNED]):
+        if st is not None:
+            rows[i] = [float(np.mean(w.y[:k])), w.y[k], *st, w.U, math.log(w.weight)]
+    B1 = grid.blocks().reshape(grid.v2.size, -1) if spectrum else np.zeros((grid.v2.size, 0))
+    gd = {"v2": grid.v2, "sv": grid.V.sum(axis=1), "lw": grid.logw, "JS1": grid.JS1, "S1": grid.Sigma1, "B1": B1}
+    if fast:
+        pieces = [bulk_reduce_jax(gd, xq, np.log(Wq), sc, cvec, rows)]
+    else:
+        pieces = [_bulk_numpy(pot, gd, xq, Wq, sc, ref, aligned, grid)]
+    aligned_total = []
+    for i, well in enumerate([] if central_basin else aligned):
+        Y, lw = well_rule(well, an)
+        lw = lw + partition(ref, aligned, Y, i, k)
+        U, f = pot.values(Y)
+        logm = lw - U
+        if not np.all(np.isfinite(logm)):
+            raise FloatingPointError("non-finite quadrature mass in an aligned well")
+        top = float(np.max(logm))
+        e = np.exp(logm - top)
+        B = block_powers(net.activation, cube(k), Y).reshape(Y.shape[0], -1).T if spectrum else None
+        stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, net.A, net.s, threshold**2, B)
+        piece = (top, float(e.sum()), stats @ e, np.einsum("an,bn,n->ab", pairs, pairs, e))
+        pieces.append(piece)
+        aligned_total.append(piece)
+    log_Z, means, second = combine(pieces)
+    mass = sum(p[1] * math.exp(p[0] - log_Z) for p in aligned_total)
+    if not (math.isfinite(log_Z) and np.all(np.isfinite(means))):
+        raise FloatingPointError("non-finite law averages")
+    n = len(STATS)
+    blocks = means[n:].reshape(k + 1, -1) if spectrum else None
+    return Law(pot, tuple(wells), log_Z, dict(zip(STATS, (float(m) for m in means[:n]), strict=True)), second,
+               mass, blocks)
+
+
+def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray, Wq: np.ndarray, sc: dict,
+                ref: Well, aligned: list[Well], grid: object) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """The bulk reduction in NumPy; aligned wells of any shape (the general partition)."""
+    k = pot.net.k
+    structured = [_structured(w.H) for w in aligned]
+    if all(s is not None for s in structured) and len(aligned) <= MAX_ALIGNED:
+        rows = np.full((MAX_ALIGNED, 8), -np.inf)
+        rows[:, :7] = 0.0
+        for i, (st, w) in enumerate(zip(structured, aligned, strict=True)):
+            rows[i] = [float(np.mean(w.y[:k])), w.y[k], *st, w.U, math.log(w.weight)]  # type: ignore[misc]
+        cvec = np.array([ref.y[k], ref.H[0, 0], ref.H[k, k], ref.U, 1.0])
+        out = bulk_reduce(np, gd, xq, np.log(Wq), sc, cvec, rows)
+        return float(out[0]), float(out[1]), np.asarray(out[2]), np.asarray(out[3])
+    # general wells: explicit nodes and the general partition
+    from solvers.theories.mean_field_ard.wells import bulk_rule
+
+    Y, lw, f = bulk_rule(pot, grid, xq.size)  # type: ignore[arg-type]
+    if aligned:
+        lw = lw + partition(ref, aligned, Y, -1, k, canonical=np.column_stack([Y[:, k - 1 :: -1], Y[:, k]]))
+    logm = lw - pot.from_features(f, Y[:, -1])
+    top = float(np.max(logm))
+    e = np.exp(logm - top)
+    B = None
+    if gd["B1"].shape[1]:
+        B = block_powers(pot.net.activation, cube(k), Y).reshape(Y.shape[0], -1).T
+    stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, pot.net.A, pot.net.s, sc["thr2"], B)
+    return top, float(e.sum()), stats @ e, np.einsum("an,bn,n->ab", pairs, pairs, e)
+
+
+__all__ = ["Law", "find_wells", "law", "quadratic_form"]

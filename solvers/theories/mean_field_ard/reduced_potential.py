@@ -1,0 +1,205 @@
+"""The single-neuron potential of the population-limit parity problem in reduced coordinates.
+
+With the readout integrated out (docs: "Completing the square"), one hidden unit w has the law
+p_MF(w) ∝ exp(−U(w)),
+
+    U(w) = ½ Σ_j ρ_j w_j² + ½ log(Λ(w)/A_a) − J_r(w)² / (2 κ² s Λ(w)),
+    Λ(w) = A_a + Σ(w)/s,     s = κ² N^{2γ},     A_a = 1/σ_a²,
+
+with Σ(w) = E_x φ(wᵀx)² and J_r(w) = E_x φ(wᵀx) r(x). On the symmetric and aligned branches of the
+parity problem the residual is r = t χ_S and the prior precision takes one value ρ_rel on S and one
+value ρ_irr off S, so U depends on w only through y = (w_S, u), u = log |w_⊥|². The density of y is
+the prior's — Gaussian in w_S, log-Gamma in u with shape (d − k)/2 — times exp(−½ log(Λ/A_a) + R),
+R = t² J_S² / (2κ² s Λ). ``Ũ(y)`` below is minus the log of that density (normalised prior included),
+so ∫ exp(−Ũ) dy = Z = E_prior[√(A_a/Λ) e^R].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+from solvers.theories.mean_field_ard.activations import Activation
+from solvers.theories.mean_field_ard.memo import Memo
+from solvers.theories.mean_field_ard.parity_cube import ParityCube, cube
+
+
+def small_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b for a small inner dimension without BLAS (whose thread start-up dominates such products)."""
+    if b.ndim == 1:
+        return np.einsum("...i,i->...", a, b, optimize=False)
+    return np.einsum("...i,ij->...j", a, b, optimize=False)
+
+
+@dataclass(frozen=True)
+class Network:
+    """The constants of one network: sizes, scalings, noise and the activation."""
+
+    d: int
+    k: int
+    N: float
+    gamma: float
+    kappa: float
+    sigma_a2: float
+    activation: Activation
+
+    @property
+    def s(self) -> float:
+        """κ² N^{2γ}: Λ = A_a + Σ/s, and the reward is J_r²/(2κ² s Λ)."""
+        return self.kappa**2 * self.N ** (2.0 * self.gamma)
+
+    @property
+    def A(self) -> float:
+        return 1.0 / self.sigma_a2
+
+    @property
+    def ridge(self) -> float:
+        """c₀ = κ² N^{2γ−1}: f̄ = (1/c₀)·(kernel operator)·r, the population ridge of the kernel regression."""
+        return self.kappa**2 * self.N ** (2.0 * self.gamma - 1.0)
+
+    @property
+    def shape(self) -> float:
+        """(d − k)/2, the log-Gamma shape of u = log |w_⊥|² under the prior."""
+        return 0.5 * (self.d - self.k)
+
+
+@dataclass(frozen=True)
+class Features:
+    """Population averages at a batch of points y = (w_S, u).
+
+    ``J`` holds J_A(w) for every A ⊆ S at chaos order 0 in the irrelevant part (n, 2^k), with
+    ``J[:, -1] = J_S``; the equations need only J_S, so a rule may leave ``J`` out (None).
+    """
+
+    J_S: np.ndarray  # E φ(wᵀx) χ_S(x) (n,)
+    Sigma: np.ndarray  # E φ(wᵀx)² (n,)
+    wS2: np.ndarray  # |w_S|² (n,)
+    q: np.ndarray  # |w_⊥|² (n,)
+    J: np.ndarray | None = None
+
+
+def _feature_bytes(key: object, f: Features) -> int:
+    arrays = (f.J_S, f.Sigma, f.wS2, f.q) + ((f.J,) if f.J is not None else ())
+    return sum(a.nbytes for a in arrays) + len(key[2])  # type: ignore[index]
+
+
+#: Features of fixed rules across requests, keyed by the nodes' bytes; bounded in entries and bytes.
+_FEATURE_MEMO: Memo[Features] = Memo(32, max_bytes=256 * 2**20, weight=_feature_bytes)
+
+
+def features(act: Activation, cb: ParityCube, Y: np.ndarray) -> Features:
+    """J_A, Σ, |w_S|², q at the rows of Y (memoised: a rule whose nodes do not move is evaluated once)."""
+    Y = np.ascontiguousarray(np.atleast_2d(Y), dtype=float)
+    return _FEATURE_MEMO.get_or_make((act.name, cb.k, Y.tobytes()), lambda: _features(act, cb, Y))
+
+
+def _features(act: Activation, cb: ParityCube, Y: np.ndarray) -> Features:
+    k = cb.k
+    wS, q = Y[:, :k], np.exp(Y[:, k])
+    mu = small_matmul(wS, cb.points.T)  # (n, 2^k)
+    s1, s2 = act.smoothed(mu, q[:, None], orders=0)
+    J = small_matmul(s1[0], cb.walsh) / cb.points.shape[0]
+    return Features(J_S=J[:, -1].copy(), Sigma=s2[0].mean(axis=1), wS2=np.sum(wS * wS, axis=1), q=q, J=J)
+
+
+@dataclass(frozen=True)
+class ParityPotential:
+    """Ũ(y) at one state (t, ρ_rel, ρ_irr) of one network."""
+
+    net: Network
+    t: float
+    rho_rel: float
+    rho_irr: float
+
+    @property
+    def cb(self) -> ParityCube:
+        return cube(self.net.k)
+
+    @property
+    def tau(self) -> float:
+        """R = τ J_S²/Λ."""
+        return self.t * self.t / (2.0 * self.net.kappa**2 * self.net.s)
+
+    @property
+    def log_norm(self) -> float:
+        """−log of the prior density's normalisation in y (added to Ũ)."""
+        net = self.net
+        a = net.shape
+        return -0.5 * net.k * math.log(self.rho_rel / (2.0 * math.pi)) - a * math.log(0.5 * self.rho_irr) + gammaln(a)
+
+    def prior_part(self, wS2: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return 0.5 * self.rho_rel * wS2 + 0.5 * self.rho_irr * np.exp(u) - self.net.shape * u + self.log_norm
+
+    def values(self, Y: np.ndarray) -> tuple[np.ndarray, Features]:
+        """Ũ at the rows of Y, and the features there."""
+        Y = np.atleast_2d(Y)
+        f = features(self.net.activation, self.cb, Y)
+        return self.from_features(f, Y[:, -1]), f
+
+    def from_features(self, f: Features, u: np.ndarray) -> np.ndarray:
+        """Ũ from the features at points with u = log q."""
+        lam = self.net.A + f.Sigma / self.net.s
+        return self.prior_part(f.wS2, u) + 0.5 * np.log(lam / self.net.A) - self.tau * f.J_S * f.J_S / lam
+
+    def local(self, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Ũ, its gradient and Hessian at one point."""
+        U, g, H = self.local_batch(np.atleast_2d(y))
+        return float(U[0]), g[0], H[0]
+
+    def local_batch(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Ũ, gradients (n, k+1) and Hessians (n, k+1, k+1) at the rows of Y (heat-equation closed forms)."""
+        net, cb = self.net, self.cb
+        k = net.k
+        Y = np.atleast_2d(np.asarray(Y, dtype=float))
+        n = Y.shape[0]
+        w, u = Y[:, :k], Y[:, k]
+        q = np.exp(u)
+        X = cb.points
+        n_pts = X.shape[0]
+        mu = small_matmul(w, X.T)  # (n, 2^k)
+        s1, s2 = net.activation.smoothed(mu, q[:, None], orders=4)
+        half_q = 0.5 * q
+
+        def moments(c: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            # value, gradient, Hessian in (w, u) of mean_x c_x F(μ_x + g), g ~ N(0, e^u)
+            v = small_matmul(f[0], c) / n_pts
+            g = np.empty((n, k + 1))
+            g[:, :k] = small_matmul(f[1] * c, X) / n_pts
+            g[:, k] = half_q * small_matmul(f[2], c) / n_pts
+            H = np.empty((n, k + 1, k + 1))
+            H[:, :k, :k] = np.einsum("np,pi,pj->nij", f[2] * c, X, X) / n_pts
+            cross = half_q[:, None] * small_matmul(f[3] * c, X) / n_pts
+            H[:, :k, k] = cross
+            H[:, k, :k] = cross
+            H[:, k, k] = (half_q * small_matmul(f[2], c) + half_q * half_q * small_matmul(f[4], c)) / n_pts
+            return v, g, H
+
+        J, dJ, HJ = moments(cb.chi, s1)
+        S, dS, HS = moments(np.ones(n_pts), s2)
+        lam = net.A + S / net.s
+        dL, HL = dS / net.s, HS / net.s
+        tau = self.tau
+        U = self.prior_part(np.sum(w * w, axis=1), u) + 0.5 * np.log(lam / net.A) - tau * J * J / lam
+        grad = np.zeros((n, k + 1))
+        grad[:, :k] = self.rho_rel * w
+        grad[:, k] = 0.5 * self.rho_irr * q - net.shape
+        L1 = lam[:, None]
+        grad += 0.5 * dL / L1 - tau * (2.0 * J[:, None] * dJ / L1 - (J * J)[:, None] * dL / L1**2)
+        H = np.zeros((n, k + 1, k + 1))
+        H[:, np.arange(k), np.arange(k)] = self.rho_rel
+        H[:, k, k] = 0.5 * self.rho_irr * q
+        L2 = lam[:, None, None]
+        Jb = J[:, None, None]
+        dLdL = np.einsum("ni,nj->nij", dL, dL)
+        dJdJ = np.einsum("ni,nj->nij", dJ, dJ)
+        cross = np.einsum("ni,nj->nij", dJ, dL)
+        cross = cross + np.swapaxes(cross, 1, 2)
+        H += 0.5 * (HL / L2 - dLdL / L2**2)
+        H -= tau * (
+            2.0 * dJdJ / L2 + 2.0 * Jb * HJ / L2 - 2.0 * Jb * cross / L2**2 - Jb * Jb * HL / L2**2
+            + 2.0 * Jb * Jb * dLdL / L2**3
+        )
+        return U, grad, H
