@@ -30,9 +30,14 @@ class LocalExperiments:
     def __init__(self, solver: SolveService, workers: int = 2):
         self.solver = solver
         self.store = MemoryStore()
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="saddlelab-experiment")
+        self._workers = max(1, workers)
+        self._pool = self._new_pool()
         self._jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._closed = False
+
+    def _new_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="saddlelab-experiment")
 
     def submit(self, payload: dict[str, Any]) -> bool:
         """Start the computation, or resume a failed or cancelled one; True when it was already there."""
@@ -44,6 +49,8 @@ class LocalExperiments:
             self.store.create(job_id)
             self._jobs[job_id] = {"payload": payload, "created": time.time(), "started": None,
                                   "cancel": threading.Event()}
+            if self._closed:  # the app was shut down and serves again (an ASGI lifespan per client session)
+                self._pool, self._closed = self._new_pool(), False
         for point in range(n_points(payload)):
             for chain in range(n_chains(payload)):
                 self._pool.submit(self._run, job_id, point, chain)
@@ -109,9 +116,12 @@ class LocalExperiments:
         return True
 
     def shutdown(self) -> None:
-        for job in self._jobs.values():
-            job["cancel"].set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            for job_id, job in self._jobs.items():  # stopped: submitted again, they resume from their blocks
+                job["cancel"].set()
+                self.store.set_status(job_id, "cancelled", ACTIVE)
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_experiment(request: dict[str, Any], *, workers: int = 2, settings: Any = None, poll: float = 0.5,
