@@ -100,12 +100,13 @@ class RedisStore:
         raw = self.r.hget(ExperimentKeys(job_id).meta, "status")
         return None if raw is None else _text(raw)
 
-    def set_status(self, job_id: str, status: str, allowed: tuple[str, ...]) -> bool:
-        return bool(self._set_status(keys=[ExperimentKeys(job_id).meta], args=[status, time.time(), *allowed]))
+    def set_status(self, job_id: str, status: str, allowed: tuple[str, ...], error: str = "") -> bool:
+        """Compare-and-set (the jobs' script: ARGV status, time, error or '', then the allowed statuses)."""
+        return bool(self._set_status(keys=[ExperimentKeys(job_id).meta],
+                                     args=[status, time.time(), error, *allowed]))
 
     def fail(self, job_id: str, error: str) -> None:
-        if self.set_status(job_id, "failed", ("queued", "running")):
-            self.r.hset(ExperimentKeys(job_id).meta, "error", error)
+        self.set_status(job_id, "failed", ("queued", "running"), error)  # status and reason in one step
 
     def mark_started(self, job_id: str) -> float:
         """Running from now (once); the time the first chain started."""
