@@ -33,7 +33,7 @@ from benchmarks.common import Ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = {"hciz_mlp": "generalization_error", "kernel_renormalization": "generalization_error",
-            "matrix_denoising": "mse", "rubin_cavity": "test_mse"}
+            "matrix_denoising": "mmse", "mean_field_ard": "m_S", "rubin_cavity": "test_mse"}
 RQ_GOAL = 1.7
 
 
@@ -67,7 +67,8 @@ def _rates(result: Any, headline: str) -> tuple[float, float]:
     return result.sampler.min_ess_bulk / result.seconds, head / result.seconds
 
 
-def bench_ess_per_method(warmup: int = 300, draws: int = 500) -> list[Ratio]:
+def bench_ess_per_method(warmup: int = 300, draws: int = 500, max_tree_depth: int = 10,
+                         theories: tuple[str, ...] | None = None) -> list[Ratio]:
     import jax
 
     from solvers.experiments import SamplerOptions, sample
@@ -76,6 +77,8 @@ def bench_ess_per_method(warmup: int = 300, draws: int = 500) -> list[Ratio]:
     jax.config.update("jax_enable_x64", True)
     out = []
     for name, spec, sizes in default_experiments():
+        if theories and name not in theories:
+            continue
         target = get(name).experiment(spec, sizes, 0)
         headline = HEADLINE.get(name, "generalization_error")
         runs: dict[str, Any] = {}
@@ -83,17 +86,21 @@ def bench_ess_per_method(warmup: int = 300, draws: int = 500) -> list[Ratio]:
             fields: dict[str, Any] = {"method": method}
             if method == "langevin":
                 fields["step_size"] = runs["mala"].sampler.step_size
+            if method == "nuts":
+                fields["max_tree_depth"] = max_tree_depth
             options = SamplerOptions(chains=4, warmup=warmup, draws=draws, block_size=draws, seed=1, **fields)
             sample(target, options.model_copy(update={"seed": 2}))  # compiles
             runs[method] = sample(target, options).result
         nuts_rate, _ = _rates(runs["nuts"], headline)
         for method, result in runs.items():
             worst, head = _rates(result, headline)
-            out.append(Ratio(
+            row = Ratio(
                 f"experiments: {name} {method} min-ESS/s / nuts min-ESS/s", worst / nuts_rate, 1.0, sense=">=",
                 note=f"{worst:.1f} ESS/s (min over observables, ESS {result.sampler.min_ess_bulk:.0f}); {headline} "
                      f"{head:.1f} ESS/s; {result.seconds:.1f} s, {result.gradient_evaluations} gradients, max R-hat "
-                     f"{result.sampler.max_rhat:.3f}, step {result.sampler.step_size:.3g}; dim {target.dim}"))
+                     f"{result.sampler.max_rhat:.3f}, step {result.sampler.step_size:.3g}; dim {target.dim}")
+            print(row.row(), flush=True)  # as it comes: a slow theory does not hide the others' rows
+            out.append(row)
     return out
 
 
@@ -222,10 +229,11 @@ def bench_paper_rubin(steps: int = 50) -> list[Ratio]:
     return out
 
 
-def measure(only: tuple[str, ...] = ("ess", "rq", "paper"), paper_steps: int = 50, rq_repeats: int = 2) -> list[Ratio]:
+def measure(only: tuple[str, ...] = ("ess", "rq", "paper"), paper_steps: int = 50, rq_repeats: int = 2,
+            ess: dict[str, Any] | None = None) -> list[Ratio]:
     ratios: list[Ratio] = []
     if "ess" in only:
-        ratios += bench_ess_per_method()
+        ratios += bench_ess_per_method(**(ess or {}))
     if "rq" in only:
         if shutil.which("redis-server") is None:
             print("bench_experiment_theories: no redis-server on PATH, the RQ workers' ratio is not measured",
@@ -244,5 +252,11 @@ if __name__ == "__main__":
     parser.add_argument("--only", nargs="+", choices=("ess", "rq", "paper"), default=["ess", "rq", "paper"])
     parser.add_argument("--paper-steps", type=int, default=50)
     parser.add_argument("--rq-repeats", type=int, default=2, help="alternations of 1 and 2 workers (best of)")
+    parser.add_argument("--warmup", type=int, default=300, help="ess: warmup steps per chain")
+    parser.add_argument("--draws", type=int, default=500, help="ess: draws per chain")
+    parser.add_argument("--max-tree-depth", type=int, default=10, help="ess: NUTS's most trajectory doublings")
+    parser.add_argument("--theories", nargs="+", default=None, help="ess: only these theories")
     args = parser.parse_args()
-    print_table(measure(tuple(args.only), args.paper_steps, args.rq_repeats))
+    ess = {"warmup": args.warmup, "draws": args.draws, "max_tree_depth": args.max_tree_depth,
+           "theories": tuple(args.theories) if args.theories else None}
+    print_table(measure(tuple(args.only), args.paper_steps, args.rq_repeats, ess))
