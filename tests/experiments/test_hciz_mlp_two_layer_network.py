@@ -28,7 +28,7 @@ from solvers.theories.hciz_mlp.experiment import (
     build_target,
     theory_observables,
 )
-from tests.payloads import solve_json, sweep_json
+from tests.payloads import sweep_json
 
 jax.config.update("jax_enable_x64", True)
 
@@ -76,8 +76,8 @@ def test_theory_names_match_the_two_layer_estimators() -> None:
     spec = spec_of(alpha=4.0, readout="four_point")
     target = build_target(spec, ExperimentSizes(d=10, n_test=20))
     est = target.estimators(target.init["prior"](TEACHER))
-    report = solve_json(THEORY, spec, SolverOptions(quadrature_order=8))
-    for branch in [None, *[b["name"] for b in report["branches"]]]:
+    report = THEORY.solve(spec, SolverOptions(quadrature_order=8))
+    for branch in [None, *[b.name for b in report.branches]]:
         theory = theory_observables(report, branch=branch)
         assert {"generalization_error", "Q_1", "Q_2", "Q_weighted"} <= set(theory) <= set(est)
         for key, value in theory.items():
