@@ -12,7 +12,6 @@ chain where it stopped.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
@@ -22,15 +21,13 @@ from typing import Any
 
 import redis
 from rq import Queue, Retry
-from rq.command import send_stop_job_command
-from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.runner import finalize, n_chains, n_points
 from service.jobs.backend import ACTIVE, QueueUnavailable
-from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL
+from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL, stop_rq_job
 from service.jobs.store import _text
 from service.redis_link import RedisLink
 from service.serialize import dumps as _dumps
@@ -233,16 +230,7 @@ class RQExperiments:
         for field, rid in meta.items():
             if not field.startswith("rq:"):
                 continue
-            try:
-                job = Job.fetch(rid, connection=r, serializer=JSONSerializer)
-            except NoSuchJobError:
-                continue
-            st = job.get_status(refresh=False)
-            if st in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
-                job.cancel()
-            elif st == JobStatus.STARTED:
-                with contextlib.suppress(InvalidJobOperation):
-                    send_stop_job_command(r, rid, serializer=JSONSerializer)
+            stop_rq_job(r, rid)
         return True
 
     def shutdown(self) -> None:

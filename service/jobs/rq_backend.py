@@ -334,21 +334,26 @@ class RQJobs:
             rid = meta.get(f"rq:{c}")
             if not rid:
                 continue
-            try:
-                job = Job.fetch(rid, connection=r, serializer=JSONSerializer)
-            except NoSuchJobError:
-                continue
-            st = job.get_status(refresh=False)
-            if st in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
-                job.cancel()
-            elif st == JobStatus.STARTED:
-                # The line also sees the flag at its next point; stopping the horse is faster.
-                with contextlib.suppress(InvalidJobOperation):
-                    send_stop_job_command(r, rid, serializer=JSONSerializer)
+            # The line also sees the flag at its next point; stopping the horse is faster.
+            stop_rq_job(r, rid)
         return True
 
     def shutdown(self) -> None:
         return None
+
+
+def stop_rq_job(client: Any, rid: str) -> None:
+    """Cancel RQ job ``rid`` if it waits, stop its work horse if it runs; nothing if it is gone or ended."""
+    try:
+        job = Job.fetch(rid, connection=client, serializer=JSONSerializer)
+    except NoSuchJobError:
+        return
+    st = job.get_status(refresh=False)
+    if st in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+        job.cancel()
+    elif st == JobStatus.STARTED:
+        with contextlib.suppress(InvalidJobOperation):
+            send_stop_job_command(client, rid, serializer=JSONSerializer)
 
 
 def _fetch_jobs(client: Any, ids: list[str]) -> dict[str, Job | None]:
