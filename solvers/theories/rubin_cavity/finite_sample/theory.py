@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -12,12 +12,12 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep
-from solvers.theories.base import Example, Predictions, Sizes, Theory
-from solvers.theories.rubin_cavity import experiment_sizes
+from solvers.theories.base import Example, Sizes, Theory
 from solvers.theories.rubin_cavity.common.solving import auto_means_newton
 from solvers.theories.rubin_cavity.finite_sample.evaluator import LAW_NODES
 from solvers.theories.rubin_cavity.finite_sample.kernel import MAX_ORDER
 from solvers.theories.rubin_cavity.finite_sample.problem import finite_sample_problem
+from solvers.theories.rubin_cavity.network_experiment import ErfNetworkExperiment
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec
 
 #: Doubles allocated at the peak of a solve per unit of each size product: the P×P kernel, its Cholesky
@@ -29,11 +29,8 @@ MEMORY_PER_SAMPLE = 2.0 * (MAX_ORDER + 1) * LAW_NODES
 #: Libraries' working buffers on top of the arrays.
 MEMORY_OVERHEAD = 64 * 2**20
 
-if TYPE_CHECKING:
-    from solvers.experiments.target import Target
 
-
-class FiniteSampleTheory(Theory):
+class FiniteSampleTheory(ErfNetworkExperiment, Theory):
     name: ClassVar[str] = "rubin_cavity"
     summary: ClassVar[str] = (
         "The cavity self-consistency loop on P seeded Gaussian inputs: the adaptive kernel on the data, kernel "
@@ -118,22 +115,3 @@ class FiniteSampleTheory(Theory):
             on_step=on_step,
             stored=stored,
         )
-
-    # ---- the finite network ---------------------------------------------------------------------
-    experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
-    experiment_example: ClassVar[Mapping[str, Any]] = {"P_test": 20}
-
-    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
-        return experiment_sizes.check(spec, sizes)  # type: ignore[arg-type]
-
-    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
-        from solvers.theories.rubin_cavity.experiment import build_target
-
-        return build_target(spec, sizes, seed)  # type: ignore[arg-type]
-
-    def experiment_predictions(
-        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
-    ) -> Predictions:
-        from solvers.theories.rubin_cavity.experiment import theory_observables
-
-        return theory_observables(catalogue, branch=branch)

@@ -8,7 +8,7 @@ A sweep in ``u`` moves T = P √(s_a2/(u D)) at fixed P, N, s_a2, D.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -17,18 +17,15 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep, run_sweep
-from solvers.theories.base import Example, Predictions, Sizes, Theory
-from solvers.theories.rubin_cavity import experiment_sizes
+from solvers.theories.base import Example, Theory
 from solvers.theories.rubin_cavity.common.network import network_of
 from solvers.theories.rubin_cavity.common.solving import auto_means_newton
+from solvers.theories.rubin_cavity.network_experiment import ErfNetworkExperiment
 from solvers.theories.rubin_cavity.self_consistent.problem import self_consistent_problem
 from solvers.theories.rubin_cavity.specs import SelfConsistentSpec
 
-if TYPE_CHECKING:
-    from solvers.experiments.target import Target
 
-
-class SelfConsistentTheory(Theory):
+class SelfConsistentTheory(ErfNetworkExperiment, Theory):
     name: ClassVar[str] = "rubin_cavity"
     summary: ClassVar[str] = (
         "Population theory of the 2024 paper: the residual (b, c) self-consistent with the overlap law, at "
@@ -68,22 +65,3 @@ class SelfConsistentTheory(Theory):
         options = auto_means_newton(options)
         problem = self_consistent_problem(spec, parameter, options, values)  # type: ignore[arg-type]
         return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)
-
-    # ---- the finite network ---------------------------------------------------------------------
-    experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
-    experiment_example: ClassVar[Mapping[str, Any]] = {"P_test": 20}
-
-    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
-        return experiment_sizes.check(spec, sizes)  # type: ignore[arg-type]
-
-    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
-        from solvers.theories.rubin_cavity.experiment import build_target
-
-        return build_target(spec, sizes, seed)  # type: ignore[arg-type]
-
-    def experiment_predictions(
-        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
-    ) -> Predictions:
-        from solvers.theories.rubin_cavity.experiment import theory_observables
-
-        return theory_observables(catalogue, branch=branch)
