@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from solvers.core.blas import one_blas_thread
 from solvers.experiments.checkpoint import Checkpoint, WarmupSummary
 from solvers.experiments.draws import Draws
 from solvers.experiments.kernels import Kernel, StepStats, build_kernel
@@ -76,6 +77,11 @@ def check_compatible(target: Target, options: SamplerOptions) -> None:
 
 def warmup(target: Target, options: SamplerOptions) -> Checkpoint:
     """The warmup phase: initialise every chain, adapt (or burn in), and return the first checkpoint."""
+    with one_blas_thread():  # the sampler's LAPACK calls are small: spinning BLAS threads only stall them
+        return _warmup(target, options)
+
+
+def _warmup(target: Target, options: SamplerOptions) -> Checkpoint:
     check_compatible(target, options)
     started = time.perf_counter()
     compiled = _compiled(target, options, "warmup")
@@ -111,8 +117,15 @@ def run_block(
     With ``checkpoint=None`` the warmup runs first. Returns the checkpoint after the block and the block's
     per-draw records (positions too when ``options.keep_positions``).
     """
+    with one_blas_thread():  # as in warmup
+        return _run_block(target, options, checkpoint, n_draws)
+
+
+def _run_block(
+    target: Target, options: SamplerOptions, checkpoint: Checkpoint | None, n_draws: int | None
+) -> tuple[Checkpoint, Draws]:
     if checkpoint is None:
-        checkpoint = warmup(target, options)
+        checkpoint = _warmup(target, options)
     else:
         check_compatible(target, options)
         _check_resumable(target, options, checkpoint)

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from solvers.core.blas import one_blas_thread
 from solvers.core.errors import NUMERICAL, is_numerical
 from solvers.core.results import Report
-from solvers.theories.kernel_renormalization.blas import one_blas_thread
 from solvers.theories.kernel_renormalization.observables import (
     Posterior,
     class_distance,

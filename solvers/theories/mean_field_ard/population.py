@@ -28,8 +28,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from solvers.core.blas import one_blas_thread
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
@@ -37,8 +37,6 @@ from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPot
 from solvers.theories.mean_field_ard.specialisation import best_correlation
 from solvers.theories.mean_field_ard.spectrum import EK, closure
 from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES
-
-_BLAS = ThreadpoolController()
 
 #: States kept per problem (Newton, the Jacobian and the observables revisit the same x).
 MEMO = 64
@@ -98,7 +96,7 @@ class PopulationParity:
 
     def _law(self, x: np.ndarray, central_basin: bool) -> Law:
         pot = self.potential(x)
-        with _BLAS.limit(limits=1, user_api="blas"), np.errstate(over="ignore", invalid="ignore"):
+        with one_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
             wells = find_wells(pot, math.sqrt(self.sigma_w2))
             return law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
                        threshold=self.threshold, central_basin=central_basin, spectrum=self.P is not None)
