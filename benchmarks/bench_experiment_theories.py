@@ -1,8 +1,8 @@
 """Experiments of the theories: effective samples per second per method, chains on 1 vs 2 RQ workers, and the
 paper-size rubin_cavity network.
 
-1. ESS per second per method (NUTS, MALA, unadjusted Langevin) on each theory's default experiment (its first
-   example spec that states a network, at the theory's example sizes; 4 chains, vectorised, float64): the
+1. ESS per second per method (NUTS, MALA, unadjusted Langevin) on each theory's default experiment (the smallest
+   network among its example specs, at the theory's example sizes; 4 chains, vectorised, float64): the
    smallest bulk ESS over every reported observable component (the figure the convergence rule judges) over the
    run's seconds (warmup and sampling; a run with another seed compiles first), and the same for the headline
    observable. Langevin runs at the step MALA adapted on the same network (an unadjusted chain has no rule of its
@@ -38,7 +38,8 @@ RQ_GOAL = 1.7
 
 
 def default_experiments() -> list[tuple[str, Any, Any]]:
-    """(theory name, spec, sizes) of each theory's first example with a network."""
+    """(theory name, spec, sizes) of each theory's default experiment: the smallest network (fewest sampled
+    parameters) among its example specs, at the examples' sizes."""
     from pydantic import TypeAdapter
 
     from service.schemas import ModelSpec
@@ -48,15 +49,18 @@ def default_experiments() -> list[tuple[str, Any, Any]]:
     adapter = TypeAdapter(ModelSpec)
     out = []
     for name, theory in sorted(registry().items()):
+        found = []
         for example in theory.examples:
             spec = adapter.validate_python(dict(example.spec))
             try:
                 sizes = theory.experiment_sizes_for(spec).model_validate(dict(theory.experiment_example_sizes(spec)))
-                theory.check_experiment(spec, sizes)
+                dim = theory.check_experiment(spec, sizes)["experiment_parameters"][1]
             except ExperimentRefused:
                 continue
+            found.append((dim, len(found), spec, sizes))
+        if found:
+            _, _, spec, sizes = min(found, key=lambda f: f[:2])
             out.append((name, spec, sizes))
-            break
     return out
 
 

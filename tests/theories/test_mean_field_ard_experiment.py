@@ -9,6 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from solvers.core.options import SolverOptions
+from solvers.theories import get
+from solvers.theories.base import ExperimentRefused
 from solvers.theories.mean_field_ard.data import dataset
 from solvers.theories.mean_field_ard.experiment import ExperimentSizes, build_target, theory_observables
 from solvers.theories.mean_field_ard.spec import MeanFieldARDSpec
@@ -82,15 +85,34 @@ def test_sizes_give_the_population_spec_a_training_set_and_derived_is_the_mean_p
 
 
 def test_theory_observables_name_the_estimators() -> None:
-    report = {"order_parameters": {"m_S": 0.4}, "observables": {"test_mse": 0.5, "train_mse": 0.3,
-                                                                "test_error01_gibbs": 0.2},
-              "branches": [{"name": "aligned", "order_parameters": {"m_S": 0.7},
-                            "observables": {"test_mse": 0.1, "train_mse": 0.05}}]}
-    assert theory_observables(report) == {"m_S": 0.4, "mean_predictor.test_mse": 0.5,
-                                          "mean_predictor.train_mse": 0.3, "test_error01": 0.2}
-    assert theory_observables(report, branch="aligned")["m_S"] == 0.7
+    """Every branch's prediction is its report's value under the estimator's name."""
+    s = MeanFieldARDSpec.model_validate({"theory": "mean_field_ard", "model": "mf", "d": 16, "N": 64, "kappa": 0.05,
+                                         "P": 256, "target": {"kind": "parity", "k": 2},
+                                         "data": {"seed": 0, "P_test": 500}})
+    catalogue = get("mean_field_ard").solve(s, SolverOptions())
+    for branch in (None, *(b.name for b in catalogue.branches)):
+        found = catalogue.equilibrium_branch if branch is None else catalogue.get(branch)
+        op, obs = found.report.order_parameters, found.report.observables
+        assert theory_observables(catalogue, branch=branch) == {
+            "m_S": op["m_S"], "mean_predictor.test_mse": obs["test_mse"],
+            "mean_predictor.train_mse": obs["train_mse"], "test_error01": obs["test_error01_gibbs"]}
     with pytest.raises(KeyError):
-        theory_observables(report, branch="none")
+        theory_observables(catalogue, branch="none")
+
+
+def test_the_theory_refuses_a_population_experiment_naming_sizes_p() -> None:
+    theory = get("mean_field_ard")
+    population = spec(P=None, solver="reduced")
+    with pytest.raises(ExperimentRefused) as refused:
+        theory.check_experiment(population, ExperimentSizes())
+    assert refused.value.loc == ("sizes", "P")
+    with pytest.raises(ExperimentRefused) as refused:
+        theory.check_experiment(spec(), ExperimentSizes(P=41))
+    assert refused.value.loc == ("sizes", "P")
+    declared = theory.check_experiment(population, ExperimentSizes(P=30))
+    assert declared["experiment_parameters"] == (("model", "N"), 5.0 * 7)
+    assert declared["experiment_data"] == (("sizes", "P"), (30.0 + 50) * 6)
+    assert theory.experiment(population, ExperimentSizes(P=30)).n_data == 30
 
 
 @pytest.mark.slow

@@ -27,37 +27,22 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from solvers.core.results import Catalogue
 from solvers.experiments.target import Target
 from solvers.theories.mean_field_ard.data import dataset, hermite_normalised, spurious_hermite, spurious_parities, walsh
+from solvers.theories.mean_field_ard.experiment_sizes import ExperimentSizes, training_size
 from solvers.theories.mean_field_ard.particle_sampler import activation_fn
 from solvers.theories.mean_field_ard.spec import GeneratedData, MeanFieldARDSpec, ParityTarget
-
-
-class ExperimentSizes(BaseModel):
-    """The finite training set of the network when the spec is the population limit."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    P: int | None = Field(
-        None, ge=1, le=1_000_000,
-        description="Training-set size of the sampled network for a population-limit spec (P = null); must be "
-        "null or equal to the spec's P otherwise.",
-    )
 
 
 def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, seed: int | None = None) -> Target:
     """The network's posterior for ``spec`` on its data: generated inputs are drawn with ``seed`` (None: the
     spec's ``data.seed``, the data set the particle solver of the same spec uses); inline arrays ignore it."""
     sizes = sizes or ExperimentSizes()
-    if sizes.P is not None:
-        if spec.n_train is not None and spec.n_train != sizes.P:
-            raise ValueError(f"P: the spec has {spec.n_train} training points, the sizes ask for {sizes.P}")
-        spec = spec.model_copy(update={"P": sizes.P})
+    P = training_size(spec, sizes)  # (an ExperimentRefused, a ValueError, for a population limit without P)
     if spec.n_train is None:
-        raise ValueError("the population limit (P = null) has no finite network to sample: give P (in the spec or "
-                         "in ExperimentSizes) or arrays")
+        spec = spec.model_copy(update={"P": P})
     if isinstance(spec.data, GeneratedData) and seed is not None:
         spec = spec.model_copy(update={"data": spec.data.model_copy(update={"seed": seed})})
     data = dataset(spec)
@@ -140,27 +125,21 @@ def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, s
     )
 
 
-def _branch(report: dict[str, Any], branch: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    if branch is None:
-        return report["order_parameters"], report["observables"]
-    for b in report["branches"]:
-        if b["name"] == branch:
-            return b["order_parameters"], b["observables"]
-    raise KeyError(f"no branch {branch!r} in the report (branches: {[b['name'] for b in report['branches']]})")
+def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> dict[str, Any]:
+    """The theory's values of the comparable estimators (same names), on ``branch`` of a solve of the same spec
+    (default: the equilibrium).
 
-
-def theory_observables(report: dict[str, Any], *, branch: str | None = None) -> dict[str, Any]:
-    """The theory's values of the comparable estimators (same names), from a solve of the same spec.
-
-    ``branch`` picks a branch by name (default: the equilibrium). The theory's ``test_mse``/``train_mse``
-    are those of the mean predictor f̄; its ``test_error01_gibbs`` (reduced solver) is the Gibbs 0-1 error.
+    The theory's ``test_mse``/``train_mse`` are those of the mean predictor f̄; its ``test_error01_gibbs``
+    (reduced solver) is the Gibbs 0-1 error, the posterior average of a draw's ``test_error01``.
     """
-    op, obs = _branch(report, branch)
-    out: dict[str, Any] = {
-        "m_S": op["m_S"],
-        "mean_predictor.test_mse": obs["test_mse"],
-        "mean_predictor.train_mse": obs["train_mse"],
-    }
-    if obs.get("test_error01_gibbs") is not None:
-        out["test_error01"] = obs["test_error01_gibbs"]
+    found = catalogue.get(branch) if branch is not None else catalogue.equilibrium_branch
+    if found is None or found.report is None:
+        names = [b.name for b in catalogue.branches]
+        raise KeyError(f"no branch {branch!r} with a report in the solve (branches: {names})")
+    op, obs = found.report.order_parameters, found.report.observables
+    out: dict[str, Any] = {"m_S": float(op["m_S"])}
+    for name, key in (("mean_predictor.test_mse", "test_mse"), ("mean_predictor.train_mse", "train_mse"),
+                      ("test_error01", "test_error01_gibbs")):
+        if obs.get(key) is not None:
+            out[name] = float(obs[key])
     return out

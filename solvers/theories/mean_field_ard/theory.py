@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from pydantic import BaseModel
@@ -28,11 +28,14 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Report
 from solvers.core.sweep import OnPoint, Sweep
-from solvers.theories.base import Example, Sizes, Theory
-from solvers.theories.mean_field_ard import particle_report
+from solvers.theories.base import Example, Predictions, Sizes, Theory
+from solvers.theories.mean_field_ard import experiment_sizes, particle_report
 from solvers.theories.mean_field_ard.events import onset_event
 from solvers.theories.mean_field_ard.reduced import SWEEPABLE, ReducedModel
 from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec
+
+if TYPE_CHECKING:
+    from solvers.experiments.target import Target
 
 #: Default size limits (an instance may raise or lower each, ``SADDLELAB_LIMIT_<NAME>``).
 SIZE_LIMITS: dict[str, float] = {
@@ -104,7 +107,37 @@ class MeanFieldARDTheory(Theory):
                  "target": {"kind": "parity", "k": 2}}, "kappa", (0.09, 0.1), "grid"),
         Example({"theory": "mean_field_ard", "model": "mf", "d": 35, "N": 512, "kappa": 0.04,
                  "target": {"kind": "parity", "k": 2}}, "kappa", (0.035, 0.045)),
+        # a finite training set: the small network its experiment samples (the theory's default experiment)
+        Example({"theory": "mean_field_ard", "model": "mf", "d": 16, "N": 64, "kappa": 0.05, "P": 256,
+                 "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 500}}, "kappa",
+                (0.045, 0.055), "grid"),
     )
+    # ---- the finite network (experiment) ---------------------------------------------------------
+    experiment_sizes: ClassVar[Any] = experiment_sizes.ExperimentSizes
+    experiment_minibatch: ClassVar[bool] = True
+    #: the population-limit examples are sampled on this many training points
+    experiment_example: ClassVar[Mapping[str, Any]] = {"P": 200}
+
+    def experiment_example_sizes(self, spec: BaseModel) -> Mapping[str, Any]:
+        assert isinstance(spec, MeanFieldARDSpec)
+        return self.experiment_example if spec.n_train is None else {}
+
+    def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
+        return experiment_sizes.check(cast(MeanFieldARDSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
+
+    def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
+        """The network on the spec's own data (``data.seed``, or its arrays): the data the particle solver of the
+        same spec uses, so ``seed`` is not used."""
+        from solvers.theories.mean_field_ard.experiment import build_target
+
+        return build_target(cast(MeanFieldARDSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
+
+    def experiment_predictions(
+        self, spec: BaseModel, catalogue: Catalogue, sizes: BaseModel, branch: str | None = None
+    ) -> Predictions:
+        from solvers.theories.mean_field_ard.experiment import theory_observables
+
+        return theory_observables(catalogue, branch=branch)
 
     def sizes(self, spec: BaseModel) -> Sizes:
         assert isinstance(spec, MeanFieldARDSpec)
