@@ -109,7 +109,8 @@ def bulk_reduce_jax(grid: dict[str, np.ndarray], xq: np.ndarray, lWq: np.ndarray
             np.asarray(center, np.float64),
             np.asarray(aligned, np.float64),
         )
-        shift, total, sums, second = fn(*args)
+        # one transfer for the four results (a float() per scalar is a synchronisation each)
+        shift, total, sums, second = jax.device_get(fn(*args))
         return float(shift), float(total), np.asarray(sums), np.asarray(second)
 
 

@@ -29,6 +29,8 @@ ALIGNED_LOG_RATIO = math.log(4.0)
 #: Bounds of log ρ relative to log(d/σ_w²) (the projection keeps Newton iterates in the domain).
 LOG_RHO_SPAN = 9.0 * math.log(10.0)
 MEMO = 32
+#: Relative step of the forward-difference Jacobian (about the square root of the rule's rounding error).
+FORWARD_STEP = 1e-7
 
 
 class ReducedModel:
@@ -82,8 +84,8 @@ class ReducedModel:
         return self.pop(p).residual(x)
 
     def jacobian(self, x: np.ndarray, p: float | None) -> np.ndarray:
-        """The rule's own derivative (central differences), consistent with the residual (see PopulationParity)."""
-        return self.pop(p).jacobian_fd(x)
+        """The rule's own derivative (forward differences), consistent with the residual (see PopulationParity)."""
+        return self.pop(p).jacobian_fd(x, h=FORWARD_STEP, central=False)
 
     def free_entropy(self, x: np.ndarray, p: float | None) -> float:
         return self.pop(p).free_entropy(x)

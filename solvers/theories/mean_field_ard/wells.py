@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -184,10 +184,14 @@ def center_well(pot: ParityPotential) -> Well | None:
     net = pot.net
     k = net.k
     u = math.log(2.0 * net.shape / pot.rho_irr)
+    relu = net.activation.name == "relu"
     for _ in range(50):
         q = math.exp(u)
-        _, s2 = net.activation.smoothed(np.zeros(1), q, orders=4)
-        S, S2, S4 = float(s2[0, 0]), float(s2[2, 0]), float(s2[4, 0])
+        if relu:  # at mu = 0 the ReLU smoothings are exact: S = q/2, S2 = 2 Phi(0) = 1, S4 = -2 He_1(0) phi/q = 0
+            S, S2, S4 = 0.5 * q, 1.0, 0.0
+        else:
+            _, s2 = net.activation.smoothed(np.zeros(1), q, orders=4)
+            S, S2, S4 = float(s2[0, 0]), float(s2[2, 0]), float(s2[4, 0])
         # heat equation: d/du E F(√q ξ) = (q/2) E F^(2); d²/du² = (q/2) E F^(2) + (q²/4) E F^(4)
         dS, d2S = 0.5 * q * S2, 0.5 * q * S2 + 0.25 * q * q * S4
         lam = net.A + S / net.s
@@ -239,7 +243,6 @@ class DiagonalScan:
 
     def __init__(self, net: Network, scale: float):
         k = net.k
-        self.net = net
         self.s = scale * np.geomspace(1e-3, 30.0, SCAN_S)
         self.u = 2.0 * math.log(scale) + np.linspace(math.log(1e-8), math.log(10.0), SCAN_U_POINTS)
         S, U = np.meshgrid(self.s, self.u, indexing="ij")
@@ -253,7 +256,7 @@ class DiagonalScan:
 
     def profile_minima(self, pot: ParityPotential) -> list[np.ndarray]:
         """Interior local minima in s of min_u Ũ(s·1, u) (u may jump between a noisy and a quiet branch)."""
-        net = self.net
+        net = pot.net
         lam = net.A + self.Sigma / net.s
         V = (
             pot.prior_part(net.k * self.S**2, self.U)
@@ -266,9 +269,19 @@ class DiagonalScan:
         return [np.r_[self.s[i] * np.ones(net.k), self.u[j[i]]] for i in interior]
 
 
+def geometry(net: Network) -> Network:
+    """The network with its scalars (N, γ, κ, σ_a²) at fixed values: the key of what depends only on d, k and the
+    activation (the fixed grids below), so that a sweep in κ or N reuses them at every value."""
+    return replace(net, N=1.0, gamma=0.5, kappa=1.0, sigma_a2=1.0)
+
+
 @lru_cache(maxsize=16)
-def diagonal_scan(net: Network, scale: float) -> DiagonalScan:
+def _diagonal_scan(net: Network, scale: float) -> DiagonalScan:
     return DiagonalScan(net, scale)
+
+
+def diagonal_scan(net: Network, scale: float) -> DiagonalScan:
+    return _diagonal_scan(geometry(net), scale)
 
 
 def aligned_wells(pot: ParityPotential, scale: float) -> list[Well]:
@@ -355,8 +368,12 @@ class BulkGrid:
 
 
 @lru_cache(maxsize=16)
-def bulk_grid(net: Network, nodes: int) -> BulkGrid:
+def _bulk_grid(net: Network, nodes: int) -> BulkGrid:
     return BulkGrid(net, nodes)
+
+
+def bulk_grid(net: Network, nodes: int) -> BulkGrid:
+    return _bulk_grid(geometry(net), nodes)
 
 
 def bulk_rule(pot: ParityPotential, grid: BulkGrid, q_nodes: int) -> tuple[np.ndarray, np.ndarray, Features]:
