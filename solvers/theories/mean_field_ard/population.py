@@ -38,10 +38,12 @@ from solvers.theories.mean_field_ard.specialisation import best_correlation
 from solvers.theories.mean_field_ard.spectrum import EK, closure
 from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES, bulk_grid
 
-#: Bulk nodes (v-nodes × q-nodes) from which the compiled reduction beats NumPy's: below it the compiled call's
-#: dispatch costs more than the arithmetic (measured per law, ReLU, default rule: k = 2, 1 260 nodes: NumPy
-#: 0.66 ms, compiled 0.90 ms; k = 4, 53 136 nodes: 6.3–6.8 ms against 6.5–7.2 ms).
-JAX_MIN_NODES = 100_000
+#: Bulk nodes (v-nodes × q-nodes) from which the compiled reduction is used: below it the compiled call's
+#: dispatch costs more than the arithmetic (per law, ReLU, default rule, k = 2, 1 260 nodes: NumPy 0.66 ms,
+#: compiled 0.90 ms). At k = 4 (53 136 nodes) the two cost the same per law, but a 20-point κ sweep took 98 s
+#: compiled against 239 s in NumPy, where the forward-difference Jacobian on NumPy's sums also traced a
+#: spurious pair of folds 5·10⁻⁵ apart (central differences or the compiled sums: none).
+JAX_MIN_NODES = 5_000
 #: States kept per problem (Newton, the Jacobian and the observables revisit the same x).
 MEMO = 64
 
