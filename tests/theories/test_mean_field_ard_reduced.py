@@ -219,3 +219,20 @@ def test_finite_p_closure_against_kernel_ridge_regression() -> None:
     assert out["observables"]["test_mse"] == pytest.approx(np.mean(test), rel=0.02)
     assert out["observables"]["train_mse"] == pytest.approx(np.mean(train), rel=0.03)
     assert out["order_parameters"]["m_S"] == pytest.approx(np.mean(overlap), rel=0.08)
+
+
+@pytest.mark.parametrize("activation", ["relu", "erf", "tanh"])
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_centre_well_closed_forms_equal_the_general_local_expansion(activation: str, k: int) -> None:
+    """At w_S = 0 the centre's moments (E[c], E[c x], E[c x xᵀ] times one smoothing per order) give the same
+    Ũ, gradient and Hessian as the per-point expansion over the 2^k cube points."""
+    net = Network(d=20, k=k, N=64.0, gamma=0.5, kappa=0.07, sigma_a2=1.3, activation=Activation(activation))
+    pot = ParityPotential(net, 0.6, 20.0, 25.0)
+    for u in (-3.0, -0.2, 1.1):
+        y = np.zeros(k + 1)
+        y[k] = u
+        U, g, H = pot.local(y)
+        Uc, gc, Hc = pot.local_center(u)
+        assert Uc == pytest.approx(U, rel=1e-13, abs=1e-13)
+        np.testing.assert_allclose(gc, g, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(Hc, H, rtol=1e-12, atol=1e-12 * np.max(np.abs(H)))

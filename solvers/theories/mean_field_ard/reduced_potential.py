@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.special import gammaln
@@ -25,6 +26,18 @@ from scipy.special import gammaln
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.parity_cube import ParityCube, cube
+
+
+@lru_cache(maxsize=8)
+def _cube_moments(k: int) -> tuple[tuple[float, np.ndarray, np.ndarray], tuple[float, np.ndarray, np.ndarray]]:
+    """(E[c], E[c x], E[c x xᵀ]) over the 2^k cube points for c = χ_S and for c = 1."""
+    cb = cube(k)
+    X = cb.points
+
+    def of(c: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        return float(np.mean(c)), (c @ X) / X.shape[0], np.einsum("p,pi,pj->ij", c, X, X) / X.shape[0]
+
+    return of(cb.chi), of(np.ones(X.shape[0]))
 
 
 def small_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -177,8 +190,44 @@ class ParityPotential:
             H[:, k, k] = (half_q * small_matmul(f[2], c) + half_q * half_q * small_matmul(f[4], c)) / n_pts
             return v, g, H
 
-        J, dJ, HJ = moments(cb.chi, s1)
-        S, dS, HS = moments(np.ones(n_pts), s2)
+        return self._assemble(w, u, q, moments(cb.chi, s1), moments(np.ones(n_pts), s2))
+
+    def local_center(self, u: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """:meth:`local` at y = (0, u), the centre well, where every pre-activation mean vanishes.
+
+        There the smoothings are one number per order, and the cube averages reduce to E[c], E[c x] and
+        E[c x xᵀ] (c = χ_S or 1), computed once per k: the same moments as :meth:`local_batch` without its
+        per-point arrays (the test suite checks the two against each other).
+        """
+        net = self.net
+        k = net.k
+        q = math.exp(u)
+        s1, s2 = net.activation.smoothed(np.zeros(1), q, orders=4)
+        half_q = 0.5 * q
+
+        def moments(c: tuple[float, np.ndarray, np.ndarray], f: np.ndarray) -> tuple[np.ndarray, ...]:
+            mc, mcx, mcxx = c
+            g = np.empty((1, k + 1))
+            g[0, :k] = f[1, 0] * mcx
+            g[0, k] = half_q * f[2, 0] * mc
+            H = np.empty((1, k + 1, k + 1))
+            H[0, :k, :k] = f[2, 0] * mcxx
+            H[0, :k, k] = H[0, k, :k] = half_q * f[3, 0] * mcx
+            H[0, k, k] = (half_q * f[2, 0] + half_q * half_q * f[4, 0]) * mc
+            return np.array([f[0, 0] * mc]), g, H
+
+        chi, one = _cube_moments(k)
+        U, g, H = self._assemble(np.zeros((1, k)), np.array([u]), np.array([q]), moments(chi, s1), moments(one, s2))
+        return float(U[0]), g[0], H[0]
+
+    def _assemble(self, w: np.ndarray, u: np.ndarray, q: np.ndarray, jm: tuple[np.ndarray, ...],
+                  sm: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Ũ, gradient and Hessian from the moments of J_S = E[χ φ] (jm) and Σ = E[φ²] (sm)."""
+        net = self.net
+        k = net.k
+        n = w.shape[0]
+        J, dJ, HJ = jm
+        S, dS, HS = sm
         lam = net.A + S / net.s
         dL, HL = dS / net.s, HS / net.s
         tau = self.tau

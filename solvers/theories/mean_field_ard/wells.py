@@ -204,7 +204,7 @@ def center_well(pot: ParityPotential) -> Well | None:
             break
     y = np.zeros(k + 1)
     y[k] = u
-    U, _, H = pot.local(y)
+    U, _, H = pot.local_center(u)
     H = 0.5 * (H + H.T)
     if np.linalg.eigvalsh(H)[0] <= 0:
         return None
