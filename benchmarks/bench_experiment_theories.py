@@ -2,7 +2,7 @@
 paper-size rubin_cavity network.
 
 1. ESS per second per method (NUTS, MALA, unadjusted Langevin) on each theory's default experiment (the smallest
-   network among its example specs, at the theory's example sizes; 4 chains, vectorised, float64): the
+   network among its example specs, at the theory's example sizes; 4 chains (`--chains`), vectorised, float64): the
    smallest bulk ESS over every reported observable component (the figure the convergence rule judges) over the
    run's seconds (warmup and sampling; a run with another seed compiles first), and the same for the headline
    observable. Langevin runs at the step MALA adapted on the same network (an unadjusted chain has no rule of its
@@ -72,7 +72,7 @@ def _rates(result: Any, headline: str) -> tuple[float, float]:
 
 
 def bench_ess_per_method(warmup: int = 300, draws: int = 500, max_tree_depth: int = 10,
-                         theories: tuple[str, ...] | None = None) -> list[Ratio]:
+                         theories: tuple[str, ...] | None = None, chains: int = 4) -> list[Ratio]:
     import jax
 
     from solvers.experiments import SamplerOptions, sample
@@ -92,7 +92,7 @@ def bench_ess_per_method(warmup: int = 300, draws: int = 500, max_tree_depth: in
                 fields["step_size"] = runs["mala"].sampler.step_size
             if method == "nuts":
                 fields["max_tree_depth"] = max_tree_depth
-            options = SamplerOptions(chains=4, warmup=warmup, draws=draws, block_size=draws, seed=1, **fields)
+            options = SamplerOptions(chains=chains, warmup=warmup, draws=draws, block_size=draws, seed=1, **fields)
             sample(target, options.model_copy(update={"seed": 2}))  # compiles
             runs[method] = sample(target, options).result
         nuts_rate, _ = _rates(runs["nuts"], headline)
@@ -262,7 +262,8 @@ if __name__ == "__main__":
     parser.add_argument("--draws", type=int, default=500, help="ess: draws per chain")
     parser.add_argument("--max-tree-depth", type=int, default=10, help="ess: NUTS's most trajectory doublings")
     parser.add_argument("--theories", nargs="+", default=None, help="ess: only these theories")
+    parser.add_argument("--chains", type=int, default=4, help="ess: chains per run (vectorised)")
     args = parser.parse_args()
     ess = {"warmup": args.warmup, "draws": args.draws, "max_tree_depth": args.max_tree_depth,
-           "theories": tuple(args.theories) if args.theories else None}
+           "theories": tuple(args.theories) if args.theories else None, "chains": args.chains}
     print_table(measure(tuple(args.only), args.paper_steps, args.rq_repeats, ess))
