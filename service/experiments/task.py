@@ -13,7 +13,6 @@ import dataclasses
 import logging
 import os
 import socket
-import time
 from typing import Any
 
 import redis
@@ -27,8 +26,7 @@ from service.experiments.rq_backend import enqueue_chain
 from service.experiments.runner import Cancelled, assemble_point, finalize, run_chain
 from service.jobs.backend import ACTIVE
 from service.jobs.rq_backend import QUEUE
-from service.jobs.store import _text
-from service.jobs.task import CANCEL_POLL, HANDOFF, HandedOff
+from service.jobs.task import HandedOff, stop_poll
 from service.redis_link import RedisLink
 from service.settings import get_settings
 from service.singleflight import SingleFlight
@@ -59,17 +57,7 @@ def run_chain_job(job_id: str, point: int, chain: int) -> dict[str, Any]:
     started = store.mark_started(job_id)
     who = {"rq_job": current.id if current is not None else None,
            "worker": os.environ.get("RQ_WORKER_ID") or socket.gethostname(), "pid": os.getpid()}
-    last_check = [0.0]
-
-    def should_stop() -> bool:
-        if HANDOFF.is_set():
-            raise HandedOff()
-        now = time.monotonic()
-        if now - last_check[0] < CANCEL_POLL:
-            return False
-        last_check[0] = now
-        st = client.hget(ExperimentKeys(job_id).meta, "status")
-        return st is None or _text(st) == "cancelled"
+    should_stop = stop_poll(client, ExperimentKeys(job_id).meta, tolerate_outage=False)
 
     where = {"point": point, "chain": chain, **who}
     try:

@@ -18,6 +18,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -48,6 +49,31 @@ HANDOFF = threading.Event()
 
 class HandedOff(Exception):
     """Raised inside a line when its worker is stopping: the line goes back to the queue."""
+
+
+def stop_poll(client: redis.Redis, meta_key: str, *, tolerate_outage: bool) -> Callable[[], bool]:
+    """``should_stop`` for a running task: raises :class:`HandedOff` when the worker is stopping, else True when
+    the task's status (field ``status`` of ``meta_key``) is gone or ``cancelled``, read at most every
+    ``CANCEL_POLL`` seconds. ``tolerate_outage``: an unreachable Redis reads as "keep computing" (the task's
+    next write waits for it); otherwise the connection error propagates."""
+    last_check = [0.0]
+
+    def should_stop() -> bool:
+        if HANDOFF.is_set():
+            raise HandedOff()
+        now = time.monotonic()
+        if now - last_check[0] < CANCEL_POLL:
+            return False
+        last_check[0] = now
+        try:
+            st = client.hget(meta_key, "status")
+        except UNREACHABLE:
+            if tolerate_outage:
+                return False
+            raise
+        return st is None or _text(st) == "cancelled"
+
+    return should_stop
 
 
 def _client() -> redis.Redis:
@@ -94,20 +120,7 @@ def run_line_job(key: str, line: int) -> dict[str, Any]:
     who = {"line": line, "rq_job": rq_id, "worker": os.environ.get("RQ_WORKER_ID") or socket.gethostname(),
            "pid": os.getpid()}
     store.record(key, {**who, "event": "started", "stored": len(stored)})
-    last_check = [0.0]
-
-    def should_stop() -> bool:
-        if HANDOFF.is_set():
-            raise HandedOff()
-        now = time.monotonic()
-        if now - last_check[0] < CANCEL_POLL:
-            return False
-        last_check[0] = now
-        try:
-            st = client.hget(JobKeys(key).meta, "status")
-        except UNREACHABLE:
-            return False  # Redis is away: keep computing (the next write waits for it)
-        return st is None or _text(st) == "cancelled"
+    should_stop = stop_poll(client, JobKeys(key).meta, tolerate_outage=True)
 
     lines = int(meta["lines"])
     expected = expected_points(payload)

@@ -7,14 +7,13 @@ included, so that a resumed run draws exactly what the uninterrupted run draws.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from solvers.experiments.codec import decode_array, encode_array
+from solvers.experiments.codec import decode_array, encode_array, record_bytes, record_from_bytes
 
 FORMAT = "saddlelab-experiment-checkpoint/1"
 
@@ -126,9 +125,9 @@ class Checkpoint:
         )
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return record_bytes(self.to_dict())
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> Checkpoint:
-        return cls.from_dict(json.loads(blob))
+        return cls.from_dict(record_from_bytes(blob))
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from solvers.experiments.codec import decode_array, encode_array
+from solvers.experiments.codec import decode_array, encode_array, record_bytes, record_from_bytes
 
 _PER_DRAW = ("logdensity", "acceptance", "divergences", "gradient_evaluations", "nonfinite")
 
@@ -77,11 +76,11 @@ class Draws:
         )
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return record_bytes(self.to_dict())
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> Draws:
-        return cls.from_dict(json.loads(blob))
+        return cls.from_dict(record_from_bytes(blob))
 
 
 def concatenate(blocks: Sequence[Draws]) -> Draws:
