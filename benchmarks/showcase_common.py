@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -27,6 +28,17 @@ def run(request: dict[str, Any], label: str, workers: int = 2) -> dict[str, Any]
     result = run_experiment(request, workers=workers, on_status=report, poll=2.0)
     print(f"  {label}: finished in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return result
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *, warmup: int, draws: int, data: str, figure: str) -> None:
+    """The options every showcase has: its sampler's length and seed, where its data and figure go, --replot."""
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=warmup)
+    parser.add_argument("--draws", type=int, default=draws)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", default=data)
+    parser.add_argument("--figure", default=figure)
+    parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")
 
 
 def save(path: str | Path, body: dict[str, Any]) -> None:

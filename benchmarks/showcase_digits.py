@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchmarks.showcase_common import estimate, fmt, load, points, run, save, theory_value
+from benchmarks.showcase_common import add_run_arguments, estimate, fmt, load, points, run, save, theory_value
 
 TEMPERATURES = [0.01, 0.1, 0.3, 1.0, 10.0]
 WIDTHS = [10, 40]
@@ -116,13 +116,7 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=WIDTHS)
     parser.add_argument("--temperatures", type=float, nargs="+", default=TEMPERATURES)
     parser.add_argument("--P", type=int, default=100)
-    parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=250)
-    parser.add_argument("--draws", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data", default=DATA)
-    parser.add_argument("--figure", default=FIGURE)
-    parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")
+    add_run_arguments(parser, warmup=250, draws=400, data=DATA, figure=FIGURE)
     args = parser.parse_args()
     if args.replot:
         stored = load(args.data)

@@ -17,7 +17,7 @@ import argparse
 import math
 from typing import Any
 
-from benchmarks.showcase_common import estimate, fmt, load, points, run, save, theory_value
+from benchmarks.showcase_common import add_run_arguments, estimate, fmt, load, points, run, save, theory_value
 
 MODEL = {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "Delta": 0.1, "alpha": 1.0, "readout": "ones"}
 ALPHAS = [1.0, 2.0, 3.0, 3.5, 4.0, 5.0, 6.0]
@@ -109,15 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument("--alphas", type=float, nargs="+", default=ALPHAS)
-    parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--n-test", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--network-seed", type=int, default=0)
-    parser.add_argument("--data", default=DATA)
-    parser.add_argument("--figure", default=FIGURE)
-    parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")
+    add_run_arguments(parser, warmup=300, draws=500, data=DATA, figure=FIGURE)
     args = parser.parse_args()
     if args.replot:
         stored = load(args.data)
