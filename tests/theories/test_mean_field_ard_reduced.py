@@ -111,6 +111,42 @@ def test_analytic_jacobian_matches_finite_differences(model: str) -> None:
         np.testing.assert_allclose(J[:, j], col, rtol=1e-2, atol=1e-3 * float(np.max(np.abs(J))))
 
 
+def test_newton_jacobian_is_the_rules_own_derivative() -> None:
+    """Without an aligned well the law is one fixed bulk rule: the Jacobian Newton, the continuation and the
+    stability margin use is then the analytic one (no further law), equal to central differences of the
+    residual to 1e-6 of each entry. With an aligned well it is the rule's forward difference."""
+    ard = ARD(alpha0=4.0, beta0=4.0 / 35, N=512)
+    pop = PopulationParity(net(35, 2, kappa=0.1), 1.0, ard)
+    for x in (np.array([0.4, 0.86, 3.6]), np.array([0.9, math.log(35.0), math.log(35.0)])):
+        assert pop.smooth_rule(x)
+        J, Jc = pop.rule_jacobian(x, 1e-7, central=False), pop.jacobian_fd(x, h=1e-5)
+        np.testing.assert_allclose(J, Jc, rtol=1e-6)
+        margin = pop.stability(x)
+        pop.smooth_rule = lambda y: False  # type: ignore[method-assign]  # the margin by central differences
+        assert margin == pytest.approx(pop.stability(x), rel=1e-6)
+        del pop.smooth_rule
+    aligned = PopulationParity(net(35, 2, kappa=0.03), 1.0, ard)
+    x = np.array([0.5, math.log(5.0), math.log(45.0)])
+    assert any(w.kind == "aligned" for w in aligned.state(x).wells) and not aligned.smooth_rule(x)
+    np.testing.assert_array_equal(aligned.rule_jacobian(x, 1e-7, central=False),
+                                  aligned.jacobian_fd(x, h=1e-7, central=False))
+
+
+def test_the_law_without_aligned_wells_needs_no_central_well() -> None:
+    """The central well only shares mass with aligned wells: leaving it out where there are none changes nothing."""
+    pot = ParityPotential(net(35, 2, kappa=0.1), 0.4, math.exp(0.86), math.exp(3.6))
+    full, lean = find_wells(pot, 1.0), find_wells(pot, 1.0, lone_center=False)
+    assert [w.kind for w in full] == ["center"] and lean == []
+    a, b = law(pot, full, compiled=False), law(pot, lean, compiled=False)
+    assert a.log_Z == b.log_Z and a.means == b.means
+    np.testing.assert_array_equal(a.second, b.second)
+    with_aligned = ParityPotential(net(35, 2, kappa=0.03), 0.5, 5.0, 45.0)
+    lean, full = find_wells(with_aligned, 1.0, lone_center=False), find_wells(with_aligned, 1.0)
+    assert [w.kind for w in lean] == [w.kind for w in full] == ["center", "aligned"]
+    for a_well, b_well in zip(lean, full, strict=True):
+        np.testing.assert_array_equal(a_well.y, b_well.y)
+
+
 @pytest.mark.parametrize("model", ["mf", "mf_ard"])
 def test_free_entropy_gradient_is_the_scaled_residual(model: str) -> None:
     """∇Φ = D·F at any state (so the solutions are exactly the stationary points of Φ), D from the docs."""

@@ -105,7 +105,7 @@ class PopulationParity:
     def _law(self, x: np.ndarray, central_basin: bool) -> Law:
         pot = self.potential(x)
         with one_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
-            wells = find_wells(pot, math.sqrt(self.sigma_w2))
+            wells = find_wells(pot, math.sqrt(self.sigma_w2), lone_center=False)
             return law(pot, wells, (self.quad.bulk, self.quad.bulk_q, self.quad.aligned), compiled=self.compiled,
                        threshold=self.threshold, central_basin=central_basin, spectrum=self.P is not None)
 
@@ -163,12 +163,13 @@ class PopulationParity:
     def jacobian_fd(self, x: np.ndarray, h: float = 1e-6, central: bool = True) -> np.ndarray:
         """dF/dx by finite differences of the rule itself (central, or forward with ``central=False``).
 
-        The analytic :meth:`jacobian` differentiates the exact integral; where a shallow aligned well
-        is being tapered the rule's own derivative can differ from it by more than Newton tolerates,
-        while this one is consistent with the residual Newton drives to zero. Forward differences cost
-        ``dim`` laws instead of ``2 dim`` (F(x) is the memoised law of Newton's own iterate) and are
-        accurate to O(h), which Newton and the continuation's tangent need; the stability margin,
-        whose sign locates the spinodals, keeps central differences.
+        The analytic :meth:`jacobian` differentiates the exact integral; where an aligned well has a
+        rule of its own (centred on the moving minimum, tapered when shallow) the rule's derivative
+        differs from it by several per cent in the ρ-block (k = 4), while this one is consistent with
+        the residual Newton drives to zero. Forward differences cost ``dim`` laws instead of ``2 dim``
+        (F(x) is the memoised law of Newton's own iterate) and are accurate to O(h), which Newton and
+        the continuation's tangent need; the stability margin, whose sign locates the spinodals, takes
+        central differences. :meth:`rule_jacobian` chooses between the two forms.
         """
         x = np.asarray(x, dtype=float)
         J = np.empty((self.dim, self.dim))
@@ -181,6 +182,22 @@ class PopulationParity:
             else:
                 J[:, j] = (self.residual(x + e) - F0) / e[j]
         return J
+
+    def smooth_rule(self, x: np.ndarray) -> bool:
+        """True where the rule is one fixed-order quadrature whose derivative is the analytic one.
+
+        Without an aligned well the law is the bulk rule alone (fixed v-nodes, q-nodes rescaled smoothly
+        with ρ), which differentiates like the exact integral up to its quadrature error. An aligned
+        well's own rule (and its taper) moves with the state, and at finite P the equivalent-kernel
+        closure enters the residual; :meth:`jacobian` covers neither.
+        """
+        return self.P is None and not any(w.kind == "aligned" for w in self.state(x).wells)
+
+    def rule_jacobian(self, x: np.ndarray, h: float, central: bool) -> np.ndarray:
+        """The rule's own dF/dx: analytic where :meth:`smooth_rule` holds (no further law), else by differences."""
+        if self.smooth_rule(x):
+            return self.jacobian(x)
+        return self.jacobian_fd(x, h, central=central)
 
     def free_entropy(self, x: np.ndarray) -> float:
         L = self.state(x)
@@ -205,7 +222,7 @@ class PopulationParity:
         Hessian of Φ = D·J at the solution (symmetrised); the ρ-block's Schur complement after
         minimising over t must be negative definite. Returned in units of the t-curvature.
         """
-        H = self.gradient_scale()[:, None] * self.jacobian_fd(x)
+        H = self.gradient_scale()[:, None] * self.rule_jacobian(x, 1e-6, central=True)
         H = 0.5 * (H + H.T)
         htt = H[0, 0]
         if self.ard is None:

@@ -84,8 +84,8 @@ class ReducedModel:
         return self.pop(p).residual(x)
 
     def jacobian(self, x: np.ndarray, p: float | None) -> np.ndarray:
-        """The rule's own derivative (forward differences), consistent with the residual (see PopulationParity)."""
-        return self.pop(p).jacobian_fd(x, h=FORWARD_STEP, central=False)
+        """The rule's own derivative, consistent with the residual (see PopulationParity.rule_jacobian)."""
+        return self.pop(p).rule_jacobian(x, h=FORWARD_STEP, central=False)
 
     def free_entropy(self, x: np.ndarray, p: float | None) -> float:
         return self.pop(p).free_entropy(x)

@@ -66,14 +66,17 @@ class Law:
         return 0.5 * pot.rho_irr * self.cov(stat, "q")
 
 
-def find_wells(pot: ParityPotential, scale: float) -> list[Well]:
-    """The central well and every aligned well; ``scale`` (σ_w) fixes the search grid."""
-    wells: list[Well] = []
+def find_wells(pot: ParityPotential, scale: float, *, lone_center: bool = True) -> list[Well]:
+    """The central well and every aligned well; ``scale`` (σ_w) fixes the search grid.
+
+    ``lone_center`` False leaves the central well out when there is no aligned well: the law uses it
+    only to share mass with aligned wells, and the well depths compare it only with theirs.
+    """
+    aligned = aligned_wells(pot, scale)
+    if not aligned and not lone_center:
+        return []
     c = center_well(pot)
-    if c is not None:
-        wells.append(c)
-    wells.extend(aligned_wells(pot, scale))
-    return wells
+    return ([c] if c is not None else []) + aligned
 
 
 def _structured(H: np.ndarray) -> tuple[float, float, float, float] | None:
@@ -112,7 +115,8 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     k = net.k
     center = next((w for w in wells if w.kind == "center"), None)
     aligned = [w for w in wells if w.kind == "aligned"]
-    ref = center if center is not None else _pseudo_center(pot)
+    # the reference well only partitions mass with aligned wells (no aligned well: any finite row will do)
+    ref = (center if center is not None else _pseudo_center(pot)) if aligned else None
     grid = bulk_grid(net, bn)
     b = net.shape + 0.5 * k
     xq, Wq = gamma_rule(b, qn)
@@ -121,7 +125,8 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     ) + gammaln(b)
     sc = {"rho_rel": pot.rho_rel, "rho_irr": pot.rho_irr, "logC": logC, "b": b, "A": net.A, "s": net.s,
           "tau": pot.tau, "k": float(k), "inflate": BULK_INFLATE, "thr2": threshold * threshold}
-    cvec = np.array([ref.y[k], ref.H[0, 0], ref.H[k, k], ref.U, 1.0])
+    cvec = np.array([0.0, 1.0, 1.0, 0.0, 1.0]) if ref is None else np.array(
+        [ref.y[k], ref.H[0, 0], ref.H[k, k], ref.U, 1.0])
     rows = np.full((MAX_ALIGNED, 8), -np.inf)
     rows[:, :7] = 0.0
     structured = [(_structured(w.H), w) for w in aligned]
@@ -134,10 +139,11 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     if fast:
         pieces = [bulk_reduce_jax(gd, xq, np.log(Wq), sc, cvec, rows)]
     else:
-        pieces = [_bulk_numpy(pot, gd, xq, Wq, sc, ref, aligned, grid)]
+        pieces = [_bulk_numpy(pot, gd, xq, Wq, sc, cvec, ref, aligned, grid)]
     aligned_total = []
     for i, well in enumerate([] if central_basin else aligned):
         Y, lw = well_rule(well, an)
+        assert ref is not None
         lw = lw + partition(ref, aligned, Y, i, k)
         U, f = pot.values(Y)
         logm = lw - U
@@ -161,7 +167,8 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
 
 
 def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray, Wq: np.ndarray, sc: dict,
-                ref: Well, aligned: list[Well], grid: object) -> tuple[float, float, np.ndarray, np.ndarray]:
+                cvec: np.ndarray, ref: Well | None, aligned: list[Well],
+                grid: object) -> tuple[float, float, np.ndarray, np.ndarray]:
     """The bulk reduction in NumPy; aligned wells of any shape (the general partition)."""
     k = pot.net.k
     structured = [_structured(w.H) for w in aligned]
@@ -170,7 +177,6 @@ def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray,
         rows[:, :7] = 0.0
         for i, (st, w) in enumerate(zip(structured, aligned, strict=True)):
             rows[i] = [float(np.mean(w.y[:k])), w.y[k], *st, w.U, math.log(w.weight)]  # type: ignore[misc]
-        cvec = np.array([ref.y[k], ref.H[0, 0], ref.H[k, k], ref.U, 1.0])
         out = bulk_reduce(np, gd, xq, np.log(Wq), sc, cvec, rows)
         return float(out[0]), float(out[1]), np.asarray(out[2]), np.asarray(out[3])
     # general wells: explicit nodes and the general partition
@@ -178,6 +184,7 @@ def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray,
 
     Y, lw, f = bulk_rule(pot, grid, xq.size)  # type: ignore[arg-type]
     if aligned:
+        assert ref is not None
         lw = lw + partition(ref, aligned, Y, -1, k, canonical=np.column_stack([Y[:, k - 1 :: -1], Y[:, k]]))
     logm = lw - pot.from_features(f, Y[:, -1])
     top = float(np.max(logm))
