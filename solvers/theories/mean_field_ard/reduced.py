@@ -29,8 +29,6 @@ ALIGNED_LOG_RATIO = math.log(4.0)
 #: Bounds of log ρ relative to log(d/σ_w²) (the projection keeps Newton iterates in the domain).
 LOG_RHO_SPAN = 9.0 * math.log(10.0)
 MEMO = 32
-#: Relative step of the forward-difference Jacobian (about the square root of the rule's rounding error).
-FORWARD_STEP = 1e-7
 
 
 class ReducedModel:
@@ -85,7 +83,7 @@ class ReducedModel:
 
     def jacobian(self, x: np.ndarray, p: float | None) -> np.ndarray:
         """The rule's own derivative, consistent with the residual (see PopulationParity.rule_jacobian)."""
-        return self.pop(p).rule_jacobian(x, h=FORWARD_STEP, central=False)
+        return self.pop(p).rule_jacobian(x)
 
     def free_entropy(self, x: np.ndarray, p: float | None) -> float:
         return self.pop(p).free_entropy(x)
