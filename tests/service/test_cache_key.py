@@ -25,8 +25,10 @@ def potential(**kw: float) -> dict:
 def test_key_order_and_float_spelling_do_not_change_the_key(s: float, b: float, u: float, perm: list[str]) -> None:
     d = potential(sigma_w2=s, b=b, u=u)
     reordered = {k: d[k] for k in perm}
-    # Re-spell the floats through text: repr, exponent form and JSON round trip are all the same number.
-    text = json.dumps(reordered).replace(repr(s), f"{s:.17e}", 1)
+    # Re-spell sigma_w2 through text: repr, exponent form and JSON round trip are all the same number. The
+    # placeholder confines the respelling to that field (repr(s) can also occur inside another number's digits).
+    marked = {k: ("@sigma_w2@" if k == "sigma_w2" else v) for k, v in reordered.items()}
+    text = json.dumps(marked).replace('"@sigma_w2@"', f"{s:.17e}")
     respelled = json.loads(text)
     h1 = spec_hash(SPEC.validate_python(d), SolverOptions())
     h2 = spec_hash(SPEC.validate_python(respelled), SolverOptions())
