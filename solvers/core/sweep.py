@@ -113,7 +113,9 @@ def run_sweep(
         method=method,
         values=tuple(vals),
         catalogues=sweep.catalogues,
-        special_points=tuple(sp for sp in sweep.special_points if problem.looks_for(sp.kind)),
+        # a point found by an event indicator (typed first_order when the theory says so) is looked for as an event
+        special_points=tuple(sp for sp in sweep.special_points
+                             if problem.looks_for(SpecialKind.EVENT if sp.event is not None else sp.kind)),
         curves=sweep.curves,
         seconds=time.perf_counter() - t0,
         reused=tuple(sorted(stored)),

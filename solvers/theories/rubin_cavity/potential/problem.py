@@ -23,6 +23,7 @@ from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.problem import Problem
 from solvers.core.results import Report
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES, guarded, guarded_scalar
+from solvers.theories.rubin_cavity.common.observables import barrier_record, well_record
 from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.common.phases import phase_from_depths, phase_from_weights
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
@@ -71,9 +72,9 @@ def summary(v: Values) -> Summary:
     pot = v.potential()
     pts = pot.stationary_points()
     glob = pot.global_minimum()
-    wells = [{"rho": p.rho, "depth": p.depth, "curvature": p.curvature, "kind": p.kind} for p in pts if p.curvature > 0]
+    wells = [well_record(p) for p in pts if p.curvature > 0]
     aligned = [p for p in pts if p.curvature > 0 and p.kind == "aligned"]
-    barriers = [{"rho": p.rho, "depth": p.depth, "curvature": p.curvature} for p in pts if p.kind == "barrier"]
+    barriers = [barrier_record(p) for p in pts if p.kind == "barrier"]
     R = None
     if v.D is None:
         phase = phase_from_depths(pts)
