@@ -43,7 +43,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         # The offending input is echoed back bounded (deep, huge or non-Unicode input must not make the
         # 422 itself fail), and JSON cannot carry NaN/Infinity: those become null.
-        return JSONResponse(status_code=422, content={"detail": render_errors(exc.errors())})
+        route = request.scope.get("route")
+        body = getattr(getattr(route, "body_field", None), "field_info", None)
+        return JSONResponse(status_code=422, content={"detail": render_errors(
+            exc.errors(), body_type=getattr(body, "annotation", None))})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
