@@ -37,3 +37,15 @@ def test_depth_is_positive_below_the_centre_and_a_barrier_has_a_height(u: float)
     assert "depth" not in barrier
     assert barrier["height"] == pytest.approx(blog_potential(barrier["rho"], u) - blog_potential(0.0, u), abs=1e-12)
     assert barrier["height"] > 0 and barrier["f_minus_f0"] == barrier["height"]
+
+
+def test_each_branch_is_named_like_its_stationary_point() -> None:
+    spec = TypeAdapter(THEORY.spec_model).validate_python(
+        {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": SW, "b": B, "c": C, "u": 31.0})
+    res = solve_json(THEORY, spec, SolverOptions())
+    by_name = {b["name"]: b["observables"] for b in res["branches"]}
+    aligned, barrier = by_name["aligned"], by_name["barrier"]
+    assert aligned["branch_depth"] > 0 and aligned["branch_height"] is None
+    assert aligned["branch_f_minus_f0"] == -aligned["branch_depth"]
+    assert barrier["branch_depth"] is None and barrier["branch_height"] > 0
+    assert barrier["branch_height"] == barrier["branch_f_minus_f0"]

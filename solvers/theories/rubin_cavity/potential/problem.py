@@ -130,6 +130,7 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
         s = summary(v)
         q = v.potential()
         rho = abs(float(x[0]))
+        level, curvature = float(q.value(rho) - q.value(0.0)), float(q.hess(rho))
         order_parameters = {"rho": rho, "rho_star": s.rho_star, "b": v.b, "c": v.c, "R": s.R}
         observables = {
             "u": v.u,
@@ -139,8 +140,11 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
             "test_mse": v.b**2 + 6.0 * v.c**2,
             "center_curvature": s.center_curvature,
             "depth_gap": s.depth_gap,
-            "branch_depth": float(q.value(rho) - q.value(0.0)),
-            "branch_curvature": float(q.hess(rho)),
+            # named as the wells and barriers are: a well's depth below the centre, a barrier's height above it
+            "branch_depth": -level + 0.0 if curvature > 0 else None,
+            "branch_height": level if curvature <= 0 else None,
+            "branch_f_minus_f0": level,
+            "branch_curvature": curvature,
         }
         return Report(order_parameters, observables)
 
