@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from service import cli
-from tests.live_server import live_server
-
-POTENTIAL = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3, "u": 20}
 
 
 def axes(line: str) -> tuple[object, object]:
@@ -18,6 +12,7 @@ def axes(line: str) -> tuple[object, object]:
 
 
 def test_one_axis_listed_and_the_other_ranged() -> None:
+    # the README's phase-diagram line, which failed with "give one --values per --parameter"
     assert axes("sweep s.json --parameter b --values 0.25,0.3 --parameter u --start 20 --stop 40 --num 81") == (
         ["b", "u"], [[0.25, 0.3], {"start": 20.0, "stop": 40.0, "num": 81}])
     assert axes("sweep s.json --parameter b --start 0.25 --stop 0.3 --num 2 --parameter u --values 20,40") == (
@@ -36,16 +31,3 @@ def test_one_axis_listed_and_the_other_ranged() -> None:
 def test_bad_axes_say_what_is_wrong(line: str, says: str) -> None:
     with pytest.raises(cli.UsageError, match=says):
         axes(line)
-
-
-def test_the_readme_phase_diagram_line_runs_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(POTENTIAL))
-    with live_server({"SADDLELAB_SOLVE_PROCESSES": "0"}) as url:
-        code = cli.main(["sweep", str(spec), "--parameter", "b", "--values", "0.25,0.3", "--parameter", "u",
-                         "--start", "20", "--stop", "40", "--num", "81", "--no-progress", "--url", url])
-    assert code == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["parameters"] == ["b", "u"]
-    assert len(out["points"]) == 2 * 81
-    assert {p["parameter"][0] for p in out["points"]} == {0.25, 0.3}
