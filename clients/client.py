@@ -317,6 +317,7 @@ class _ProgressBar:
         self.job_id = job_id
         self.unit = unit
         self._bar: Any = None
+        self._counts = True
         try:
             from tqdm.auto import tqdm
         except ImportError:
@@ -329,10 +330,21 @@ class _ProgressBar:
             return
         done, total = status["progress"]["done"], status["progress"]["total"]
         if self._bar is None:
-            self._bar = self._tqdm(total=total, desc=f"job {self.job_id[:8]}", unit=self.unit,
-                                   leave=True)
+            self._counts = status.get("kind") != "boundary"
+            if self._counts:
+                # What was done before we looked (a job shared with an identical earlier one) is the start, not
+                # speed: counted into the rate it would read as a million points per second.
+                self._bar = self._tqdm(total=total, initial=done, desc=f"job {self.job_id[:8]}", unit=self.unit,
+                                       leave=True)
+            else:
+                # A boundary job has one result and no points to count: its time and status only.
+                self._bar = self._tqdm(total=None, desc=f"job {self.job_id[:8]} (tracing lines)", leave=True,
+                                       bar_format="{desc}: {elapsed}{postfix}")
         self._bar.set_postfix_str(status["status"], refresh=False)
-        self._bar.update(max(0, done - self._bar.n))
+        if self._counts:
+            self._bar.update(max(0, done - self._bar.n))
+        else:
+            self._bar.refresh()
 
     def close(self) -> None:
         if self._bar is not None:

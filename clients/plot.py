@@ -153,6 +153,11 @@ def branch_diagram(
     return ax
 
 
+def _level(pt: dict[str, Any]) -> float | None:
+    """F(ρ²) − F(0) of a well or barrier (``f_minus_f0``; results from before it had only ``depth``, so signed)."""
+    return pt.get("f_minus_f0", pt.get("depth"))
+
+
 def potential(data: dict[str, Any], ax: Any = None, *, width: float = 0.25) -> Any:
     """A potential with its wells (filled triangles) and barriers (open circles) marked.
 
@@ -173,20 +178,20 @@ def potential(data: dict[str, Any], ax: Any = None, *, width: float = 0.25) -> A
     else:
         label = "local quadratic"
         for pt in [*wells, *barriers]:
-            if pt.get("curvature") is None or pt.get("depth") is None:
+            if pt.get("curvature") is None or _level(pt) is None:
                 continue
             xs = [pt["rho"] + width * (i / 20 - 1) for i in range(41)]
-            ys = [pt["depth"] + 0.5 * pt["curvature"] * (x - pt["rho"]) ** 2 for x in xs]
+            ys = [_level(pt) + 0.5 * pt["curvature"] * (x - pt["rho"]) ** 2 for x in xs]
             ax.plot(xs, ys, color="0.6", linewidth=0.9, label=label)
             label = None
     for w in wells:
-        ax.plot(w["rho"], w["depth"], marker="v", markersize=9, linestyle="none", color="C3")
+        ax.plot(w["rho"], _level(w), marker="v", markersize=9, linestyle="none", color="C3")
         text = w.get("kind", "well")
         if w.get("weight") is not None:
             text += f" (weight {w['weight']:.2g})"
-        ax.annotate(text, (w["rho"], w["depth"]), xytext=(4, -14), textcoords="offset points", fontsize=8)
+        ax.annotate(text, (w["rho"], _level(w)), xytext=(4, -14), textcoords="offset points", fontsize=8)
     for b in barriers:
-        ax.plot(b["rho"], b["depth"], marker="o", markersize=7, linestyle="none", markerfacecolor="none",
+        ax.plot(b["rho"], _level(b), marker="o", markersize=7, linestyle="none", markerfacecolor="none",
                 color="C1")
     ax.plot([], [], marker="v", linestyle="none", color="C3", label="wells")
     if barriers:

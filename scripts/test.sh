@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Run the whole test suite. Installs what it needs: the test extras, and redis-server from
-# Debian's packages when it is missing and we may install (root). Fails when no test ran.
+# Run the whole test suite. Installs what it needs: the test extras, and redis-server and chromium
+# (the offline API-docs test renders /docs in it) from Debian's packages when they are missing and
+# we may install (root). Fails when no test ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh test
-if ! command -v redis-server >/dev/null 2>&1; then
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing redis-server from Debian's packages"
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
+        echo "installing ${missing[*]} from Debian's packages"
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
     else
-        echo "warning: redis-server not found and cannot be installed here; Redis tests will fail" >&2
+        echo "warning: ${missing[*]} not found and cannot be installed here; the tests that need them fail or skip" >&2
     fi
 fi
 .venv/bin/ruff check --no-cache solvers service clients tests benchmarks

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.errors import render_errors
@@ -29,6 +30,14 @@ network a theory describes (BlackJAX), chain by chain on the workers, beside the
 """
 
 
+#: Where the documentation pages' JavaScript, CSS and icon are served (open like the pages themselves).
+DOCS_ASSETS = "/docs/assets"
+#: Swagger UI shows each request body as its schema with the field descriptions (the papers' symbols) unfolded,
+#: not as an example value.
+SWAGGER_UI_PARAMETERS = {"defaultModelRendering": "model", "defaultModelExpandDepth": 3,
+                         "defaultModelsExpandDepth": 3}
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
@@ -37,13 +46,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         app.state.saddlelab.close()
 
-    app = FastAPI(title="SaddleLab", version=SOLVER_VERSION, description=DESCRIPTION, lifespan=lifespan)
+    # /docs and /redoc load Swagger UI and Redoc from this instance (fastapi-offline ships them), not from a CDN:
+    # a lab network without internet sees them too.
+    app = FastAPIOffline(title="SaddleLab", version=SOLVER_VERSION, description=DESCRIPTION, lifespan=lifespan,
+                         static_url=DOCS_ASSETS, swagger_ui_parameters=SWAGGER_UI_PARAMETERS)
     app.state.saddlelab = AppState.build(settings)
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         # The offending input is echoed back bounded (deep, huge or non-Unicode input must not make the
         # 422 itself fail), and JSON cannot carry NaN/Infinity: those become null.
-        return JSONResponse(status_code=422, content={"detail": render_errors(exc.errors())})
+        route = request.scope.get("route")
+        body = getattr(getattr(route, "body_field", None), "field_info", None)
+        return JSONResponse(status_code=422, content={"detail": render_errors(
+            exc.errors(), body_type=getattr(body, "annotation", None))})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -4,7 +4,9 @@
     saddlelab worker                     # an RQ worker on $REDIS_URL
     saddlelab solve SPEC.json            # one solve, JSON on stdout
     saddlelab sweep SPEC.json --parameter u --start 20 --stop 40 --num 41 [--format csv] [-o out.csv]
-    saddlelab sweep SPEC.json --parameter b --values 0.25,0.3 --parameter u --values 20,25,30   # phase diagram
+    saddlelab sweep SPEC.json --parameter b --values 0.25,0.3 --parameter u --start 20 --stop 40 --num 81
+                                                                          # phase diagram: each --parameter takes
+                                                                          # --values or --start/--stop/--num
     saddlelab sweep SPEC.json --method boundary --parameter b --start 0.25 --stop 0.4 \
         --parameter u --start 10 --stop 60                                    # traced transition lines
     saddlelab experiment SPEC.json --chains 4 --draws 2000 [--sizes '{"d": 64}'] [--parameter T --values 0.1,1]
@@ -40,6 +42,32 @@ def _client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default: %(default)s)")
 
 
+class _AxisOption(argparse.Action):
+    """``--parameter`` opens an axis; ``--values`` or ``--start/--stop/--num`` after it fill that axis."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | None = None) -> None:
+        axes = [dict(a) for a in getattr(namespace, "axes", None) or []]
+        if self.dest == "parameter":
+            axes.append({"parameter": value})
+        else:
+            if not axes:
+                axes.append({})  # a value before any --parameter: reported by sweep_axes
+            if self.dest in axes[-1]:
+                raise argparse.ArgumentError(self, f"given twice for --parameter {axes[-1].get('parameter')}")
+            axes[-1][self.dest] = value
+        namespace.axes = axes
+
+
+def _axis_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.set_defaults(axes=[])
+    p.add_argument("--parameter", action=_AxisOption, help=what)
+    p.add_argument("--values", action=_AxisOption, help="comma-separated values of the --parameter before it")
+    p.add_argument("--start", action=_AxisOption, type=float, help="first value of the --parameter before it")
+    p.add_argument("--stop", action=_AxisOption, type=float, help="last value, included")
+    p.add_argument("--num", action=_AxisOption, type=int, help="number of values")
+
+
 def _output_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default=None, help="write here instead of stdout")
 
@@ -66,11 +94,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="sweep one parameter (or two: a phase diagram) and wait for the result")
     p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
-    p.add_argument("--parameter", action="append", default=[], help="field to sweep; twice for a phase diagram")
-    p.add_argument("--start", action="append", type=float, default=[], help="first value (per parameter)")
-    p.add_argument("--stop", action="append", type=float, default=[], help="last value, included (per parameter)")
-    p.add_argument("--num", action="append", type=int, default=[], help="number of values (per parameter)")
-    p.add_argument("--values", action="append", default=[], help="comma-separated values (per parameter)")
+    _axis_options(p, "field to sweep; twice for a phase diagram")
     p.add_argument("--method", choices=["continuation", "grid", "boundary"], default=None,
                    help="default: continuation; boundary (two parameters): trace the transition lines, p1 over "
                    "[start, stop], looked for in p2 within [start, stop] (no --num needed)")
@@ -95,11 +119,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", default=None, help="JSON file with further sampler options")
     p.add_argument("--sizes", default=None, help="the network's finite sizes: inline JSON or a JSON file")
     p.add_argument("--network-seed", type=int, default=None, help="seed of the teacher and data (default 0)")
-    p.add_argument("--parameter", action="append", default=[], help="a learning curve in this field")
-    p.add_argument("--start", action="append", type=float, default=[], help="first value")
-    p.add_argument("--stop", action="append", type=float, default=[], help="last value, included")
-    p.add_argument("--num", action="append", type=int, default=[], help="number of values")
-    p.add_argument("--values", action="append", default=[], help="comma-separated values")
+    _axis_options(p, "a learning curve in this field")
     p.add_argument("--format", choices=["json", "csv"], default="json", help="csv: one row per point and observable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
@@ -166,26 +186,33 @@ def _floats(text: str) -> list[float]:
 def sweep_axes(args: argparse.Namespace, rest: dict[str, Any]) -> tuple[str | list[str], Any]:
     """Parameter(s) and value spec(s) from the flags (or, without flags, from the request file).
 
-    With ``--method boundary`` only each parameter's range counts: ``--num`` may be left out."""
-    params = list(args.parameter)
-    if getattr(args, "method", None) == "boundary" and params and not args.num and not args.values:
-        args.num = [2] * len(params)
-    if not params:
+    Each ``--parameter`` takes the ``--values`` or the ``--start/--stop/--num`` that follow it, so one axis
+    may be listed and the other ranged. With ``--method boundary`` only each range counts: ``--num`` may be
+    left out."""
+    axes = [dict(a) for a in getattr(args, "axes", [])]
+    if not axes:
         if "parameter" not in rest or "values" not in rest:
             raise UsageError("give --parameter with --start/--stop/--num or --values")
         return rest["parameter"], rest["values"]
-    if len(params) > 2:
+    if any("parameter" not in a for a in axes):
+        raise UsageError("put --values or --start/--stop/--num after the --parameter they belong to")
+    if len(axes) > 2:
         raise UsageError("at most two --parameter (a phase diagram)")
-    n = len(params)
-    if args.values:
-        if len(args.values) != n or args.start or args.stop or args.num:
-            raise UsageError("give one --values per --parameter, and no --start/--stop/--num with them")
-        specs: list[Any] = [_floats(v) for v in args.values]
-    else:
-        if not (len(args.start) == len(args.stop) == len(args.num) == n):
-            raise UsageError("give one --start, --stop and --num per --parameter")
-        specs = [{"start": a, "stop": b, "num": k} for a, b, k in zip(args.start, args.stop, args.num, strict=True)]
-    return (params[0], specs[0]) if n == 1 else (params, specs)
+    specs: list[Any] = []
+    for a in axes:
+        name, ranged = a["parameter"], [k for k in ("start", "stop", "num") if k in a]
+        if getattr(args, "method", None) == "boundary" and "values" not in a and "num" not in a:
+            a["num"], ranged = 2, [*ranged, "num"]
+        if "values" in a and ranged:
+            raise UsageError(f"--parameter {name}: give --values or --start/--stop/--num, not both")
+        if "values" in a:
+            specs.append(_floats(a["values"]))
+        elif len(ranged) == 3:
+            specs.append({"start": a["start"], "stop": a["stop"], "num": a["num"]})
+        else:
+            raise UsageError(f"--parameter {name}: give --values, or all of --start, --stop and --num")
+    params = [a["parameter"] for a in axes]
+    return (params[0], specs[0]) if len(axes) == 1 else (params, specs)
 
 
 def _emit(text: str, output: str | None) -> None:
@@ -307,7 +334,7 @@ def experiment_request(args: argparse.Namespace) -> dict[str, Any]:
     seed = args.network_seed if args.network_seed is not None else rest.get("network_seed")
     if seed is not None:
         body["network_seed"] = seed
-    if args.parameter or "parameter" in rest:
+    if args.axes or "parameter" in rest:
         parameter, values = sweep_axes(args, rest)
         if not isinstance(parameter, str):
             raise UsageError("an experiment takes one --parameter (a learning curve)")

@@ -15,6 +15,8 @@ from typing import Any
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
+from service.field_suggestions import explain_extra
+
 #: Longest echo of an offending input, in characters.
 MAX_INPUT_CHARS = 200
 #: Longest rendered message or location key, in characters.
@@ -106,18 +108,27 @@ def _take(items: Iterable[Any], n: int) -> Iterable[Any]:
         yield x
 
 
-def render_errors(errors: Iterable[Any]) -> list[dict[str, Any]]:
-    """The ``detail`` of a 422: type, location, message and a bounded echo of the input, all encodable."""
+def render_errors(errors: Iterable[Any], body_type: Any = None) -> list[dict[str, Any]]:
+    """The ``detail`` of a 422: type, location, message and a bounded echo of the input, all encodable.
+
+    ``body_type``: the request's model; an unknown field is then explained (closest valid name in
+    ``suggestion``, the valid names in ``valid_fields``, both in the message).
+    """
     out: list[dict[str, Any]] = []
     for e in _take(errors, MAX_ERRORS):
         if not isinstance(e, dict):
             out.append({"type": "value_error", "loc": ["body"], "msg": clean_text(str(e)), "input": None})
             continue
+        e = explain_extra(e, body_type)
         loc = [x if isinstance(x, int) else clean_text(str(x), 200) for x in e.get("loc", ())]
-        out.append({
+        item = {
             "type": clean_text(str(e.get("type", "value_error")), 100),
             "loc": loc,
             "msg": clean_text(str(e.get("msg", ""))),
             "input": summarize(e.get("input")),
-        })
+        }
+        if "valid_fields" in e:
+            item["suggestion"] = e["suggestion"]
+            item["valid_fields"] = [clean_text(str(n), 100) for n in e["valid_fields"]]
+        out.append(item)
     return out

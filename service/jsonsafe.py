@@ -1,7 +1,9 @@
 """Turn results into JSON that never carries NaN or Infinity.
 
 A non-finite float becomes ``None`` and its path is listed under ``non_finite`` at the top
-level, so a diverging quantity is reported explicitly instead of silently vanishing.
+level, so a diverging quantity is reported explicitly instead of silently vanishing. A negative
+zero (e.g. the free entropy −U(0) of a well at the origin) is written as 0.0: ``-0.0`` in a table
+reads like a sign that is not there.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ def _convert(obj: Any, path: str, bad: list[str]) -> Any:
     if isinstance(obj, (list, tuple)):
         # Plain finite floats: check them, don't rebuild their paths.
         if obj and all(type(v) is float for v in obj) and all(math.isfinite(v) for v in obj):
-            return list(obj)
+            return [v + 0.0 for v in obj]  # -0.0 + 0.0 == +0.0
         return [_convert(v, f"{path}[{i}]", bad) for i, v in enumerate(obj)]
     if isinstance(obj, np.ndarray):
         # Fast path: a finite numeric array converts in one call (sweeps carry many of them).
-        if obj.dtype.kind in "biu" or (obj.dtype.kind == "f" and bool(np.all(np.isfinite(obj)))):
+        if obj.dtype.kind in "biu":
             return obj.tolist()
+        if obj.dtype.kind == "f" and bool(np.all(np.isfinite(obj))):
+            return (obj + 0.0).tolist()
         return _convert(obj.tolist(), path, bad)
     if isinstance(obj, SolveResult):
         return _convert(result_diagnostics(obj), path, bad)
@@ -51,7 +55,7 @@ def _convert(obj: Any, path: str, bad: list[str]) -> Any:
         if not math.isfinite(value):
             bad.append(path)
             return None
-        return value
+        return value + 0.0
     return obj
 
 

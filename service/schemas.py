@@ -184,6 +184,13 @@ class TransitionOut(BaseModel):
     kind: Literal["first_order", "spinodal"]
     parameter: float | None
     branches: list[str]
+    type: Literal["fold", "first_order", "stability_loss", "bifurcation", "event"] | None = Field(
+        None, description="How the point was found; an event the theory classifies as first-order is first_order.")
+    event: str | None = Field(None, description="The theory's name for a point located by an event indicator.")
+    refined: bool | None = Field(None, description="Located by a root finder, not only bracketed by sweep values.")
+    uncertainty: float | None = Field(
+        None, description="Bound on the distance to the true point in the parameter: the root finder's final "
+        "bracket when refined, else half the bracket between computed values.")
 
 
 class PointOut(BaseModel):

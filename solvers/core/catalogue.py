@@ -88,7 +88,9 @@ def pick_equilibrium(branches: Sequence[Branch]) -> str | None:
     ok = [b for b in branches if b.converged and b.stable is not False]
     if not ok:
         return None
-    with_fe = [b for b in ok if b.free_entropy is not None and np.isfinite(b.free_entropy)]
+    # +inf is a free entropy that diverges upwards (e.g. noiseless perfect recovery): it beats every finite one.
+    with_fe = [b for b in ok if b.free_entropy is not None and not np.isnan(b.free_entropy)
+               and b.free_entropy != -np.inf]
     if with_fe:
         return max(with_fe, key=lambda b: b.free_entropy).name  # type: ignore[arg-type, return-value]
     return ok[0].name
@@ -133,6 +135,8 @@ def build_catalogue(
             continue
         name = problem.name_of(res.x, p, start)
         branch = classify(problem, p, name, res, start)
+        if branch.stable is not True and problem.on_edge(res.x, p):
+            continue  # round-off along a branch that runs into a singular limit, not a solution of its own
         taken = {b.name for b in branches}
         if name in taken and branch.stable is False:
             name = f"{name}:unstable"

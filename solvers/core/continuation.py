@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from solvers.core.catalogue import is_stable, stability_margin
 from solvers.core.errors import is_numerical
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
+from solvers.core.roots import bracketed_root
 
 OnStep = Callable[["CurvePoint"], None]
 
@@ -53,6 +53,7 @@ class Fold:
     x: np.ndarray
     index: int  # the fold lies between points[index] and points[index + 1]
     refined: bool = True
+    uncertainty: float = 0.0  # in p: from the refinement's final bracket, or half the step when not refined
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ class Frame:
         rhs = np.zeros(n + 1)
         rhs[n] = 1.0
         A = self.bordered(x, t, tau_prev)
+        if not np.all(np.isfinite(A)):
+            return tau_prev
         try:
             tau = np.linalg.solve(A, rhs)
         except np.linalg.LinAlgError:
@@ -158,6 +161,8 @@ class Frame:
             if np.max(np.abs(f)) <= self.options.tolerance(float(np.max(np.abs(x))) if n else 0.0) and abs(g) < 1e-12:
                 return z, it - 1
             A = self.bordered(x, t, tau)
+            if not np.all(np.isfinite(A)):
+                return None, it
             rhs = -np.concatenate([f, [g]])
             try:
                 dz = np.linalg.solve(A, rhs)
@@ -190,11 +195,12 @@ def _point(frame: Frame, z: np.ndarray, tau: np.ndarray) -> CurvePoint:
 
 def refine_along(
     frame: Frame, a: CurvePoint, b: CurvePoint, g: Callable[[np.ndarray, np.ndarray], float], g_a: float
-) -> tuple[float, np.ndarray] | None:
-    """Root of ``g(z, tangent)`` along the arclength between curve points ``a`` and ``b``.
+) -> tuple[float, np.ndarray, float] | None:
+    """Root of ``g(z, tangent)`` along the arclength between curve points ``a`` and ``b``: (p, x, uncertainty).
 
     Each evaluation is a corrector solve on the hyperplane at arclength s from ``a``, so the
-    root lies on the curve itself, not on its chord.
+    root lies on the curve itself, not on its chord. The uncertainty is the largest distance in p
+    from the root to the corrected points at the ends of the root finder's final bracket in s.
     """
     n = a.x.size
     za = np.concatenate([a.x, [frame.t(a.p)]])
@@ -220,11 +226,18 @@ def refine_along(
             f_hi = value(hi)
             if np.sign(f_hi) == np.sign(g_a):
                 return None
-        s = brentq(value, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
+        root = bracketed_root(value, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps,
+                              failures=(CorrectorFailed, np.linalg.LinAlgError))
+        s = root.x
         if s not in cache:
             value(s)
         z = cache[s]
-        return frame.p(float(z[n])), z[:n].copy()
+        p_root = frame.p(float(z[n]))
+        ends = [frame.p(float(cache[e][n])) for e in (root.lo, root.hi) if e in cache]
+        # At a fold p is quadratic in s, so the bracket's ends can agree with p_root to the last bit: a few units
+        # in the last place are the least a location computed in floating point is known to.
+        floor = 4 * float(np.spacing(abs(p_root)))
+        return p_root, z[:n].copy(), max(floor, *(abs(pe - p_root) for pe in ends))
     except (CorrectorFailed, RuntimeError, np.linalg.LinAlgError):
         return None
 
@@ -232,7 +245,7 @@ def refine_along(
 def _refine_fold(frame: Frame, a: CurvePoint, b: CurvePoint) -> Fold | None:
     n = a.x.size
     found = refine_along(frame, a, b, lambda z, tau: float(tau[n]), float(a.tangent[n]))
-    return None if found is None else Fold(p=found[0], x=found[1], index=-1)
+    return None if found is None else Fold(p=found[0], x=found[1], index=-1, uncertainty=found[2])
 
 
 def trace_curve(
@@ -284,13 +297,19 @@ def trace_curve(
                     break
                 ds = max(copt.ds_min, ds / 2)
                 continue
+            if problem.on_edge(z[:n], frame.p(float(z[n]))):
+                # Past here the curve runs into a singular limit of the equations (an unknown diverges):
+                # following it would only trace round-off.
+                message = "reached a singular edge of the domain"
+                break
             new = _point(frame, z, tau)
             if np.sign(new.tangent[n]) != np.sign(cur.tangent[n]) and cur.tangent[n] != 0:
                 found = _refine_fold(frame, cur, new)
                 if found is None:  # refinement failed: keep the midpoint estimate, flagged unrefined
-                    folds.append(Fold(0.5 * (cur.p + new.p), 0.5 * (cur.x + new.x), len(pts) - 1, refined=False))
+                    folds.append(Fold(0.5 * (cur.p + new.p), 0.5 * (cur.x + new.x), len(pts) - 1, refined=False,
+                                      uncertainty=abs(new.p - cur.p) / 2))
                 else:
-                    folds.append(Fold(found.p, found.x, len(pts) - 1))
+                    folds.append(Fold(found.p, found.x, len(pts) - 1, uncertainty=found.uncertainty))
             pts.append(new)
             if on_step is not None:
                 on_step(new)
@@ -310,8 +329,8 @@ def trace_curve(
     # Join: backward half reversed (its tangents flipped to the forward orientation), then forward.
     back = [q.flipped() for q in reversed(bwd[1:])]
     offset = len(back)
-    folds = [Fold(f.p, f.x, offset - 1 - f.index, f.refined) for f in bfold] + [
-        Fold(f.p, f.x, f.index + offset, f.refined) for f in ffold
+    folds = [Fold(f.p, f.x, offset - 1 - f.index, f.refined, f.uncertainty) for f in bfold] + [
+        Fold(f.p, f.x, f.index + offset, f.refined, f.uncertainty) for f in ffold
     ]
     folds.sort(key=lambda f: f.index)
     return Curve(name, tuple(back + fwd), tuple(folds), f"backward: {bmsg}; forward: {fmsg}")

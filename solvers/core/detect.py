@@ -19,13 +19,13 @@ bracketed where a branch exists on one side of two neighbours only.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.optimize import bisect, brentq
 
 from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
@@ -34,6 +34,7 @@ from solvers.core.errors import is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem
 from solvers.core.results import SolveResult
+from solvers.core.roots import bracketed_root
 from solvers.core.solve import solve_at
 from solvers.core.special_points import SpecialKind, SpecialPoint
 
@@ -134,8 +135,9 @@ class Refiner:
 
     def root(
         self, a: CurvePoint, b: CurvePoint, g: Callable[[np.ndarray, float], float], smooth: bool = True
-    ) -> tuple[float, np.ndarray] | None:
-        """Zero of g(x(p), p) for the solution x(p) between ``a`` and ``b``; None when it cannot be refined."""
+    ) -> tuple[float, np.ndarray, float] | None:
+        """Zero of g(x(p), p) for the solution x(p) between ``a`` and ``b``, with the state there and the
+        root finder's final bracket (its half of greater width); None when it cannot be refined."""
         found: dict[float, np.ndarray] = {}
 
         def value(p: float) -> float:
@@ -149,9 +151,10 @@ class Refiner:
         lo, hi = sorted((a.p, b.p))
         xtol = 1e-13 * max(abs(lo), abs(hi), 1e-300)
         try:
-            pc = (brentq if smooth else bisect)(value, lo, hi, xtol=xtol, rtol=REFINE_RTOL, maxiter=200)
-            x = found.get(pc)
-            return float(pc), (x if x is not None else self.between(a, b, pc))
+            root = bracketed_root(value, lo, hi, smooth=smooth, xtol=xtol, rtol=REFINE_RTOL,
+                                  failures=(RefinementFailed,))
+            x = found.get(root.x)
+            return root.x, (x if x is not None else self.between(a, b, root.x)), root.uncertainty
         except (RefinementFailed, RuntimeError, ValueError):
             # ValueError: brentq/bisect found no sign change at the solved end points.
             return None
@@ -164,7 +167,7 @@ class CurveRefiner(Refiner):
         super().__init__(problem, options)
         self.frame = frame
 
-    def margin_root(self, a: CurvePoint, b: CurvePoint) -> tuple[float, np.ndarray] | None:
+    def margin_root(self, a: CurvePoint, b: CurvePoint) -> tuple[float, np.ndarray, float] | None:
         n = a.x.size
         frame = self.frame
 
@@ -216,7 +219,7 @@ class Detector:
             float(p_star),
             (lost,),
             refined_to=self.precision if found else None,
-            uncertainty=0.0 if found else abs(b.p - a.p) / 2,
+            uncertainty=found[2] if found else abs(b.p - a.p) / 2,
             detail=f"local stability of '{lost}' changes",
             x=found[1] if found else None,
         )
@@ -249,13 +252,15 @@ class Detector:
                 if not self.inside(p_star):
                     continue
                 x = found[1] if found else None
+                # An event the theory classifies as a first-order transition is one, located by its indicator.
+                kind = SpecialKind.FIRST_ORDER if ev.transition == "first_order" else SpecialKind.EVENT
                 out.append(
                     SpecialPoint(
-                        SpecialKind.EVENT,
+                        kind,
                         float(p_star),
                         tuple(ev.branches) if ev.branches is not None else (track.name,),
                         refined_to=self.precision if found else None,
-                        uncertainty=0.0 if found else abs(b.p - a.p) / 2,
+                        uncertainty=found[2] if found else abs(b.p - a.p) / 2,
                         detail=ev.detail,
                         event=ev.name,
                         event_transition=ev.transition,
@@ -301,18 +306,19 @@ class Detector:
                     continue
                 p0, p1 = grid[k], grid[k + 1]
                 try:
-                    pc = brentq(self._delta, p0, p1, args=(pair,), xtol=1e-13 * max(self.width, 1e-300),
-                                rtol=REFINE_RTOL, maxiter=200)
-                    refined = True
+                    root = bracketed_root(functools.partial(self._delta, pair=pair), p0, p1,
+                                          xtol=1e-13 * max(self.width, 1e-300), rtol=REFINE_RTOL,
+                                          failures=(RefinementFailed,))
+                    pc, refined, uncertainty = root.x, True, root.uncertainty
                 except (RefinementFailed, RuntimeError, ValueError):
-                    pc, refined = 0.5 * (p0 + p1), False
+                    pc, refined, uncertainty = 0.5 * (p0 + p1), False, abs(p1 - p0) / 2
                 out.append(
                     SpecialPoint(
                         SpecialKind.FIRST_ORDER,
                         float(pc),
                         tuple(sorted([A.name, B.name])),
                         refined_to=self.precision if refined else None,
-                        uncertainty=0.0 if refined else abs(p1 - p0) / 2,
+                        uncertainty=uncertainty,
                         detail="free-entropy crossing of two stable branches",
                     )
                 )

@@ -87,6 +87,11 @@ def newton(
         J = jacobian(x) if jacobian is not None else fd_jacobian(F, x)
         if jacobian is None:
             nfev += 2 * x.size
+        if not np.all(np.isfinite(J)):
+            # A linear solver given NaN or Inf returns garbage (LAPACK complains on stderr): the iterate has
+            # left the region where the equations can be differentiated.
+            status = Status.DIVERGED
+            break
         dx = newton_step(np.asarray(J, dtype=float), f)
         merit = 0.5 * float(f @ f)
         t = 1.0

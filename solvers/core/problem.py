@@ -92,6 +92,12 @@ class Problem:
         notes: catalogue -> what the theory adds about the whole catalogue (not one branch).
         sweep_notes: sweep -> what the theory adds about a whole sweep.
         point_state: (x, p) -> what to report about the state at a refined special point.
+        edge: (x, p) -> True where x lies on a singular edge of the theory's domain, where its equations
+            degenerate (an unknown diverges, e.g. noiseless perfect recovery). No curve is traced there: a
+            traced curve ends before it. A stable solution on the edge (the limit itself) is still a branch,
+            found at each point of a sweep from the theory's starts; an unstable one is round-off along a
+            branch running into the singular point and is not reported. The singular point is the theory's
+            to name (an event).
     """
 
     residual: Residual | None
@@ -115,6 +121,7 @@ class Problem:
     notes: Callable[[Catalogue], Notes] | None = None
     sweep_notes: Callable[[Sweep], Notes] | None = None
     point_state: Callable[[Vector, float], Mapping[str, object]] | None = None
+    edge: Callable[[Vector, float], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.residual is None and self.fixed_point is None:
@@ -129,6 +136,9 @@ class Problem:
 
     def name_of(self, x: Vector, p: float, start: str) -> str:
         return self.label(x, p, start) if self.label is not None else start
+
+    def on_edge(self, x: Vector, p: float) -> bool:
+        return self.edge is not None and bool(self.edge(x, p))
 
     def looks_for(self, kind: SpecialKind) -> bool:
         return kind in self.detect

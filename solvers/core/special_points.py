@@ -15,9 +15,14 @@
 The same kinds name the lines of a two-parameter problem (``solvers.core.lines``): a fold line is
 a line of spinodals, a ``bifurcation`` line a line of branch points.
 
-Every special point says how precisely it is known: ``refined_to`` is the parameter tolerance it
-was refined to, or None when it is only bracketed between two computed points (then
-``uncertainty`` is the bracket's half-width).
+Every special point says how precisely it is known: ``refined_to`` is the tolerance it was refined
+to, or None when it is only bracketed between two computed points; ``uncertainty`` bounds its
+distance in the parameter from the true point — for a refined point the final bracket of its root
+finder (the larger distance from the point to either end), else the half-width of the bracket
+between the computed points.
+
+An event that the theory classifies as a first-order transition is recorded as ``first_order``
+(its ``event`` names it); other events keep the kind ``event``.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from solvers.core.detect import (
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Notes, SolveResult
+from solvers.core.solve import solve_at
 from solvers.core.special_points import SpecialKind, SpecialPoint, dedupe
 
 #: Called once per requested value, in the order of the values, with (index, catalogue).
@@ -112,7 +113,9 @@ def run_sweep(
         method=method,
         values=tuple(vals),
         catalogues=sweep.catalogues,
-        special_points=tuple(sp for sp in sweep.special_points if problem.looks_for(sp.kind)),
+        # a point found by an event indicator (typed first_order when the theory says so) is looked for as an event
+        special_points=tuple(sp for sp in sweep.special_points
+                             if problem.looks_for(SpecialKind.EVENT if sp.event is not None else sp.kind)),
         curves=sweep.curves,
         seconds=time.perf_counter() - t0,
         reused=tuple(sorted(stored)),
@@ -239,7 +242,7 @@ def _trace_all(
     for sv in seed_values:
         cat = solve_catalogue(problem, sv, options)
         for b in cat.branches:
-            if not b.converged or _on_some_curve(problem, curves, sv, b.x, options):
+            if not b.converged or problem.on_edge(b.x, sv) or _on_some_curve(problem, curves, sv, b.x, options):
                 continue
             curve = trace_curve(problem, sv, b.x, p_lo, p_hi, options, name=b.name, on_step=on_step)
             # A seed off every curve may still trace a curve already known (e.g. reached through
@@ -308,7 +311,7 @@ def _curve_points(
                     fold.p,
                     names,
                     refined_to=refinement_precision(options) if fold.refined else None,
-                    uncertainty=0.0 if fold.refined else abs(curve.points[idx + 1].p - curve.points[idx].p) / 2,
+                    uncertainty=fold.uncertainty,
                     detail="fold: two branches merge and vanish",
                     x=np.asarray(fold.x) if fold.refined else None,
                 )
@@ -478,6 +481,12 @@ def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOp
     for tr in tracks:
         for g in interpolations(tr.points, v):
             cands.append((tr.name, polish(problem, v, g, options)))
+    if problem.edge is not None:
+        # No curve is traced on a singular edge; its stable solutions are found here, from the theory's starts.
+        for name, x0 in problem.starts(v).items():
+            res = solve_at(problem, v, np.asarray(x0, dtype=float), options)
+            if res.converged and problem.on_edge(res.x, v):
+                cands.append((name, res))
     if not cands:
         return solve_catalogue(problem, v, options, report=True)
     return build_catalogue(problem, v, cands, time.perf_counter() - tc, report=True)

@@ -155,6 +155,7 @@ def test_finite_D_solution_converges_to_the_saddle_point(u: float) -> None:
 def test_paper_setting_transition() -> None:
     res = sweep_json(THEORY, spec(**PAPER), "T", list(np.linspace(0.1, 0.3, 41)), "continuation", SolverOptions())
     (onset,) = transitions(res, "first_order", {"GFL", "GMFL-I"})
+    assert (onset["type"], onset["event"]) == ("first_order", "aligned_onset")
     u_c, T_c = onset["state"]["u"], onset["parameter"]
     assert u_c == pytest.approx(30.2, rel=0.03)  # paper: u_c ≈ 30.2 "for ε = −0.3"
     assert T_c == pytest.approx(0.18, rel=0.03)  # paper: sharp transition around σ² = 0.18

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from solvers.core.newton import fd_jacobian
-from solvers.core.problem import Problem
+from solvers.core.problem import Event, Problem
 from solvers.core.results import Report
 from solvers.theories.hciz_mlp.deep import DeepModel
 from solvers.theories.hciz_mlp.models import deep_model, readout_atom_count, shallow_model, two_layer_model
@@ -35,6 +35,12 @@ SPECIALIZED_Q = 0.5
 INFORMATIVE_Q = 1.0
 #: Largest log-SNR y = ln(1 + Q̂) of an iterate (Q = 1 − e^{−y} = 1 to machine precision beyond ~37).
 MAX_LOG_SNR = 60.0
+#: Branch name (and event name) of noiseless perfect recovery, Q ≡ 1 and ε = 0 (shallow model, Δ = 0).
+PERFECT_RECOVERY = "perfect_recovery"
+PERFECT_RECOVERY_DETAIL = (
+    "noiseless perfect recovery threshold α = γ: Q ≡ 1, ε = 0 becomes stable and the unstable specialised branch "
+    "joins it at Q̂ = ∞ (a singular point of the Δ = 0 equations); its free entropy is infinite, so beyond it "
+    "perfect recovery is the equilibrium")
 #: Sign-scan grid for one-atom shallow models (dense near Q = 1, where the specialised branch lives).
 SCAN_GRID = np.unique(np.concatenate([[0.0], np.linspace(2e-3, 0.98, 160), 1.0 - np.geomspace(0.02, 1e-9, 50)]))
 
@@ -183,10 +189,16 @@ def shallow_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
         return [("uninformative", universal)] + [(f"scan_{i}", x) for i, x in enumerate(roots)]
 
     def label(x: np.ndarray, p: float, start: str) -> str:
-        model, _ = at(p)
+        model, alpha = at(p)
         if model.pinned:
             return "universal"
+        if model.perfect_recovery(x, alpha):
+            return PERFECT_RECOVERY
         return branch_label(model.overlaps(x), model.readout.v, lambda: stability(x, p))
+
+    def edge(x: np.ndarray, p: float) -> bool:
+        model, alpha = at(p)
+        return model.perfect_recovery(x, alpha)
 
     n_q = probe.n_q
 
@@ -218,7 +230,27 @@ def shallow_problem_at(spec: HCIZSpec, at: ModelAt | ModelPlane) -> Problem:
         scale=np.ones(dim),
         names=names,
         report=report,
+        edge=edge if probe.Delta == 0.0 else None,
+        events=perfect_recovery_events(at) if isinstance(at, ModelAt) and at.parameter != "Delta" else (),
     )
+
+
+def perfect_recovery_events(at: ModelAt) -> tuple[Event, ...]:
+    """The noiseless perfect-recovery threshold α_PR = γ as an event, where the theory knows it in closed form.
+
+    The specialised branch that joins perfect recovery there does so at Q̂ = ∞ (the edge of the domain), where no
+    fold or crossing can be located; the indicator α/α_PR − 1 changes sign at the limit itself.
+    """
+    if at.probe().perfect_recovery_threshold is None:
+        return ()
+
+    def indicator(x: np.ndarray, p: float) -> float:
+        model, alpha = at(p)
+        threshold = model.perfect_recovery_threshold
+        return alpha / threshold - 1.0 if threshold else float("nan")
+
+    return (Event(PERFECT_RECOVERY, indicator, transition="first_order", branches=(PERFECT_RECOVERY,),
+                  detail=PERFECT_RECOVERY_DETAIL),)
 
 
 def deep_problem(spec: HCIZSpec, parameter: str | None, quadrature_order: int | None) -> Problem:

@@ -54,6 +54,9 @@ Q_MAX = 1.0 - 1e-13
 T_MAX = float(np.log1p(1e12))
 #: Noiseless solutions with ε below this are perfect recovery (their free entropy diverges).
 PERFECT_RECOVERY_EPS = 1e-7
+#: Smallest Δ + ε the map divides by. Noiseless perfect recovery (Δ = ε = 0) sends Q̂ to infinity; the floor keeps
+#: 1/(Δ + ε)² — in the Jacobian — a finite double, so no NaN or Inf reaches a linear solver.
+D_FLOOR = 1e-150
 #: Relative step of the central difference giving m_S''(τ) from the table's m_S'.
 DERIVATIVE_STEP = 1e-4
 #: Evaluations remembered per model (the engine asks for F, the free entropy and the label at one x).
@@ -177,7 +180,7 @@ class ShallowModel:
         gq = a.g(Q)
         eps_new = 0.5 * mu2sq * mm_tot + a.g1 - float(np.dot(p, v2 * gq))
         if alpha > 0 and a.has_higher_orders:
-            spec = (alpha / self.gamma) * v2 * a.dg(Q) / max(D, 1e-300)
+            spec = (alpha / self.gamma) * v2 * a.dg(Q) / max(D, D_FLOOR)
         else:
             spec = np.zeros_like(Q)
         Q_hat = (v2 * Q / self.gamma) * hcz + spec
@@ -200,7 +203,7 @@ class ShallowModel:
         v2, p = ro.v2, ro.p
         n = self.n_q
         mu2sq = a.mu2**2
-        D = max(self.Delta + st.eps, 1e-300)
+        D = max(self.Delta + st.eps, D_FLOOR)
         J = np.zeros((self.dim, self.dim))
         iq, ie, it = slice(0, n), n, n + 1
         # ∂ mmse_S(τ + R̂_2) / ∂ε and the pieces that need m_S' at τ + R̂_2 and m_S'' at τ.
@@ -236,12 +239,14 @@ class ShallowModel:
                 J[it, it] = gap * dK_dtau * (1.0 + tau)
         if n:
             qp = self.channel.d_log_snr(st.Q_hat)
-            drive = (alpha / self.gamma) * v2 / D if a.has_higher_orders else np.zeros_like(v2)
+            # the same term as the map's (absent at α ≤ 0, which a wild corrector iterate can reach)
+            drive = (alpha / self.gamma) * v2 / D if (alpha > 0 and a.has_higher_orders) else np.zeros_like(v2)
             diag = (v2 / self.gamma) * st.hcz + drive * a.d2g(st.Q)
             J[iq, iq] = np.diag(qp * diag * dQ_dy)
             dhcz_de = -dmm_de / dm_tau
-            dQh_de = (v2 * st.Q / self.gamma) * dhcz_de - drive * a.dg(st.Q) / D
-            J[iq, ie] = qp * dQh_de
+            # d y_new/dε of the specialisation term, −q'(Q̂) Q̂_spec/D: the product q'(Q̂) Q̂_spec ≤ 1 is formed
+            # before dividing by D, which is tiny near noiseless perfect recovery.
+            J[iq, ie] = qp * (v2 * st.Q / self.gamma) * dhcz_de - (qp * drive * a.dg(st.Q)) / D
             if self.has_tau:
                 dhcz_dtau = (dm_tot - dm_tau) / dm_tau - st.hcz * d2m_tau / dm_tau
                 J[iq, it] = qp * (v2 * st.Q / self.gamma) * dhcz_dtau * (1.0 + st.tau)
@@ -270,6 +275,33 @@ class ShallowModel:
             return float("inf")  # noiseless perfect recovery: ln(1/ε) diverges, reported as non-finite
         out = -0.5 * np.log(2 * np.pi * np.e * (self.Delta + eps))
         return float(out + self.alpha_free_entropy_rest(st) / alpha)
+
+    # ---- noiseless perfect recovery --------------------------------------------------------
+    def perfect_recovery(self, x: np.ndarray, alpha: float) -> bool:
+        """Noiseless perfect recovery to the solver's resolution: Δ = 0 and ε ≤ PERFECT_RECOVERY_EPS, Q free.
+
+        It is the edge of the domain for the engine: Q̂ = O(1/ε) diverges there, and along a branch that runs into
+        perfect recovery α is within O(ε) of its limit, which the residual's absolute tolerance no longer
+        resolves (a curve traced there wanders in α by round-off, each wiggle a spurious fold). The stable
+        state itself is represented at the clip Q_MAX (ε ≈ g'(1)·1e-13).
+        """
+        return self.Delta == 0.0 and self.n_q > 0 and self.state(x, alpha).eps_new <= PERFECT_RECOVERY_EPS
+
+    @property
+    def perfect_recovery_threshold(self) -> float | None:
+        """α_PR = γ, where noiseless perfect recovery becomes stable, when it is known in closed form.
+
+        At Δ = 0 with Gaussian weights and no quadratic channel (μ2 = 0, g ≢ 0), near Q ≡ 1 the map gives
+        1 − Q(v) = 1/Q̂(v) = γ(Δ + ε)/(α v² g'(1)) and ε = g'(1) E_v[v²(1 − Q(v))], so one iteration multiplies ε
+        by γ/α (E v² = 1, every atom v ≠ 0): Q ≡ 1, ε = 0 attracts for α > γ and repels for α < γ, and the
+        specialised branch that joins it there has α → γ as Q → 1 (n = αd² samples against kd = γd² weights).
+        None otherwise (noisy data, binary weights, a quadratic channel, pinned Q).
+        """
+        if self.Delta != 0.0 or self.pinned or self.channel.prior != "gaussian" or self.act.mu2 != 0.0:
+            return None
+        if not self.act.has_higher_orders or np.any(self.readout.v2 == 0.0):
+            return None
+        return float(self.gamma)
 
     def mutual_information(self, x: np.ndarray, alpha: float) -> float:
         """MI/(kd) = (1/γ)[(α/2) ln(1 + ε/Δ) − rest]; infinite for noiseless data (Δ = 0, ε > 0)."""

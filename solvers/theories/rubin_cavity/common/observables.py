@@ -7,6 +7,7 @@ from typing import Any
 from solvers.theories.rubin_cavity.common.network import Network
 from solvers.theories.rubin_cavity.common.overlap_law import OverlapMoments
 from solvers.theories.rubin_cavity.common.phases import phase_from_weights
+from solvers.theories.rubin_cavity.common.potential import StationaryPoint
 
 
 def learned_fractions(epsilon: float, b: float, c: float) -> dict[str, float | None]:
@@ -18,10 +19,22 @@ def learned_fractions(epsilon: float, b: float, c: float) -> dict[str, float | N
     }
 
 
+def well_record(p: StationaryPoint) -> dict[str, Any]:
+    """A well as reported: ``depth`` = F(0) − F(ρ²) is positive for a well below the centre (0 for the centre),
+    ``f_minus_f0`` = F(ρ²) − F(0) the same difference signed the other way, as for every stationary point."""
+    return {"kind": p.kind, "rho": p.rho, "depth": -p.depth + 0.0, "f_minus_f0": p.depth, "curvature": p.curvature}
+
+
+def barrier_record(p: StationaryPoint) -> dict[str, Any]:
+    """A barrier (a maximum between the centre and an aligned well) as reported: ``height`` = F(ρ²) − F(0) above
+    the centre (= ``f_minus_f0``); a barrier has no depth."""
+    return {"rho": p.rho, "height": p.depth, "f_minus_f0": p.depth, "curvature": p.curvature}
+
+
 def law_wells(mom: OverlapMoments) -> list[dict[str, Any]]:
     """Every well of a finite-D law with its weight (both mirror images) and ⟨ρ²⟩ within its basin."""
     return [
-        {"kind": w.kind, "rho": w.rho, "depth": w.depth, "curvature": w.curvature, "weight": wt, "mean_rho2": m2}
+        {**well_record(w), "weight": wt, "mean_rho2": m2}
         for w, wt, m2 in zip(mom.wells, mom.weights, mom.second_moments, strict=True)
     ]
 

@@ -23,6 +23,7 @@ from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.problem import Problem
 from solvers.core.results import Report
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES, guarded, guarded_scalar
+from solvers.theories.rubin_cavity.common.observables import barrier_record, well_record
 from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.common.phases import phase_from_depths, phase_from_weights
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
@@ -71,9 +72,9 @@ def summary(v: Values) -> Summary:
     pot = v.potential()
     pts = pot.stationary_points()
     glob = pot.global_minimum()
-    wells = [{"rho": p.rho, "depth": p.depth, "curvature": p.curvature, "kind": p.kind} for p in pts if p.curvature > 0]
+    wells = [well_record(p) for p in pts if p.curvature > 0]
     aligned = [p for p in pts if p.curvature > 0 and p.kind == "aligned"]
-    barriers = [{"rho": p.rho, "depth": p.depth, "curvature": p.curvature} for p in pts if p.kind == "barrier"]
+    barriers = [barrier_record(p) for p in pts if p.kind == "barrier"]
     R = None
     if v.D is None:
         phase = phase_from_depths(pts)
@@ -129,6 +130,7 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
         s = summary(v)
         q = v.potential()
         rho = abs(float(x[0]))
+        level, curvature = float(q.value(rho) - q.value(0.0)), float(q.hess(rho))
         order_parameters = {"rho": rho, "rho_star": s.rho_star, "b": v.b, "c": v.c, "R": s.R}
         observables = {
             "u": v.u,
@@ -138,8 +140,11 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
             "test_mse": v.b**2 + 6.0 * v.c**2,
             "center_curvature": s.center_curvature,
             "depth_gap": s.depth_gap,
-            "branch_depth": float(q.value(rho) - q.value(0.0)),
-            "branch_curvature": float(q.hess(rho)),
+            # named as the wells and barriers are: a well's depth below the centre, a barrier's height above it
+            "branch_depth": -level + 0.0 if curvature > 0 else None,
+            "branch_height": level if curvature <= 0 else None,
+            "branch_f_minus_f0": level,
+            "branch_curvature": curvature,
         }
         return Report(order_parameters, observables)
 

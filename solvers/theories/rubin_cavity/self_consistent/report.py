@@ -8,7 +8,12 @@ from typing import Any
 from solvers.core.results import Report
 from solvers.theories.rubin_cavity.common.closure import nngp_eigenvalues
 from solvers.theories.rubin_cavity.common.network import Network
-from solvers.theories.rubin_cavity.common.observables import learned_fractions, weight_covariance
+from solvers.theories.rubin_cavity.common.observables import (
+    barrier_record,
+    learned_fractions,
+    weight_covariance,
+    well_record,
+)
 from solvers.theories.rubin_cavity.self_consistent.saddle import SaddleState
 
 
@@ -36,6 +41,7 @@ def observables(net: Network, st: SaddleState) -> dict[str, Any]:
                 "kind": "center",
                 "rho": 0.0,
                 "depth": 0.0,
+                "f_minus_f0": 0.0,
                 "curvature": st.center_curvature,
                 "weight": 1.0 - st.omega,
                 "mean_rho2": st.center_rho2,
@@ -47,15 +53,12 @@ def observables(net: Network, st: SaddleState) -> dict[str, Any]:
             populated = st.aligned is not None and p.rho == st.aligned.rho
             wells.append(
                 {
-                    "kind": "aligned",
-                    "rho": p.rho,
-                    "depth": p.depth,
-                    "curvature": p.curvature,
+                    **well_record(p),
                     "weight": st.omega if populated else 0.0,
                     "mean_rho2": p.rho**2,
                 }
             )
-    barriers = [{"rho": p.rho, "depth": p.depth, "curvature": p.curvature} for p in points if p.kind == "barrier"]
+    barriers = [barrier_record(p) for p in points if p.kind == "barrier"]
     Q = st.M * net.T / net.P  # M = (P/T) Q̃
     nngp = nngp_block(net)
     return {
