@@ -142,7 +142,6 @@ def bench_curves(repeats: int, P: int, points: int) -> list[Ratio]:
     from service.serialize import sweep_json
     from solvers.core.options import SolverOptions
     from solvers.theories import get
-
     from solvers.theories.kernel_renormalization import datasets, spectrum
 
     spec_of = TypeAdapter(ModelSpec).validate_python
