@@ -9,8 +9,9 @@
    Goal: at most 1.5 single solves by either method.
 2. The curves' share of a continuation sweep, in process: the same sweep with and without the curve tables
    (their resampling, special points and the theory's report at every kept row), JSON included, CPU time,
-   best of interleaved runs, for the kernel sweep (from new data each time, as a job line computes it:
-   data, kernel and spectrum included) and the README's rubin_cavity potential sweep. Goal: at most 5 %.
+   best of interleaved runs on one BLAS thread, for the kernel sweep (from new data each time, as a job line
+   computes it: data, kernel and spectrum included) and the README's rubin_cavity potential sweep. Goal: at
+   most 5 %.
 
     python -m benchmarks.bench_sweep_cost [--repeats 3] [--quick]
 """
@@ -123,11 +124,15 @@ def curve_share(name: str, run: Any, repeats: int) -> Ratio:
     """CPU time of a continuation sweep with its curve tables over the same sweep without them, minus one."""
     import solvers.core.sweep as sweep_module
 
+    from solvers.core.blas import one_blas_thread
+
     with_tables, without = [], []
-    for _ in range(repeats):
-        with_tables.append(_cpu(run))
-        with mock.patch.object(sweep_module, "curve_tables", lambda *a, **k: ()):
-            without.append(_cpu(run))
+    # One BLAS thread: idle threads spinning on a shared machine would count as CPU time of either run.
+    with one_blas_thread():
+        for _ in range(repeats):
+            with_tables.append(_cpu(run))
+            with mock.patch.object(sweep_module, "curve_tables", lambda *a, **k: ()):
+                without.append(_cpu(run))
     share = min(with_tables) / min(without) - 1.0
     print(f"[curves] {name}: with curves {min(with_tables):.3f} s CPU, without {min(without):.3f} s CPU")
     return Ratio(f"curves' cost in a continuation sweep: {name}", 100 * share, 5.0, unit="%",
