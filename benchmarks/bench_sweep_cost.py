@@ -74,9 +74,10 @@ def _sweep(c: httpx.Client, url: str, spec: dict[str, Any], method: str, values:
     return seconds, result
 
 
-def bench_http(repeats: int, P: int, points: int) -> list[Ratio]:
+def bench_http(repeats: int, P: int, points: int, one_thread: bool = False) -> list[Ratio]:
     port = free_port()
-    proc = start_server(port, cache_size=64)
+    threads = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"} if one_thread else {}
+    proc = start_server(port, cache_size=64, extra_env=threads)
     url = f"http://127.0.0.1:{port}"
     values = temperatures(points)
     singles: list[float] = []
@@ -106,11 +107,12 @@ def bench_http(repeats: int, P: int, points: int) -> list[Ratio]:
     out = []
     for method, times in sweeps.items():
         note = (f"P = {P}, {points} values over HTTP: sweep {min(times):.2f} s, warm single solve {single:.2f} s "
-                f"(best of {repeats}, interleaved; load average {load:.1f})")
+                f"(best of {repeats}, interleaved; load average {load:.1f}"
+                f"{'; server on one BLAS thread' if one_thread else ''})")
         if method == "continuation":
             note += f"; {curves} curve points served"
-        out.append(Ratio(f"Q̄ {points}-point T sweep over HTTP ({method}) / one warm single solve", min(times) / single,
-                         1.5, note=note))
+        label = f"Q̄ {points}-point T sweep over HTTP ({method}{', one BLAS thread' if one_thread else ''})"
+        out.append(Ratio(f"{label} / one warm single solve", min(times) / single, 1.5, note=note))
     return out
 
 
@@ -123,7 +125,6 @@ def _cpu(fn: Any) -> float:
 def curve_share(name: str, run: Any, repeats: int) -> Ratio:
     """CPU time of a continuation sweep with its curve tables over the same sweep without them, minus one."""
     import solvers.core.sweep as sweep_module
-
     from solvers.core.blas import one_blas_thread
 
     with_tables, without = [], []
@@ -168,17 +169,19 @@ def bench_curves(repeats: int, P: int, points: int) -> list[Ratio]:
             curve_share("rubin_cavity potential, 41 values of u", rubin_sweep, repeats)]
 
 
-def measure(repeats: int = 3, quick: bool = False) -> list[Ratio]:
+def measure(repeats: int = 3, quick: bool = False, one_thread: bool = False) -> list[Ratio]:
     P, points = (400, 50) if quick else (1500, 200)
-    return [*bench_http(repeats, P, points), *bench_curves(max(repeats, 3), P, points)]
+    return [*bench_http(repeats, P, points, one_thread), *bench_curves(max(repeats, 3), P, points)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check the script")
+    parser.add_argument("--one-blas-thread", action="store_true",
+                        help="the server on one BLAS thread (its eigendecompositions too): steadier under load")
     args = parser.parse_args()
-    print_table(measure(args.repeats, args.quick))
+    print_table(measure(args.repeats, args.quick, args.one_blas_thread))
 
 
 if __name__ == "__main__":
