@@ -39,6 +39,10 @@ def values_spec(values: Any) -> Any:
     return [float(v) for v in values]
 
 
+#: The shortest wait between two status reads of a job, and the fraction of the time waited so far it grows with.
+MIN_POLL, POLL_FRACTION = 0.02, 0.1
+
+
 class Client:
     """A SaddleLab server. ``timeout`` (seconds) applies to each HTTP request; solves can take a while."""
 
@@ -154,7 +158,8 @@ class Client:
         return status
 
     def _join_pages(self, path: str, params: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
-        """``status`` with the points of every later page appended; None if the job changed meanwhile."""
+        """``status`` with the points (and traced curves) of every later page appended; None if the job changed
+        meanwhile."""
         page = status.get("page")
         if not page:
             return status
@@ -162,13 +167,26 @@ class Client:
         holder = status["result"] if which == "result.points" else status["partial"]
         points = list(holder["points"])
         while page["next"] is not None:
-            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"]})
+            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"],
+                                                      "curve_limit": 0})
             page = more.get("page")
             if not page or page["of"] != which:
                 return None
             points.extend((more["result"] if which == "result.points" else more["partial"])["points"])
         holder["points"] = points
         status["page"] = {**page, "offset": 0, "returned": len(points), "next": None}
+        curve_page = status.get("curve_page")
+        if curve_page:
+            curves = list(status["result"]["curves"])
+            while curve_page["next"] is not None:
+                more = self._request("GET", path, params={**params, "limit": 0, "curve_offset": curve_page["next"],
+                                                          "curve_limit": curve_page["limit"]})
+                curve_page = more.get("curve_page")
+                if not curve_page or more.get("result") is None:
+                    return None
+                curves.extend(more["result"]["curves"])
+            status["result"]["curves"] = curves
+            status["curve_page"] = {**curve_page, "offset": 0, "returned": len(curves), "next": None}
         return status
 
     def cancel(self, job_id: str) -> dict[str, Any]:
@@ -179,10 +197,13 @@ class Client:
              status: Callable[[str], dict[str, Any]] | None = None, unit: str = "pt") -> dict[str, Any]:
         """Block until the job ends; return its result (raise :class:`JobFailed` / :class:`JobCancelled`).
 
-        ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments).
+        ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments). The
+        status is read again after a tenth of the time waited so far (at least 20 ms, at most ``poll_interval``),
+        so a short job is seen finished within a tenth of its duration, and a long one costs few requests.
         """
         read = status or self.job
-        deadline = None if timeout is None else time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
         bar = _ProgressBar(job_id, unit) if progress else None
         failures = 0
         try:
@@ -200,9 +221,10 @@ class Client:
                         bar.update(status_)
                     if status_["status"] in TERMINAL:
                         return _outcome(status_)
-                if deadline is not None and time.monotonic() > deadline:
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
                     raise JobTimeout(f"job {job_id} still running after {timeout} s", job_id)
-                time.sleep(self.poll_interval)
+                time.sleep(min(self.poll_interval, max(MIN_POLL, POLL_FRACTION * (now - started))))
         finally:
             if bar is not None:
                 bar.close()
