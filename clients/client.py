@@ -154,7 +154,8 @@ class Client:
         return status
 
     def _join_pages(self, path: str, params: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
-        """``status`` with the points of every later page appended; None if the job changed meanwhile."""
+        """``status`` with the points (and traced curves) of every later page appended; None if the job changed
+        meanwhile."""
         page = status.get("page")
         if not page:
             return status
@@ -162,13 +163,26 @@ class Client:
         holder = status["result"] if which == "result.points" else status["partial"]
         points = list(holder["points"])
         while page["next"] is not None:
-            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"]})
+            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"],
+                                                      "curve_limit": 0})
             page = more.get("page")
             if not page or page["of"] != which:
                 return None
             points.extend((more["result"] if which == "result.points" else more["partial"])["points"])
         holder["points"] = points
         status["page"] = {**page, "offset": 0, "returned": len(points), "next": None}
+        curve_page = status.get("curve_page")
+        if curve_page:
+            curves = list(status["result"]["curves"])
+            while curve_page["next"] is not None:
+                more = self._request("GET", path, params={**params, "limit": 0, "curve_offset": curve_page["next"],
+                                                          "curve_limit": curve_page["limit"]})
+                curve_page = more.get("curve_page")
+                if not curve_page or more.get("result") is None:
+                    return None
+                curves.extend(more["result"]["curves"])
+            status["result"]["curves"] = curves
+            status["curve_page"] = {**curve_page, "offset": 0, "returned": len(curves), "next": None}
         return status
 
     def cancel(self, job_id: str) -> dict[str, Any]:

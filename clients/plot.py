@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from clients.tables import branch_names, parameter_names, series, value_of
+from clients.tables import branch_names, branch_of, parameter_names, series, value_of
 
 LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
 FIRST_ORDER_STYLE = {"color": "crimson", "linestyle": "--", "linewidth": 1.2}
@@ -93,6 +93,11 @@ def learning_curve(
     return ax
 
 
+def _converged_branch(point: dict[str, Any], name: str) -> dict[str, Any] | None:
+    b = branch_of(point, name)
+    return b if b is not None and b.get("converged") else None
+
+
 def _runs(xs: list[float], ys: list[Any], stable: list[Any]) -> list[tuple[list[float], list[float], Any]]:
     """Consecutive stretches where the branch exists with one stability."""
     out: list[tuple[list[float], list[float], Any]] = []
@@ -126,7 +131,7 @@ def branch_diagram(
     for k, name in enumerate(branch_names(result)):
         xs, ys, st = [], [], []
         for pt in result["points"]:
-            b = next((b for b in pt.get("branches", []) if b["name"] == name and b.get("converged")), None)
+            b = _converged_branch(pt, name)
             v = value_of(b, quantity) if b is not None else None
             xs.append(pt["parameter"])
             ys.append(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
@@ -140,8 +145,7 @@ def branch_diagram(
     if equilibrium:
         ex, ey = [], []
         for pt in result["points"]:
-            eq = next((b for b in pt.get("branches", []) if b["name"] == pt.get("equilibrium")), None)
-            v = value_of(eq, quantity) if eq is not None else None
+            v = value_of(pt, quantity) if pt.get("equilibrium") is not None else None
             ex.append(pt["parameter"])
             ey.append(float("nan") if not isinstance(v, (int, float)) else v)
         ax.plot(ex, ey, color="k", alpha=0.18, linewidth=6, label="equilibrium", zorder=0)
@@ -312,7 +316,7 @@ def theory_vs_experiment(
                 continue
             xs, ys, st = [], [], []
             for pt in sweep["points"]:
-                b = next((b for b in pt.get("branches", []) if b["name"] == name and b.get("converged")), None)
+                b = _converged_branch(pt, name)
                 xs.append(pt["parameter"])
                 ys.append(_path_value(b, quantity) if b is not None else None)
                 st.append(b.get("stable") if b is not None else None)

@@ -16,6 +16,21 @@ def parameter_names(result: dict[str, Any]) -> list[str]:
     return [result.get("parameter") or "parameter"]
 
 
+def branch_of(point: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """Branch ``name`` of a sweep point (or a solve) with complete tables. A sweep point is compact: each branch
+    lists only the entries that differ from the point's tables (null for one it lacks), so a quantity's value on a
+    branch is the branch's entry when it lists one, else the point's."""
+    b = next((b for b in point.get("branches", []) if b["name"] == name), None)
+    if b is None:
+        return None
+    out = dict(b)
+    for group in ("order_parameters", "observables"):
+        base, own = point.get(group) or {}, b.get(group) or {}
+        merged = {**base, **own}
+        out[group] = {k: v for k, v in merged.items() if not (v is None and k in own and base.get(k) is not None)}
+    return out
+
+
 def rows(result: dict[str, Any], branch: str | None = None) -> list[dict[str, Any]]:
     """One dict per point: the swept value(s), ``equilibrium``, ``converged``, then the scalar order
     parameters and observables of the equilibrium (or of ``branch``; empty where it does not exist).
@@ -30,7 +45,7 @@ def rows(result: dict[str, Any], branch: str | None = None) -> list[dict[str, An
         if branch is None:
             source = pt
         else:
-            source = next((b for b in pt.get("branches", []) if b["name"] == branch), {})
+            source = branch_of(pt, branch) or {}
             row["branch"] = branch
             row["stable"] = source.get("stable")
             row["free_entropy"] = source.get("free_entropy")
@@ -82,7 +97,7 @@ def series(result: dict[str, Any], quantity: str, branch: str | None = None) -> 
     for pt in result["points"]:
         if isinstance(pt["parameter"], list):
             raise ValueError("series() takes a one-parameter sweep; this is a phase diagram")
-        source = pt if branch is None else next((b for b in pt.get("branches", []) if b["name"] == branch), None)
+        source = pt if branch is None else branch_of(pt, branch)
         value = value_of(source, quantity) if source is not None else None
         xs.append(pt["parameter"])
         ys.append(value if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
