@@ -23,7 +23,9 @@ class UnknownQuantity(KeyError):
     def __init__(self, name: str, available: Iterable[str]):
         self.name = name
         self.available = sorted(available)
-        close = get_close_matches(name, self.available, n=3)
+        # a nested quantity asked for by its last part ("D2" for "class_distance.D2"), then near spellings
+        close = [n for n in self.available if n.endswith("." + name)]
+        close += [n for n in get_close_matches(name, self.available, n=3) if n not in close]
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         super().__init__(f"no quantity {name!r} in this result{hint}; available: {', '.join(self.available)}")
 
