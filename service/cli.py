@@ -15,7 +15,7 @@ The client commands talk to ``--url`` (default $SADDLELAB_URL or http://127.0.0.
 ``--api-key`` (default $SADDLELAB_API_KEY). SPEC.json holds a model (``{"theory": …}``) or a whole
 request (``{"model": …, "solver": …}``); ``-`` reads it from stdin. ``--format netcdf`` writes the result's
 labelled arrays (``clients.arrays``; an experiment's ArviZ DataTree) to the ``-o`` file; it needs the client's
-``arrays`` extra (xarray, h5netcdf, arviz-base).
+``arrays`` extra (xarray, h5netcdf and h5py, arviz-base).
 """
 
 from __future__ import annotations
@@ -223,9 +223,11 @@ def _netcdf_target(args: argparse.Namespace) -> str | None:
         raise UsageError("--format netcdf writes a file: give -o FILE")
     try:
         import h5netcdf  # noqa: F401
+        import h5py  # noqa: F401
         import xarray  # noqa: F401
     except ImportError:
-        raise UsageError('--format netcdf needs xarray and h5netcdf: pip install "saddlelab-client[arrays]"') from None
+        raise UsageError('--format netcdf needs xarray, h5netcdf and h5py: pip install "saddlelab-client[arrays]"'
+                         ) from None
     return args.output
 
 
