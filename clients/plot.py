@@ -22,7 +22,7 @@ import itertools
 from typing import Any
 
 from clients.names import UnknownQuantity, is_number
-from clients.tables import branch_names, branch_of, check_quantity, parameter_names, series, value_of
+from clients.tables import branch_names, branch_of, check_scalar, parameter_names, series, value_of
 
 LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
 FIRST_ORDER_STYLE = {"color": "crimson", "linestyle": "--", "linewidth": 1.2}
@@ -83,9 +83,8 @@ def learning_curve(
         quantity = next((q for q in LEARNING_QUANTITIES if value_of(first, q) is not None), None)
         if quantity is None:
             raise ValueError(f"no learning quantity among {LEARNING_QUANTITIES}; pass quantity=")
+    check_scalar(result, quantity)
     xs, ys = series(result, quantity)
-    if any(isinstance(y, list) for y in ys):
-        raise ValueError(f"{quantity} is vector-valued; plot one component from lab.to_xarray(result)")
     ax = _axes(ax)
     ax.plot(xs, [float("nan") if y is None else y for y in ys], marker=".", label=label or quantity)
     if transitions:
@@ -131,7 +130,7 @@ def branch_diagram(
 ) -> Any:
     """Every branch's ``quantity`` along the sweep: stable solid, unstable dashed; equilibrium highlighted."""
     parameter = _one_parameter(result)
-    check_quantity(result, quantity)
+    check_scalar(result, quantity)
     ax = _axes(ax)
     colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     for k, name in enumerate(branch_names(result)):
@@ -318,7 +317,7 @@ def theory_vs_experiment(
     if observable not in estimated:
         raise UnknownQuantity(observable, estimated)
     if sweep is not None:
-        check_quantity(sweep, sweep_quantity or observable)
+        check_scalar(sweep, sweep_quantity or observable)
     ax = _axes(ax)
     colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     if sweep is not None:

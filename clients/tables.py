@@ -75,6 +75,15 @@ def check_quantity(result: Mapping[str, Any], name: str) -> None:
         raise UnknownQuantity(name, names)
 
 
+def check_scalar(result: Mapping[str, Any], name: str) -> None:
+    """:func:`check_quantity`, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
+    check_quantity(result, name)
+    for pt in _points(result):
+        for entry in [pt, *pt.get("branches", [])]:
+            if isinstance(quantities_of(entry).get(name), list):
+                raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
+
+
 def value_of(entry: Mapping[str, Any] | None, quantity: str) -> Any:
     """``quantity`` (dotted name) of a point or branch: its order parameters first, then its observables; None
     where this entry does not report it."""

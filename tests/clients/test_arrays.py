@@ -177,6 +177,8 @@ def test_an_unknown_name_is_an_error_that_lists_the_names_there_are(served: dict
             call()
         assert "class_distance.D2" in str(err.value) and "did you mean" in str(err.value)
     assert "class_distance.D2" in quantity_names(result) and "class_distance" not in quantity_names(result)
+    with pytest.raises(ValueError, match="test_mean is vector-valued"):
+        plot.learning_curve(result, "test_mean")
 
 
 def test_csv_holds_every_branch_in_long_format(served: dict[str, Any]) -> None:
