@@ -163,6 +163,8 @@ def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
 
 #: Longest numeric list a curve column takes element by element (``Qbar.0``, ``Qbar.1``); longer ones stay in points.
 CURVE_LIST_MAX = 16
+NUMBER_TYPES = (int, float, np.integer, np.floating)
+SCALAR_TYPES = (*NUMBER_TYPES, bool, str, np.bool_)
 
 
 def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -171,14 +173,16 @@ def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in values.items():
         name = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(scalars(v, f"{name}."))
-        elif isinstance(v, (list, tuple, np.ndarray)):
-            items = list(np.asarray(v).ravel()) if isinstance(v, np.ndarray) else list(v)
-            if 0 < len(items) <= CURVE_LIST_MAX and all(isinstance(e, (int, float, np.number)) for e in items):
-                out.update({f"{name}.{i}": e for i, e in enumerate(items)})
-        elif v is not None:
+        if isinstance(v, SCALAR_TYPES):  # most entries: checked first, the Mapping (ABC) check is slow
             out[name] = v
+        elif isinstance(v, (list, tuple, np.ndarray)):
+            if not 0 < np.size(v) <= CURVE_LIST_MAX:
+                continue  # a long list (a predictor at every test point) stays in the points
+            items = np.asarray(v).ravel().tolist() if isinstance(v, np.ndarray) else list(v)
+            if all(isinstance(e, NUMBER_TYPES) and not isinstance(e, bool) for e in items):
+                out.update({f"{name}.{i}": e for i, e in enumerate(items)})
+        elif isinstance(v, Mapping):
+            out.update(scalars(v, f"{name}."))
     return out
 
 

@@ -11,13 +11,18 @@ What a user draws is a table per curve (:class:`CurveTable`), made here:
   last row of the branch before it and once as the first of the branch after it;
 - **clipped to the range**: rows outside [p_lo, p_hi] are dropped; where the curve crosses an end its
   state there is polished from the curve and kept;
-- **bounded**: at most ``max_points`` rows, the special points and the ends always kept, then traced
-  points, all of them when they fit, else those nearest to equally spaced arclengths;
-- **reported**: the theory's report is computed only at the rows kept.
+- **the sweep's own solutions**: where a requested value's solution lies on the curve (the catalogue's
+  branch there, Newton-polished from this very curve), it is a row, with the report the point already
+  carries; a traced point is left out where such a row lies within half its step, so the requested
+  values stand in for the continuation where they resolve the curve, and traced points fill in where
+  they do not (around turns, where the requested values are sparse);
+- **bounded**: at most ``max_points`` rows, the special points and the ends always kept, then the other
+  rows, all of them when they fit, else those nearest to equally spaced arclengths;
+- **reported**: the theory's report is computed only at the rows kept that do not carry one already.
 
-Every row is a solution (a traced, refined or polished point), never an interpolation. The arclength
-is measured in the continuation's coordinates (x, (p - p_lo)/(p_hi - p_lo)) along the rows before
-resampling, so it never decreases.
+Every row is a solution (a traced, refined, polished or requested point), never an interpolation. The
+arclength is measured in the continuation's coordinates (x, (p - p_lo)/(p_hi - p_lo)) along the rows
+before resampling, so it never decreases.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, poli
 from solvers.core.errors import is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Report
+from solvers.core.results import Catalogue, Report
 from solvers.core.special_points import SpecialKind, SpecialPoint
 
 #: Rows of one curve table (more only when a curve holds more special points than that).
@@ -76,6 +81,8 @@ class _Row:
     free_entropy: float | None
     special: int | None = None
     pinned: bool = False  # a special point or an end of the range: always kept
+    #: A requested value's solution: its report is the point's (a traced row has none until it is kept).
+    report: Report | None = None
     s: float = 0.0
 
 
@@ -87,9 +94,11 @@ def curve_tables(
     p_hi: float,
     options: SolverOptions,
     *,
+    catalogues: Sequence[Catalogue] = (),
     max_points: int = MAX_POINTS,
 ) -> tuple[CurveTable, ...]:
-    """A table per curve (per piece of a curve inside the range, should it leave and come back)."""
+    """A table per curve (per piece of a curve inside the range, should it leave and come back); ``catalogues``:
+    the sweep's solutions at the requested values, whose branches on a curve are rows of it."""
     width = (p_hi - p_lo) or 1.0
     out: list[CurveTable] = []
     for curve in curves:
@@ -98,10 +107,10 @@ def curve_tables(
         cuts = curve_cuts(curve)
         tracks = curve_tracks(problem, curve, cuts)
         names = [tr.name for _, tr in tracks for _q in tr.points]
-        rows = _with_special_points(problem, curve, names, {i for i, _ in cuts}, special_points, options)
+        rows = _rows(problem, curve, names, {i for i, _ in cuts}, special_points, catalogues, options)
         for piece in _clipped(problem, rows, p_lo, p_hi, options):
             _arclength(piece, p_lo, width)
-            kept = _resampled(piece, max_points)
+            kept = _resampled(_thinned(piece), max_points)
             table_rows = tuple(_reported(problem, r) for r in kept)
             out.append(CurveTable(curve.name, table_rows, len(curve.points), curve.message,
                                   tuple(dict.fromkeys(r.branch for r in table_rows))))
@@ -112,11 +121,12 @@ def _traced_row(q: CurvePoint, name: str) -> _Row:
     return _Row(q.p, np.asarray(q.x, dtype=float), name, q.stable, q.free_entropy)
 
 
-def _with_special_points(
+def _rows(
     problem: Problem, curve: Curve, names: list[str], cut_after: set[int], sps: Sequence[SpecialPoint],
-    options: SolverOptions,
+    catalogues: Sequence[Catalogue], options: SolverOptions,
 ) -> list[_Row]:
-    """The curve's points, with each fold and each special point on it inserted between its two neighbours."""
+    """The curve's points, with each fold, each special point and each requested value's solution on it inserted
+    between its two neighbours (a requested solution at a traced point's own parameter takes its place)."""
     pts = curve.points
     inserted: dict[int, list[_Inserted]] = {}  # by segment: between points i and i + 1
     for f in curve.folds:
@@ -129,32 +139,87 @@ def _with_special_points(
         for i, x in _locations(problem, curve, names, sp, options):
             if i not in tagged:
                 inserted.setdefault(i, []).append(_Inserted(sp.parameter, x, k))
-    rows: list[_Row] = []
-    for i, q in enumerate(pts):
-        rows.append(_traced_row(q, names[i]))
+    rows = [_traced_row(q, names[i]) for i, q in enumerate(pts)]
+    for i, e in _requested(curve, catalogues):
+        a, b = pts[i], pts[i + 1]
+        at = i if e.p == a.p else (i + 1 if e.p == b.p else None)
+        if at is not None:
+            rows[at].report, rows[at].x = e.report, e.x
+        else:
+            inserted.setdefault(i, []).append(e)
+    out: list[_Row] = []
+    for i, row in enumerate(rows):
+        out.append(row)
         if i == len(pts) - 1:
             break
         a, b = pts[i], pts[i + 1]
-        here = sorted(inserted.get(i, []), key=lambda e: float(np.linalg.norm(e.x - a.x)) + abs(e.p - a.p))
-        for p, x, k in ((e.p, e.x, e.special) for e in here):
-            fe = _free_entropy(problem, x, p)
-            if i in cut_after:
+        here = sorted(inserted.get(i, []), key=lambda e: float(np.dot(e.x - a.x, e.x - a.x)) + abs(e.p - a.p))
+        cut = i in cut_after
+        passed = False  # past the special point where the curve changes branch in this segment
+        for e in here:
+            if e.report is not None:
+                after = passed or (cut and e.stable == b.stable != a.stable)
+                out.append(_Row(e.p, e.x, names[i + 1] if after else names[i], e.stable, e.free_entropy,
+                                report=e.report))
+                continue
+            fe = _free_entropy(problem, e.x, e.p)
+            if cut and not passed:
                 # the special point ends the branch before it and starts the one after it
-                rows.append(_Row(p, x, names[i], a.stable, fe, k, pinned=True))
-                rows.append(_Row(p, x, names[i + 1], b.stable, fe, k, pinned=True))
+                out.append(_Row(e.p, e.x, names[i], a.stable, fe, e.special, pinned=True))
+                out.append(_Row(e.p, e.x, names[i + 1], b.stable, fe, e.special, pinned=True))
+                passed = True
             else:
-                stable = a.stable if a.stable == b.stable else _stable(problem, x, p)
-                rows.append(_Row(p, x, names[i], stable, fe, k, pinned=True))
-    return rows
+                stable = a.stable if a.stable == b.stable else _stable(problem, e.x, e.p)
+                out.append(_Row(e.p, e.x, names[i + 1] if passed else names[i], stable, fe, e.special,
+                                pinned=True))
+    return out
+
+
+def _requested(curve: Curve, catalogues: Sequence[Catalogue]) -> list[tuple[int, _Inserted]]:
+    """(segment, row) of every requested value's converged, reported branch that lies on the curve: on the
+    segment bracketing its value whose chord passes closest to its state (within the segment's reach)."""
+    pts = curve.points
+    seen: set[float] = set()
+    found = []
+    for cat in catalogues:
+        if float(cat.parameter) in seen:
+            continue  # a repeated value: one row
+        seen.add(float(cat.parameter))
+        found.extend((float(cat.parameter), br) for br in cat.branches if br.converged and br.report is not None)
+    if len(pts) < 2 or not found:
+        return []
+    v = np.array([f[0] for f in found])
+    x = np.array([np.asarray(f[1].x, dtype=float) for f in found])
+    p = np.array([q.p for q in pts])
+    xs = np.array([q.x for q in pts])
+    # every (solution k, segment i) whose parameter range holds the solution's value, all at once
+    k, i = np.nonzero((np.minimum(p[:-1], p[1:]) <= v[:, None]) & (v[:, None] <= np.maximum(p[:-1], p[1:])))
+    dp = p[i + 1] - p[i]
+    w = np.where(dp != 0, (v[k] - p[i]) / np.where(dp != 0, dp, 1.0), 0.0)
+    d = x[k] - ((1 - w)[:, None] * xs[i] + w[:, None] * xs[i + 1])
+    dist = np.sqrt(np.einsum("ij,ij->i", d, d))
+    step = xs[i + 1] - xs[i]
+    reach = 0.5 * np.sqrt(np.einsum("ij,ij->i", step, step)) + 1e-6 * (1.0 + np.sqrt(np.einsum("ij,ij->i", x[k], x[k])))
+    near = dist <= reach
+    k, i, dist = k[near], i[near], dist[near]
+    order = np.lexsort((dist, k))  # by solution, closest segment first
+    first = order[np.concatenate([[True], k[order][1:] != k[order][:-1]])] if order.size else order
+    return [(int(i[j]), _Inserted(float(v[k[j]]), x[k[j]], report=found[k[j]][1].report,
+                                  stable=found[k[j]][1].stable, free_entropy=found[k[j]][1].free_entropy))
+            for j in first]
 
 
 @dataclass
 class _Inserted:
-    """A point inserted between two traced points: a fold of the curve, or a special point of the sweep."""
+    """A point inserted between two traced points: a fold of the curve, a special point of the sweep, or a
+    requested value's solution (with its report)."""
 
     p: float
     x: np.ndarray
     special: int | None = None
+    report: Report | None = None
+    stable: bool | None = None
+    free_entropy: float | None = None
 
     def claim(self, problem: Problem, sp: SpecialPoint, k: int) -> bool:
         """Tag this fold with the special point ``k`` that records it: the fold itself, or the branch point the
@@ -232,11 +297,12 @@ def _clipped(
         if prev is not None and inside(prev) != inside(r):
             within, beyond = (prev, r) if inside(prev) else (r, prev)
             p_end = p_lo if beyond.p < p_lo else p_hi
-            end = None if abs(within.p - p_end) <= tol else _end_row(problem, within, beyond, p_end, options)
-            if end is not None:
-                current.append(end)
-            elif inside(r) and abs(r.p - p_end) <= tol:
-                r.pinned = True  # a traced point at the end value: it is the end row
+            if abs(within.p - p_end) <= tol:
+                within.pinned = True  # a row at the end value already: it is the end row
+            else:
+                end = _end_row(problem, within, beyond, p_end, options)
+                if end is not None:
+                    current.append(end)
         if inside(r):
             current.append(r)
         elif current:
@@ -259,13 +325,27 @@ def _end_row(problem: Problem, within: _Row, beyond: _Row, p_end: float, options
 
 
 def _arclength(rows: list[_Row], p_lo: float, width: float) -> None:
-    s = 0.0
-    for k, r in enumerate(rows):
-        if k:
-            prev = rows[k - 1]
-            dz = np.concatenate([r.x - prev.x, [(r.p - prev.p) / width]])
-            s += float(np.linalg.norm(dz))
-        r.s = s
+    z = np.column_stack([np.array([r.x for r in rows]), np.array([r.p for r in rows]) / width])
+    s = np.concatenate([[0.0], np.cumsum(np.sqrt(np.sum(np.diff(z, axis=0) ** 2, axis=1)))])
+    for r, sk in zip(rows, s.tolist(), strict=True):
+        r.s = sk
+
+
+def _thinned(rows: list[_Row]) -> list[_Row]:
+    """Without the traced rows that a requested value's row stands in for: one within half the traced step."""
+    s = np.array([r.s for r in rows])
+    traced = [k for k, r in enumerate(rows) if r.report is None and not r.pinned]
+    given = np.array([r.s for r in rows if r.report is not None])
+    if not traced or not given.size:
+        return rows
+    ts = s[traced]
+    step = np.diff(ts)
+    left = np.concatenate([[np.inf], step])
+    right = np.concatenate([step, [np.inf]])
+    half = 0.5 * np.minimum(left, right)
+    nearest = np.min(np.abs(given[None, :] - ts[:, None]), axis=1)
+    drop = {traced[j] for j in np.nonzero(nearest <= half)[0]}
+    return [r for k, r in enumerate(rows) if k not in drop]
 
 
 def _resampled(rows: list[_Row], max_points: int) -> list[_Row]:
@@ -286,8 +366,8 @@ def _resampled(rows: list[_Row], max_points: int) -> list[_Row]:
 
 
 def _reported(problem: Problem, r: _Row) -> CurveRow:
-    report = None
-    if problem.report is not None:
+    report = r.report
+    if report is None and problem.report is not None:
         try:
             report = problem.report(r.x, r.p)
         except Exception as exc:

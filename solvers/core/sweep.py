@@ -115,7 +115,10 @@ def run_sweep(
     else:
         sweep = _grid(problem, vals, options, on_point, stored)
     special = tuple(sp for sp in sweep.special_points if problem.looks_for(sp.kind))
-    tables = curve_tables(problem, sweep.curves, special, min(vals), max(vals), options) if traced else None
+    tables = None
+    if traced:
+        tables = curve_tables(problem, sweep.curves, special, min(vals), max(vals), options,
+                              catalogues=sweep.catalogues)
     sweep = Sweep(
         method=method,
         values=tuple(vals),
@@ -436,6 +439,7 @@ def _continuation(
     p_lo, p_hi = min(vals), max(vals)
     curves = _trace_all(problem, vals, options, on_step)
     tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi, on_step=on_step)
+    tracks = [*tracks, *_bridges(problem, curves)]
     cats: list[Catalogue] = []
     by_value: dict[float, Catalogue] = {}
     for i, v in enumerate(vals):
@@ -449,6 +453,18 @@ def _continuation(
                 on_point(i, cat)
         cats.append(cat)
     return Sweep("continuation", tuple(vals), tuple(cats), special, tuple(curves))
+
+
+def _bridges(problem: Problem, curves: list[Curve]) -> list[Track]:
+    """The curves' steps across their cuts, as two-point tracks: a value between the last point of one track and
+    the first of the next (e.g. just past a stability loss) is on the curve, but on neither track."""
+    out = []
+    for curve in curves:
+        for idx, _ in curve_cuts(curve):
+            a, b = curve.points[idx], curve.points[idx + 1]
+            mid = a if abs(a.margin or 0.0) >= abs(b.margin or 0.0) else b
+            out.append(Track(problem.name_of(mid.x, mid.p, curve.name), (a, b)))
+    return out
 
 
 def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOptions) -> Catalogue:

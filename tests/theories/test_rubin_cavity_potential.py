@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from scipy.integrate import quad
 from scipy.optimize import brentq, minimize_scalar
 
+from clients.tables import branch_of
 from solvers.core.options import SolverOptions
 from solvers.theories import get
 from solvers.theories.rubin_cavity.common.erf_moments import erf_variance
@@ -273,3 +274,7 @@ def test_sweep_curves_turn_at_the_spinodal_and_are_solutions() -> None:
         assert s_curve["branch"][i - 1] == s_curve["branch"][i] and s_curve["branch"][i + 1] == s_curve["branch"][i + 2]
     at_fo = [c["free_entropy"][m["index"]] for c in curves for m in c["special"] if m["kind"] == "first_order"]
     assert len(at_fo) >= 2 and max(at_fo) - min(at_fo) < 1e-10
+    # ρ = 0 is a stationary point of the even potential at every u: every point lists it, also just past the
+    # centre's loss of stability, between two traced points of its curve
+    for pt in res["points"]:
+        assert any(branch_of(pt, b["name"])["order_parameters"]["rho"] == 0.0 for b in pt["branches"]), pt["parameter"]
