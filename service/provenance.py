@@ -35,7 +35,7 @@ RESULT_MODULES = (
     "service/sweep_plan.py",
 )
 #: Libraries whose installed versions a result reports (null when absent).
-LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "blackjax", "arviz", "scikit-learn")
+LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "blackjax", "arviz-base", "arviz-stats", "scikit-learn")
 
 
 def covered_files(solvers_dir: Path, service_dir: Path) -> list[tuple[str, Path]]:

@@ -361,10 +361,23 @@ class Health(BaseModel):
     auth: Literal["api_key", "open"] = "open"
 
 
+class QuantityInfo(BaseModel):
+    """One quantity of a theory's table: the name used everywhere (results, tables, arrays, plots)."""
+
+    name: str = Field(description="Dotted name (`class_distance.D2`; a record table's column: `potential_wells.rho`).")
+    symbol: str = Field(description="The papers' symbol, as matplotlib mathtext (`$D^2$`).")
+    description: str = Field(description="What the quantity is, in one line.")
+    groups: list[Literal["parameters", "order_parameters", "observables"]] = Field(
+        description="Where it appears: a spec field (`parameters`), an order parameter, an observable.")
+    dims: list[str] = Field(description="Dimension names of an array-valued quantity (empty for a scalar).")
+
+
 class TheoryInfo(BaseModel):
     name: str
     summary: str
     schema_: dict[str, Any] = Field(alias="schema", serialization_alias="schema")
     sweepable: list[str] = []
+    quantities: list[QuantityInfo] = Field(
+        default=[], description="Every quantity the theory reports and every field it is swept in, with its symbol.")
 
     model_config = ConfigDict(populate_by_name=True)

@@ -88,7 +88,7 @@ def test_an_experiment_states_its_provenance_with_every_seed(finished: dict[str,
     result = finished["result"]
     prov = result["provenance"]
     assert prov["spec_hash"] == result["experiment_hash"] and len(prov["source"]) == 64
-    assert set(prov["libraries"]) >= {"numpy", "scipy", "jax", "jaxlib", "blackjax", "arviz"}
+    assert set(prov["libraries"]) >= {"numpy", "scipy", "jax", "jaxlib", "blackjax", "arviz-base", "arviz-stats"}
     assert prov["libraries"]["jax"] is not None  # installed here: the chains ran on it
     # Each chain ran with the word its SeedSequence([seed, chain]) gives.
     words = [int(np.random.SeedSequence([1, c]).generate_state(1, dtype=np.uint32)[0]) for c in range(2)]
