@@ -106,12 +106,32 @@ def test_identical_submissions_share_one_job_and_the_solve_is_cached(api: TestCl
     assert other["result"]["theory"]["spec_hash"] == finished["result"]["theory"]["spec_hash"]
 
 
-def test_the_time_limit_returns_the_draws_so_far(api: TestClient) -> None:
-    body = wait(api, submit(api, sampler={**SAMPLER, "time_limit": 1e-3})["job_id"])
-    result = body["result"]
-    assert body["status"] == "finished" and result["status"] == "time_limit" and result["converged"] is False
-    assert result["draws"] == SAMPLER["block_size"]  # at least one block, then the limit
-    assert "Time limit reached after 30 of 60 draws" in result["message"]
+def test_a_time_limited_experiment_is_answered_but_never_final(api: TestClient) -> None:
+    """A run its time limit cut short is answered (status time_limit, ``complete: false``) but is not the
+    experiment: the same request resumes its chains from their checkpoints and, with time enough, finishes with
+    every draw — exactly those of an uninterrupted run — and only then is it shared as final."""
+    from service.experiments.local import run_experiment
+
+    request = {"model": HCIZ, "sizes": SIZES, "sampler": {**SAMPLER, "seed": 7}}
+    first = wait(api, submit(api, sampler={**SAMPLER, "seed": 7, "time_limit": 1e-3})["job_id"])
+    cut = first["result"]
+    assert first["status"] == "finished" and cut["status"] == "time_limit" and cut["complete"] is False
+    assert cut["converged"] is False and cut["draws"] < SAMPLER["draws"]
+    assert f"of {SAMPLER['draws']} draws" in cut["message"]
+    no_nan(api.get(f"/v1/experiments/{first['job_id']}").text)
+
+    again = submit(api, sampler=request["sampler"])  # the time limit is not part of the experiment
+    assert again["job_id"] == first["job_id"] and not again["deduplicated"]
+    done = wait(api, again["job_id"])
+    result = done["result"]
+    assert done["status"] == "finished" and result["complete"] is True and result["draws"] == SAMPLER["draws"]
+    assert result["status"] != "time_limit"
+    log = api.get(f"/v1/experiments/{done['job_id']}", params={"detail": "true"}).json()["executions"]
+    starts = [e for e in log if e["event"] == "started"]
+    assert len(starts) == 4 and sum(e["resumed_from"] is not None for e in starts) == 2  # from their checkpoints
+    assert submit(api, sampler=request["sampler"])["deduplicated"]  # final now
+    reference = run_experiment(request, settings=settings(), poll=0.05)
+    assert result["observables"] == reference["observables"]
 
 
 def test_non_finite_log_densities_are_counted_and_reported(api: TestClient) -> None:
