@@ -255,3 +255,26 @@ def test_run_experiment_in_process_gives_the_api_result(finished: dict[str, Any]
     assert seen[-1] == "finished"
     assert result["experiment_hash"] == finished["result"]["experiment_hash"]
     assert result["observables"] == finished["result"]["observables"]
+
+
+def test_the_time_limit_is_hard_inside_a_warmup_and_a_block() -> None:
+    """On the embedded executor as on the workers (tests/integration/test_rq_experiment_time_limits.py): a warmup
+    of millions of steps and a block of millions of steps are cut at the chain's limit, not after them."""
+    cap, big = 8.0, {"d": 24, "n_test": 10}  # about 70 µs a step here: each uncut run takes minutes
+    samplers = {"warmup": {"method": "mala", "chains": 1, "warmup": 9_000_000, "draws": 10, "seed": 1},
+                "block": {"method": "mala", "chains": 1, "warmup": 10, "draws": 99_000, "thin": 100,
+                          "block_size": 99_000, "seed": 2}}
+    with TestClient(create_app(settings(experiment_time_limit=cap, local_workers=2))) as c:
+        jobs = {name: c.post("/v1/experiments", json={"model": HCIZ, "sizes": big, "sampler": sampler}).json()["job_id"]
+                for name, sampler in samplers.items()}
+        for name, job_id in jobs.items():
+            body = wait(c, job_id)
+            assert body["status"] == "finished" and body["result"]["status"] == "time_limit", (name, body["error"])
+            log = c.get(f"/v1/experiments/{job_id}", params={"detail": "true"}).json()["executions"]
+            started = next(e["time"] for e in log if e["event"] == "started")
+            outcome = next(e for e in log if e["event"] == "completed")
+            assert outcome["time_limited"] and outcome["time"] - started < cap + 5 + 60, (name, outcome)
+            if name == "warmup":
+                assert outcome["warmup_steps"] < samplers["warmup"]["warmup"] and outcome["draws"] == 0
+            else:
+                assert outcome["draws"] < samplers["block"]["draws"]
