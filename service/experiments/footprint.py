@@ -38,7 +38,7 @@ BLOCK_OVERHEAD, EXTRA_BLOCKS = 4096, 64
 POINT_CHARS, SERIES_CHARS = 200, 24
 #: Working copies of the decoded draws while a point is assembled (chains decoded, concatenated, joined, float64
 #: copies and ArviZ's rank-normalised arrays for ESS and R-hat, the derived observables' linearised series):
-#: measured 4.75 beyond a fixed ~60 MiB.
+#: measured 4.75 beyond a fixed part.
 ASSEMBLY_COPIES = 6
 #: Fixed cost of an assembly beyond what scales with the request: ArviZ and its libraries loaded, the derived
 #: observables compiled (measured: about 200 MB of a fresh work horse's resident memory).

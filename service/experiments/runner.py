@@ -2,9 +2,10 @@
 
 Shared by every backend. The unit of work is one chain of one point (a parameter value of a learning curve,
 or the experiment itself): :func:`run_chain` builds the point's network (``Theory.experiment``), reads what
-the chain stored before, runs the warmup if it has not, then blocks of draws, storing the checkpoint and the
-block after each (:mod:`service.experiments.store`), until the draws are done or the chain's time limit is
-reached (checked between blocks, at least one block). Chain c samples with
+the chain stored before, runs (or finishes) the warmup in chunks, then blocks of draws, storing the checkpoint
+and the draws after each call (:mod:`service.experiments.store`), until the draws are done or the chain's time
+limit is reached (each call sized by the chain's clock to end before it, and abandoned past it plus a grace:
+:mod:`.chain_watch`). Chain c samples with
 :func:`~solvers.experiments.chains.chain_options` (its own seed), so what it draws does not depend on the
 worker, on the other chains, or on interruptions. The execution that completes a point's last chain joins
 the chains, summarises them, solves the same spec through the cached solve path and compares

@@ -114,15 +114,18 @@ def window_adaptation(num_steps: int, diagonal: bool, target_acceptance: float) 
 
 
 def typed_like(tree: Any, dtype: Any) -> Any:
-    """Every leaf as an array of a fixed type (floating point: ``dtype``; integers: int32), so that a state carried
-    through a compiled loop, stored and restored keeps one type whatever Python scalars it was built from."""
+    """Every leaf as an array of a fixed type (floating point: ``dtype``; integers: JAX's default integer, int64
+    under x64 as a Python int would be), so that a state carried through a compiled loop, stored and restored keeps
+    one type whatever Python scalars it was built from — and computes as BlackJAX's does (a step counter in int32
+    would turn the dual averaging's weights into float32 under x64)."""
+    integer = jax.dtypes.canonicalize_dtype(jnp.int64)
 
     def cast(x: Any) -> jax.Array:
         a = jnp.asarray(x)
         if jnp.issubdtype(a.dtype, jnp.floating):
             return a.astype(dtype)
         if jnp.issubdtype(a.dtype, jnp.integer):
-            return a.astype(jnp.int32)
+            return a.astype(integer)
         return a
 
     return jax.tree_util.tree_map(cast, tree)

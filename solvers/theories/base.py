@@ -56,7 +56,7 @@ Predictions = dict[str, float | np.ndarray]
 EXPERIMENT_SIZE_LIMITS: dict[str, float] = {
     "experiment_parameters": 5_000_000,
     "experiment_data": 50_000_000,
-    "experiment_draw_values": 20_000,
+    "experiment_draw_values": 200_000,
 }
 
 

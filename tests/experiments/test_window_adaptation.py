@@ -36,8 +36,10 @@ def test_each_update_is_blackjaxs(diagonal: bool):
     num_steps, dim = 260, 3
     ours = window_adaptation(num_steps, diagonal, 0.7)
     rng = np.random.default_rng(0)
-    positions = jnp.asarray(rng.standard_normal((num_steps, dim)) * [1.0, 3.0, 0.2], jnp.float32)
-    acceptance = jnp.asarray(rng.uniform(0.3, 1.0, num_steps), jnp.float32)
+    # in JAX's default floating point (float64 once another test has switched x64 on, as BlackJAX's Python scalars
+    # then are)
+    positions = jnp.asarray(rng.standard_normal((num_steps, dim)) * [1.0, 3.0, 0.2])
+    acceptance = jnp.asarray(rng.uniform(0.3, 1.0, num_steps))
     schedule = jnp.asarray(build_schedule(num_steps))
 
     def run(init, update, stage):  # every step's parameters in force, and the last state

@@ -10,24 +10,15 @@ checked between blocks only).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.cache import MemoryCache
-from service.experiments.plan import plan
-from service.experiments.runner import assemble_point, run_chain
-from service.experiments.schemas import ExperimentRequest
-from service.experiments.store import MemoryStore
-from service.settings import Settings
-from service.singleflight import SingleFlight
-from service.solving import SolveService
 from tests.integration.conftest import TERMINAL, app_settings
+from tests.integration.uninterrupted import assert_same_experiment
 from tests.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -69,16 +60,6 @@ def _submit(api: TestClient, headers: dict[str, str], request: dict[str, Any] = 
     return r.json()
 
 
-def _uninterrupted(request: dict[str, Any]) -> dict[str, Any]:
-    payload = plan(ExperimentRequest.model_validate(request), Settings(redis_url=None))
-    store = MemoryStore()
-    store.create(payload["key"])
-    for chain in range(request["sampler"]["chains"]):
-        run_chain(payload, 0, chain, store)
-    assert assemble_point(payload, 0, store, SolveService(MemoryCache(8), SingleFlight(), Settings(redis_url=None)))
-    return json.loads(store.point_text(payload["key"], 0))  # type: ignore[arg-type]
-
-
 def _api(redis: RedisServer, cap: float) -> TestClient:
     return TestClient(create_app(app_settings(redis.url, api_keys=("key-a", "key-b"), experiment_time_limit=cap,
                                               experiment_kill_grace=GRACE)))
@@ -111,13 +92,7 @@ def test_a_time_limited_experiment_is_never_served_as_final(fresh_redis: RedisSe
         assert _submit(api, B)["deduplicated"]  # final now, for every key
         assert _status(api, shared["job_id"], B)["result"]["complete"] is True
 
-    reference = _uninterrupted(REQUEST)  # the experiment, run here in one piece
-    assert result["observables"].keys() == reference["observables"].keys()
-    for name, est in result["observables"].items():
-        for figure in ("mean", "stderr", "ess", "rhat"):
-            np.testing.assert_allclose(np.asarray(est[figure], dtype=float),
-                                       np.asarray(reference["observables"][name][figure], dtype=float),
-                                       rtol=1e-12, err_msg=f"{name}.{figure}")
+    assert_same_experiment(result, REQUEST)  # the experiment, run here in one piece
 
 
 def _elapsed(body: dict[str, Any]) -> float:
