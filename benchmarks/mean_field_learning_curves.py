@@ -41,6 +41,7 @@ from solvers.experiments.diagnostics import estimate
 from solvers.theories import get
 from solvers.theories.mean_field_ard.data import dataset
 from solvers.theories.mean_field_ard.experiment import build_target
+from solvers.theories.mean_field_ard.experiment_sizes import ExperimentSizes
 
 THEORY = get("mean_field_ard")
 
@@ -83,7 +84,8 @@ def theory_curve(model: str, Ps: list[int], args: argparse.Namespace) -> dict[st
 
 def langevin(P: int, args: argparse.Namespace, eta: float) -> dict[str, Any]:
     s = spec("mf", P, args)
-    target = build_target(s)
+    # every prediction kept: the mean predictor's test error on the whole test set (a run here, not a stored job)
+    target = build_target(s, ExperimentSizes(prediction_points=max(P, args.P_test)))
     data = dataset(s)
     steps = args.steps
     opts = SamplerOptions(method="langevin", chains=args.chains, warmup=args.burn_in, draws=steps // args.thin,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -41,6 +42,12 @@ def values_spec(values: Any) -> Any:
 
 #: The shortest wait between two status reads of a job, and the fraction of the time waited so far it grows with.
 MIN_POLL, POLL_FRACTION = 0.02, 0.1
+
+
+def path_segment(job_id: str) -> str:
+    """A job id as one path segment: every reserved character percent-encoded, dots too, so that no id
+    ("..", "../experiments/x", "a/b?c") can leave its route (httpx resolves dot segments before sending)."""
+    return quote(str(job_id), safe="").replace(".", "%2E")
 
 
 class Client:
@@ -166,7 +173,7 @@ class Client:
         fetched and the points joined, so ``result["points"]`` (or ``partial["points"]`` with ``detail``)
         holds them all; with them, the one page asked for is returned as the server sent it.
         """
-        path = f"/v1/jobs/{job_id}"
+        path = f"/v1/jobs/{path_segment(job_id)}"
         params: dict[str, Any] = {"detail": "true"} if detail else {}
         if offset is not None or limit is not None:
             page = {**params, **({"offset": offset} if offset is not None else {}),
@@ -213,7 +220,7 @@ class Client:
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel a job; returns its status."""
-        return self._request("DELETE", f"/v1/jobs/{job_id}")
+        return self._request("DELETE", f"/v1/jobs/{path_segment(job_id)}")
 
     def wait(self, job_id: str, progress: bool = True, timeout: float | None = None,
              status: Callable[[str], dict[str, Any]] | None = None, unit: str = "pt") -> dict[str, Any]:
@@ -292,14 +299,15 @@ class Client:
 
     def experiment_status(self, job_id: str, detail: bool = False) -> dict[str, Any]:
         """Status, progress (draws) and (when finished) result of an experiment."""
-        return self._request("GET", f"/v1/experiments/{job_id}", params={"detail": "true"} if detail else None)
+        params = {"detail": "true"} if detail else None
+        return self._request("GET", f"/v1/experiments/{path_segment(job_id)}", params=params)
 
     def experiment_draws(self, job_id: str, point: int = 0) -> dict[str, Any]:
         """The per-draw series of one point of a finished experiment (bounded and thinned by the server)."""
-        return self._request("GET", f"/v1/experiments/{job_id}/draws", params={"point": point})
+        return self._request("GET", f"/v1/experiments/{path_segment(job_id)}/draws", params={"point": point})
 
     def cancel_experiment(self, job_id: str) -> dict[str, Any]:
-        return self._request("DELETE", f"/v1/experiments/{job_id}")
+        return self._request("DELETE", f"/v1/experiments/{path_segment(job_id)}")
 
     def experiment(
         self,

@@ -483,7 +483,7 @@ def draws_series_json(
     def bounded(a: np.ndarray) -> np.ndarray:
         a = a[:, take]
         if a.ndim > 2:
-            a = a.reshape(a.shape[0], a.shape[1], -1)[:, :, :max_components]
+            a = a.reshape(a.shape[0], a.shape[1], int(np.prod(a.shape[2:])))[:, :, :max_components]
         return a
 
     stats: dict[str, Any] = {

@@ -19,6 +19,12 @@ def _limits() -> dict[str, float]:
     return {k[len(prefix):].lower(): float(v) for k, v in os.environ.items() if k.startswith(prefix)}
 
 
+def limit_key(name: str) -> str:
+    """How a limit name is matched: without regard to case, since an environment variable's name is written in
+    capitals whatever the limit's spelling (``mean_field_P`` is ``SADDLELAB_LIMIT_MEAN_FIELD_P``)."""
+    return name.lower()
+
+
 def _list(name: str) -> tuple[str, ...]:
     raw = os.environ.get(name, "")
     return tuple(k.strip() for k in raw.split(",") if k.strip())
@@ -82,9 +88,11 @@ class Settings:
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Seconds between attempts to reach Redis again after an outage.
     redis_retry_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_RETRY_SECONDS", 2.0))
-    #: Seconds each chain of an experiment may sample, warmup included (caps the sampler's time_limit; checked
-    #: between blocks of draws, and not part of an experiment's key).
+    #: Seconds each chain of an experiment may sample per submission, warmup included (caps the sampler's
+    #: time_limit; every compiled call is sized to end before it; not part of an experiment's key).
     experiment_time_limit: float = field(default_factory=lambda: _float("SADDLELAB_EXPERIMENT_TIME_LIMIT", 3600.0))
+    #: Seconds past a chain's time limit after which a sampling call still running is abandoned (the hard bound).
+    experiment_kill_grace: float = field(default_factory=lambda: _float("SADDLELAB_EXPERIMENT_KILL_GRACE", 5.0))
     #: Floating point of the samplers: "float64" (JAX's x64 mode, set per process) or "float32".
     experiment_precision: str = field(default_factory=lambda: os.environ.get("SADDLELAB_EXPERIMENT_PRECISION",
                                                                              "float64"))
@@ -103,14 +111,18 @@ class Settings:
     #: the line gives up (a full Redis: the job is then failed, its points freed so the failure can be written).
     redis_outage_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_OUTAGE_SECONDS", 300.0))
     #: Problem-size limits overriding the theories' defaults, by limit name
-    #: (``SADDLELAB_LIMIT_<NAME>=value``, e.g. ``SADDLELAB_LIMIT_KERNEL_P=3000``).
+    #: (``SADDLELAB_LIMIT_<NAME>=value``, e.g. ``SADDLELAB_LIMIT_KERNEL_P=3000``); names match without regard to case.
     limits: dict[str, float] = field(default_factory=_limits)
     #: Host and port of ``python -m service``.
     host: str = field(default_factory=lambda: os.environ.get("SADDLELAB_HOST", "127.0.0.1"))
     port: int = field(default_factory=lambda: _int("SADDLELAB_PORT", 8000))
 
     def limit(self, name: str, default: float) -> float:
-        return float(self.limits.get(name, default))
+        wanted = limit_key(name)
+        for key, value in self.limits.items():
+            if limit_key(key) == wanted:
+                return float(value)
+        return float(default)
 
 
 def get_settings() -> Settings:

@@ -4,8 +4,8 @@ The same API as the RQ backend (:mod:`service.experiments.rq_backend`), over com
 experiment's hash (who holds them is :mod:`service.experiments.owned`'s business): submit (deduplicated), status
 with progress in draws, the per-draw series, cancel. Each chain
 of each point is one task of a thread pool; chains of one point share one network and its compiled samplers.
-Checkpoints and blocks are kept in memory (:class:`~service.experiments.store.MemoryStore`), so a failed or
-cancelled experiment submitted again resumes its chains; nothing survives a restart of the process.
+Checkpoints and blocks are kept in memory (:class:`~service.experiments.store.MemoryStore`), so a failed,
+cancelled or time-limited experiment submitted again resumes its chains; nothing survives a restart of the process.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import json
 import logging
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -39,16 +41,22 @@ class LocalExperiments:
     def _new_pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="saddlelab-experiment")
 
+    @staticmethod
+    def guard(fn: Callable[[], Any]) -> Any:
+        return fn()  # nothing here depends on Redis
+
     def submit(self, payload: dict[str, Any]) -> bool:
         """Start the computation, or resume a failed or cancelled one; True when it was already there."""
         job_id = payload["key"]
         with self._lock:
             status = self.store.status(job_id)
-            if status is not None and status not in ("failed", "cancelled"):
+            if status in ACTIVE or (status == "finished" and self.store.complete(job_id)):
                 return True
+            # new, failed, cancelled, or finished without every draw (a time limit): run what is missing
+            self.store.reopen(job_id, n_points(payload))
             self.store.create(job_id)
             self._jobs[job_id] = {"payload": payload, "created": time.time(), "started": None,
-                                  "cancel": threading.Event()}
+                                  "cancel": threading.Event(), "run": uuid.uuid4().hex}
             if self._closed:  # the app was shut down and serves again (an ASGI lifespan per client session)
                 self._pool, self._closed = self._new_pool(), False
         for point in range(n_points(payload)):
@@ -57,7 +65,11 @@ class LocalExperiments:
         return False
 
     def computation_status(self, job_id: str) -> str | None:
-        return self.store.status(job_id) if job_id in self._jobs else None
+        """The computation's status; "incomplete" for one that finished without every draw (never final)."""
+        if job_id not in self._jobs:
+            return None
+        status = self.store.status(job_id)
+        return "incomplete" if status == "finished" and not self.store.complete(job_id) else status
 
     def _run(self, job_id: str, point: int, chain: int) -> None:
         job = self._jobs[job_id]
@@ -67,7 +79,7 @@ class LocalExperiments:
         if self.store.set_status(job_id, "running", ("queued",)):
             job["started"] = time.time()
         try:
-            run_chain(payload, point, chain, self.store, should_stop=job["cancel"].is_set,
+            run_chain(payload, point, chain, self.store, run=job["run"], should_stop=job["cancel"].is_set,
                       who={"worker": threading.current_thread().name})
             if assemble_point(payload, point, self.store, self.solver):
                 finalize(payload, self.store, job["started"])

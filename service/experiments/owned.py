@@ -130,7 +130,11 @@ class RedisHoldings:
 
 
 class OwnedExperiments:
-    """The API's view of experiments: jobs held by keys over an executor of computations."""
+    """The API's view of experiments: jobs held by keys over an executor of computations.
+
+    Every call goes through the executor's ``guard``: the holdings of the RQ executor live in its Redis, so
+    Redis unreachable or full is a :class:`~service.jobs.backend.QueueUnavailable` (503) there too.
+    """
 
     def __init__(self, executor: Any, holdings: Holdings, secret: InstanceSecret):
         self.executor = executor
@@ -145,6 +149,9 @@ class OwnedExperiments:
 
     def submit(self, payload: dict[str, Any], owner: str | None = None, limit: int = 0) -> tuple[str, bool]:
         """The owner's job for the experiment (started, joined or found again): (job id, deduplicated)."""
+        return self.executor.guard(lambda: self._submit(payload, owner, limit))
+
+    def _submit(self, payload: dict[str, Any], owner: str | None, limit: int) -> tuple[str, bool]:
         tag = owner_tag(owner, self.secret)
         key = payload["key"]
         job_id = public_id(tag, key, self.secret)
@@ -164,9 +171,12 @@ class OwnedExperiments:
                    if not h.withdrawn and self.executor.computation_status(h.key) in ACTIVE)
 
     def active_for(self, owner: str | None) -> int:
-        return self._active(owner_tag(owner, self.secret))
+        return self.executor.guard(lambda: self._active(owner_tag(owner, self.secret)))
 
     def status(self, job_id: str, owner: str | None = None, detail: bool = False) -> dict[str, Any] | None:
+        return self.executor.guard(lambda: self._status(job_id, owner, detail))
+
+    def _status(self, job_id: str, owner: str | None, detail: bool) -> dict[str, Any] | None:
         h = self._held(job_id, owner)
         if h is None:
             return None
@@ -180,11 +190,17 @@ class OwnedExperiments:
         return body
 
     def series(self, job_id: str, point: int, owner: str | None = None) -> str | None:
-        h = self._held(job_id, owner)
-        return None if h is None or h.withdrawn else self.executor.series(h.key, point)
+        def read() -> str | None:
+            h = self._held(job_id, owner)
+            return None if h is None or h.withdrawn else self.executor.series(h.key, point)
+
+        return self.executor.guard(read)
 
     def cancel(self, job_id: str, owner: str | None = None) -> bool:
         """Withdraw the owner's interest; the computation is cancelled when nobody else wants it."""
+        return self.executor.guard(lambda: self._cancel(job_id, owner))
+
+    def _cancel(self, job_id: str, owner: str | None) -> bool:
         h = self._held(job_id, owner)
         if h is None:
             return False

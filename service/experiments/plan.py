@@ -2,9 +2,10 @@
 
 Everything that can be refused is refused here, with a 422 naming the field: a theory (or mode) without a
 network, a network that cannot be sampled (``T = 0``, a discrete prior, …), sizes that do not fit the theory's
-sizes model, an unknown initialisation, SGLD without minibatches, and every size-like quantity — the theory's,
-its network's (sampled parameters, data held) and the sampler's (chains, draws, steps, work) — above the
-instance's limit of that name.
+sizes model, an unknown initialisation, SGLD without minibatches, every size-like quantity — the theory's,
+its network's (sampled parameters, data held, numbers per draw) and the sampler's (chains, draws, steps, work) —
+above the instance's limit of that name, and the bytes the experiment would store (``experiment_stored_bytes``)
+or hold in the worker that assembles a point (``max_solve_memory_bytes``: :mod:`.footprint`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from service.errors import field_error, relocate
+from service.experiments.footprint import PointSizes, footprint
 from service.experiments.schemas import ExperimentRequest
 from service.keys import spec_hash
 from service.limits import check_limits, check_sizes
@@ -28,6 +30,9 @@ from solvers.theories.base import ExperimentRefused, Theory
 
 #: Default limit of the points (parameter values) of one learning curve.
 POINT_LIMITS = {"experiment_points": 100}
+#: Default limit of the bytes one experiment stores (:mod:`service.experiments.footprint`): a quarter of the
+#: compose file's Redis, which every user's jobs and the cache share.
+FOOTPRINT_LIMITS = {"experiment_stored_bytes": 512 * 2**20}
 PRECISIONS = ("float32", "float64")
 
 
@@ -94,6 +99,36 @@ def _sampler(req: ExperimentRequest, theory: Theory) -> SamplerOptions:
     return options
 
 
+def _check_footprint(options: SamplerOptions,
+                     networks: list[tuple[PointSizes, dict[str, tuple[tuple[str | int, ...], float]]]],
+                     precision: str, settings: Settings) -> None:
+    """Bytes stored and held by the assembling worker against their limits: a 422 naming the field that drives the
+    estimate — the draws, or the sampled dimension when the checkpoints dominate (a dense mass matrix)."""
+    fp = footprint(options, [n for n, _ in networks], precision, settings.experiment_series_draws,
+                   settings.experiment_series_components)
+    worst = max(networks, key=lambda n: n[0].draw_values)
+    values = worst[0].draw_values
+    draws_driven = fp.stored_by_draws >= fp.stored / 2
+    if draws_driven:
+        loc: list[str | int] = ["sampler", "draws"]
+    elif options.method in ("nuts", "hmc") and options.mass_matrix == "dense":
+        loc = ["sampler", "mass_matrix"]
+    else:
+        loc = list(worst[1].get("experiment_parameters", (("sampler", "draws"), 0.0))[0])
+    what = (f"{values:,.0f} numbers per draw (the field driving them: "
+            f"{'.'.join(map(str, worst[1].get('experiment_draw_values', ((), 0))[0])) or 'the estimators'}) × "
+            f"{options.chains} chains × {options.draws} draws × {len(networks)} point(s), checkpoints and results")
+    limit = settings.limit("experiment_stored_bytes", FOOTPRINT_LIMITS["experiment_stored_bytes"])
+    if fp.stored > limit:
+        raise field_error(loc, f"this experiment would store about {fp.stored / 2**20:,.0f} MiB ({what}), above "
+                          f"the limit experiment_stored_bytes={limit:g} ({limit / 2**20:,.0f} MiB) of this instance")
+    cap = settings.max_solve_memory_bytes
+    if cap and cap > 0 and fp.worker > cap:
+        raise field_error(loc, f"assembling a point of this experiment needs about {fp.worker / 2**20:,.0f} MiB "
+                          f"in the worker ({what}), above the limit max_solve_memory_bytes={cap} "
+                          f"({cap / 2**20:,.0f} MiB) of this instance")
+
+
 def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
     """Validated payload: theory, spec, sizes, seeds, sampler and solver options, points, key, instance caps."""
     model = req.model
@@ -103,6 +138,7 @@ def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
     options = _sampler(req, theory)
     points = _points(req, theory, settings)
     parameters = 0.0
+    networks: list[tuple[PointSizes, dict[str, tuple[tuple[str | int, ...], float]]]] = []
     for i, (_, spec) in enumerate(points):
         try:
             declared = theory.check_experiment(spec, sizes)
@@ -113,14 +149,20 @@ def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
                         for k, (loc, v) in declared.items()}
         check_limits(declared, theory.experiment_size_limits, settings)
         parameters = max(parameters, declared.get("experiment_parameters", ((), 0.0))[1])
+        networks.append((PointSizes(theory.experiment_estimator_sizes(spec, sizes),
+                                    declared.get("experiment_parameters", ((), 0.0))[1],
+                                    declared.get("experiment_data", ((), 0.0))[1]), declared))
     check_limits(sampler_sizes(options, parameters, len(points)), SAMPLER_SIZE_LIMITS, settings)
     precision = settings.experiment_precision
     if precision not in PRECISIONS:
         raise ValueError(f"SADDLELAB_EXPERIMENT_PRECISION must be one of {PRECISIONS}, not {precision!r}")
+    _check_footprint(options, networks, precision, settings)
     solver = req.solver or SolverOptions()
     values = None if req.parameter is None else [v for v, _ in points]
+    # The time limit is not part of the key: it bounds a run, it does not change what a complete run computes (an
+    # incomplete one is never final, and a submission with more time resumes it).
     key = spec_hash(model, solver, kind="experiment", sizes=sizes.model_dump(mode="json"),
-                    network_seed=req.network_seed, sampler=options.model_dump(mode="json"),
+                    network_seed=req.network_seed, sampler=options.model_dump(mode="json", exclude={"time_limit"}),
                     parameter=req.parameter, values=values, precision=precision)
     cap = settings.experiment_time_limit
     limit = options.time_limit if options.time_limit is not None else cap
@@ -139,6 +181,7 @@ def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
         "source": SOURCE_FINGERPRINT,
         # The instance's caps travel with the job to the workers; they are not part of the key.
         "time_limit": min(limit, cap) if cap else limit,
+        "time_grace": settings.experiment_kill_grace,
         "solve_time_limit": settings.solve_time_limit,
         "series": {"draws": settings.experiment_series_draws, "components": settings.experiment_series_components},
     }

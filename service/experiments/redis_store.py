@@ -4,12 +4,15 @@ Keys, all with the instance's ``result_ttl``:
 
 - ``saddlelab:experiment:<id>`` (hash): payload, status, points, chains, timestamps, error,
   job timeout, TTL, and ``rq:<point>:<chain>`` = the RQ job carrying each chain now;
-- ``…:chain:<point>:<chain>`` (hash): ``checkpoint`` (the last one), ``draws`` (kept draws it has), and
-  ``block:<first draw>`` = each block's draws, written together by one script, only forwards;
+- ``…:chain:<point>:<chain>`` (hash): ``checkpoint`` (the last one), ``draws`` (kept draws it has),
+  ``progress`` (warmup steps and draws done) and ``block:<first draw>`` = each block's draws, written together
+  by one script, only forwards; ``run:<run>`` = the chain's sampling seconds when that submission first ran it;
 - ``…:done:<point>`` (hash chain -> outcome JSON): the completed chains;
 - ``…:point:<point>``, ``…:series:<point>`` (strings): the assembled point and its per-draw series, written
-  once (``SET NX``), after which the point's chain hashes are dropped; ``…:points`` (set): the assembled points;
-- ``…:result`` (string): the result; ``…:log`` (list): one record per start and end of a chain's execution;
+  once (``SET NX``), after which the point's chain hashes are dropped — unless a chain stopped early (its time
+  limit), which keeps them for a later submission to resume; ``…:points`` (set): the assembled points;
+- ``…:result`` (string): the result (``complete`` in the record says whether every draw was made);
+  ``…:log`` (list): one record per start and end of a chain's execution;
 - who holds the experiment (jobs of API keys): :class:`service.experiments.owned.RedisHoldings`.
 """
 
@@ -29,16 +32,16 @@ _FINISH = """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if cur ~= 'queued' and cur ~= 'running' then return 0 end
 redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
-redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished', ARGV[3])
+redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished', ARGV[3], 'complete', ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
 # The checkpoint and the block it follows go together, and never backwards (a chain run twice draws the same).
 _SAVE_CHAIN = """
-local cur = redis.call('HGET', KEYS[1], 'draws')
-if cur and tonumber(cur) > tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'checkpoint', ARGV[2], 'draws', ARGV[1])
+local cur = redis.call('HGET', KEYS[1], 'progress')
+if cur and tonumber(cur) > tonumber(ARGV[6]) then return 0 end
+redis.call('HSET', KEYS[1], 'checkpoint', ARGV[2], 'draws', ARGV[1], 'progress', ARGV[6])
 if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[1], 'block:' .. ARGV[3], ARGV[4]) end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
@@ -133,10 +136,18 @@ class RedisStore:
         return fields.get("checkpoint"), blocks
 
     def save_chain(self, job_id: str, point: int, chain: int, checkpoint: bytes, draws_done: int,
-                   block: tuple[int, bytes] | None) -> bool:
+                   block: tuple[int, bytes] | None, progress: int) -> bool:
         start, data = ("", b"") if block is None else (str(block[0]), block[1])
         return bool(self._save_chain(keys=[ExperimentKeys(job_id).chain(point, chain)],
-                                     args=[draws_done, checkpoint, start, data, self.ttl]))
+                                     args=[draws_done, checkpoint, start, data, self.ttl, progress]))
+
+    def run_base(self, job_id: str, point: int, chain: int, run: str, spent: float) -> float:
+        key = ExperimentKeys(job_id).chain(point, chain)
+        with self.r.pipeline() as p:
+            p.hsetnx(key, f"run:{run}", repr(float(spent)))
+            p.hget(key, f"run:{run}")
+            p.expire(key, self.ttl)
+            return float(_text(p.execute()[1]))
 
     def complete_chain(self, job_id: str, point: int, chain: int, outcome: dict[str, Any]) -> None:
         key = ExperimentKeys(job_id).done(point)
@@ -169,13 +180,27 @@ class RedisStore:
         return total
 
     # ---- points and result ------------------------------------------------------------------
-    def put_point(self, job_id: str, point: int, point_json: str, series_json: str) -> bool:
+    def put_point(self, job_id: str, point: int, point_json: str, series_json: str, complete: bool = True) -> bool:
         keys = ExperimentKeys(job_id)
-        chains = int(self.r.hget(keys.meta, "chains") or 0)
+        chains = int(self.r.hget(keys.meta, "chains") or 0) if complete else 0  # incomplete: its chains stay
         return bool(self._put_point(
             keys=[keys.point(point), keys.series(point), keys.points, *(keys.chain(point, c) for c in range(chains))],
             args=[point_json, series_json, point, self.ttl],
         ))
+
+    def reopen(self, job_id: str, points: int) -> set[int]:
+        keys = ExperimentKeys(job_id)
+        assembled = self.points_done(job_id)
+        for point in sorted(assembled):
+            stopped = [c for c, o in self.chains_done(job_id, point).items() if o.get("time_limited")]
+            if stopped:
+                with self.r.pipeline() as p:
+                    p.hdel(keys.done(point), *(str(c) for c in stopped))
+                    p.delete(keys.point(point), keys.series(point))
+                    p.srem(keys.points, point)
+                    p.execute()
+                assembled.discard(point)
+        return assembled
 
     def points_done(self, job_id: str) -> set[int]:
         return {int(x) for x in self.r.smembers(ExperimentKeys(job_id).points)}
@@ -188,9 +213,18 @@ class RedisStore:
         raw = self.r.get(ExperimentKeys(job_id).series(point))
         return None if raw is None else _text(raw)
 
-    def finish(self, job_id: str, result_json: str) -> bool:
+    def finish(self, job_id: str, result_json: str, complete: bool = True) -> bool:
         keys = ExperimentKeys(job_id)
-        return bool(self._finish(keys=[keys.meta, keys.result], args=[result_json, self.ttl, time.time()]))
+        return bool(self._finish(keys=[keys.meta, keys.result],
+                                 args=[result_json, self.ttl, time.time(), int(complete)]))
+
+    def complete(self, job_id: str) -> bool:
+        flag = self.r.hget(ExperimentKeys(job_id).meta, "complete")
+        if flag is not None:
+            return _text(flag) == "1"
+        # a record written before completeness was recorded: complete unless a chain stopped early
+        return not any(o.get("time_limited") for p in self.points_done(job_id)
+                       for o in self.chains_done(job_id, p).values())
 
     def result_text(self, job_id: str) -> str | None:
         raw = self.r.get(ExperimentKeys(job_id).result)

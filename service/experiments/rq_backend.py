@@ -26,8 +26,8 @@ from rq.serializers import JSONSerializer
 
 from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.runner import finalize, n_chains, n_points
-from service.jobs.backend import ACTIVE, QueueUnavailable
-from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL, stop_rq_job
+from service.jobs.backend import ACTIVE
+from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL, redis_guard, stop_rq_job
 from service.jobs.store import _text
 from service.redis_link import RedisLink
 from service.serialize import dumps as _dumps
@@ -36,7 +36,6 @@ from service.settings import Settings
 log = logging.getLogger("saddlelab.experiments")
 
 TASK = "service.experiments.task.run_chain_job"
-_REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
 def enqueue_chain(queue: Queue, job_id: str, point: int, chain: int, timeout: int, pipeline: Any = None) -> str:
@@ -66,16 +65,15 @@ class RQExperiments:
         self.queue = Queue(QUEUE, connection=link.client, serializer=JSONSerializer)
         self._reconciled: dict[str, float] = {}
 
-    def _guard(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except _REDIS_ERRORS as exc:
-            raise QueueUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    def guard(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` with Redis unreachable or full as :class:`QueueUnavailable` (503); the API's holdings of
+        experiments live in the same Redis and go through it too."""
+        return redis_guard(self.link, fn)
 
     # ---- submit -----------------------------------------------------------------------------
     def submit(self, payload: dict[str, Any]) -> bool:
         """Start the computation, or resume a failed or cancelled one; True when it was already there."""
-        return self._guard(lambda: self._submit(payload))
+        return self.guard(lambda: self._submit(payload))
 
     def _submit(self, payload: dict[str, Any]) -> bool:
         job_id = payload["key"]
@@ -88,10 +86,12 @@ class RQExperiments:
                     pipe.watch(keys.meta)
                     status = pipe.hget(keys.meta, "status")
                     status = _text(status) if status is not None else None
-                    if status in ACTIVE or (status == "finished" and pipe.exists(keys.result)):
+                    if status in ACTIVE or (status == "finished" and pipe.exists(keys.result)
+                                            and self.store.complete(job_id)):
                         return True
-                    # chains and points of an earlier run of the same key (failed, cancelled) are kept
-                    assembled = self.store.points_done(job_id)
+                    # chains and points of an earlier run of the same key (failed, cancelled, stopped by its time
+                    # limit) are kept: incomplete points are reopened, their chains resume
+                    assembled = self.store.reopen(job_id, points)
                     done = {p: self.store.chains_done(job_id, p) for p in range(points) if p not in assembled}
                     pipe.multi()
                     pipe.delete(keys.meta, keys.result)
@@ -104,6 +104,7 @@ class RQExperiments:
                         "total": points * chains * int(payload["sampler"]["draws"]),
                         "created": time.time(),
                         "updated": time.time(),
+                        "run": uuid.uuid4().hex,  # this submission: its chains' time limits count from it
                         "job_timeout": self.settings.job_timeout,
                         "ttl": self.store.ttl,
                     }
@@ -134,13 +135,15 @@ class RQExperiments:
                 return self._reconcile(job_id, meta)
             if meta["status"] == "finished" and self.store.result_text(job_id) is None:
                 return "failed"  # the result expired before the record did
+            if meta["status"] == "finished" and not self.store.complete(job_id):
+                return "incomplete"  # served, but never final: a submission resumes it
             return meta["status"]
 
-        return self._guard(read)
+        return self.guard(read)
 
     # ---- status -----------------------------------------------------------------------------
     def status(self, job_id: str, detail: bool = False) -> dict[str, Any] | None:
-        return self._guard(lambda: self._status(job_id, detail))
+        return self.guard(lambda: self._status(job_id, detail))
 
     def _status(self, job_id: str, detail: bool) -> dict[str, Any] | None:
         meta = self.store.meta(job_id)
@@ -178,7 +181,7 @@ class RQExperiments:
         return out
 
     def series(self, job_id: str, point: int) -> str | None:
-        return self._guard(lambda: self.store.series_text(job_id, point))
+        return self.guard(lambda: self.store.series_text(job_id, point))
 
     def _reconcile(self, job_id: str, meta: dict[str, str] | None = None) -> str | None:
         """An active experiment whose chain failed for good in RQ (retries used up, lost) is marked failed."""
@@ -217,7 +220,7 @@ class RQExperiments:
 
     # ---- cancel -----------------------------------------------------------------------------
     def cancel(self, job_id: str) -> bool:
-        return self._guard(lambda: self._cancel(job_id))
+        return self.guard(lambda: self._cancel(job_id))
 
     def _cancel(self, job_id: str) -> bool:
         meta = self.store.meta(job_id)

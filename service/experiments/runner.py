@@ -2,9 +2,10 @@
 
 Shared by every backend. The unit of work is one chain of one point (a parameter value of a learning curve,
 or the experiment itself): :func:`run_chain` builds the point's network (``Theory.experiment``), reads what
-the chain stored before, runs the warmup if it has not, then blocks of draws, storing the checkpoint and the
-block after each (:mod:`service.experiments.store`), until the draws are done or the chain's time limit is
-reached (checked between blocks, at least one block). Chain c samples with
+the chain stored before, runs (or finishes) the warmup in chunks, then blocks of draws, storing the checkpoint
+and the draws after each call (:mod:`service.experiments.store`), until the draws are done or the chain's time
+limit is reached (each call sized by the chain's clock to end before it, and abandoned past it plus a grace:
+:mod:`.chain_watch`). Chain c samples with
 :func:`~solvers.experiments.chains.chain_options` (its own seed), so what it draws does not depend on the
 worker, on the other chains, or on interruptions. The execution that completes a point's last chain joins
 the chains, summarises them, solves the same spec through the cached solve path and compares
@@ -23,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from service.experiments.chain_watch import ChainOverran, watched
 from service.experiments.store import ExperimentStore
 from service.keys import spec_hash
 from service.provenance import check_source, provenance, seeds_in
@@ -42,6 +44,9 @@ from solvers.theories import get as get_theory
 _SPEC = TypeAdapter(ModelSpec)
 #: Networks kept per process (a point's chains on one executor share one, and its compiled samplers).
 HELD_TARGETS = 8
+#: Seconds past a chain's time limit after which a sampling call still running is abandoned (a payload without
+#: ``time_grace``, written before it travelled with the job).
+DEFAULT_TIME_GRACE = 5.0
 #: Worst first: the status of a learning curve is its worst point's.
 _SEVERITY = [Status.NUMERICAL_ERROR, Status.TIME_LIMIT, Status.NOT_CONVERGED, Status.CONVERGED]
 
@@ -147,13 +152,17 @@ def run_chain(
     chain: int,
     store: ExperimentStore,
     *,
+    run: str = "",
     should_stop: Callable[[], bool] | None = None,
     who: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run (or finish) one chain of one point, storing every block; returns how it went.
+    """Run (or finish) one chain of one point, storing every call's checkpoint and draws; returns how it went.
 
-    ``should_stop`` is asked before the warmup and between blocks: True raises :class:`Cancelled` (it may
-    raise an exception of its own, e.g. to hand the chain back to the queue).
+    The chain has ``payload["time_limit"]`` seconds of sampling (warmup included) in run ``run`` (one submission
+    of the experiment: a resubmission gives its chains their time again); its clock sizes every call to end in
+    time, and a call still running ``payload["time_grace"]`` seconds past the deadline is abandoned
+    (:mod:`.chain_watch`). ``should_stop`` is asked before every call: True raises :class:`Cancelled` (it may raise
+    an exception of its own, e.g. to hand the chain back to the queue).
     """
     job_id = payload["key"]
     check_source(payload)
@@ -171,26 +180,36 @@ def run_chain(
         if should_stop is not None and should_stop():
             raise Cancelled()
 
-    from solvers.experiments import run_block, warmup  # JAX, loaded where chains run
+    from solvers.experiments.clock import ChainClock  # JAX, loaded where chains run
+    from solvers.experiments.stepping import steps
 
-    check()
-    if checkpoint is None:
-        checkpoint = warmup(target, options)
-        store.save_chain(job_id, point, chain, checkpoint.to_bytes(), 0, None)
+    spent = 0.0 if checkpoint is None else time_spent(checkpoint)
     limit = payload.get("time_limit")
-    time_limited = False
-    while checkpoint.draws_done < options.draws:
-        if limit and checkpoint.draws_done > 0 and time_spent(checkpoint) > limit:
-            time_limited = True
-            break
-        check()
-        start = checkpoint.draws_done
-        checkpoint, block = run_block(target, options, checkpoint)
-        store.save_chain(job_id, point, chain, checkpoint.to_bytes(), checkpoint.draws_done, (start, block.to_bytes()))
-    outcome = {"draws": checkpoint.draws_done, "time_limited": time_limited, "seconds": time_spent(checkpoint)}
+    left = None if not limit else limit - (spent - store.run_base(job_id, point, chain, run, spent))
+    clock = ChainClock(left)
+    overran = False
+    check()
+    try:
+        for step in steps(target, options, checkpoint, clock, watched(clock.deadline, _grace(payload))):
+            start = 0 if checkpoint is None else checkpoint.draws_done
+            checkpoint = step.checkpoint
+            block = None if step.block is None else (start, step.block.to_bytes())
+            store.save_chain(job_id, point, chain, checkpoint.to_bytes(), checkpoint.draws_done, block,
+                             checkpoint.warmup.steps + checkpoint.draws_done)
+            check()
+    except ChainOverran:
+        overran = True
+    assert checkpoint is not None  # the chains' start always runs
+    time_limited = clock.stopped or overran
+    outcome = {"draws": checkpoint.draws_done, "time_limited": time_limited, "seconds": time_spent(checkpoint),
+               "warmup_steps": checkpoint.warmup.steps, **({"abandoned_call": True} if overran else {})}
     store.complete_chain(job_id, point, chain, outcome)
     store.record(job_id, {**who, "event": "completed", "resumed_from": resumed_from, **outcome})
     return {"outcome": "completed", "resumed_from": resumed_from, **outcome}
+
+
+def _grace(payload: dict[str, Any]) -> float:
+    return float(payload.get("time_grace", DEFAULT_TIME_GRACE))
 
 
 def assemble_point(payload: dict[str, Any], point: int, store: ExperimentStore, solver: SolveService) -> bool:
@@ -207,12 +226,16 @@ def assemble_point(payload: dict[str, Any], point: int, store: ExperimentStore, 
     if any(cp is None for cp, _ in stored):
         return point in store.points_done(job_id)  # assembled meanwhile by another execution
     from solvers.experiments import summarize
+    from solvers.experiments.blocks import no_draws
 
     use_precision(payload["precision"])
-    checkpoint, draws = join_chains([cp for cp, _ in stored], [blocks for _, blocks in stored])  # type: ignore[misc]
     target = target_for(payload, point)
     options = sampler_options(payload)
-    result = summarize(target, options, checkpoint, draws, time_limited=any(o["time_limited"] for o in done.values()))
+    # a chain stopped in its warmup has no draws: an empty record of its estimators stands for them
+    blocks = [b or [no_draws(target, chain_options(options, c))] for c, (_, b) in enumerate(stored)]
+    checkpoint, draws = join_chains([cp for cp, _ in stored], blocks)  # type: ignore[misc]
+    stopped = any(o["time_limited"] for o in done.values())
+    result = summarize(target, options, checkpoint, draws, time_limited=stopped)
     spec = point_spec(payload, point)
     theory = get_theory(payload["theory"])
     solve_body, catalogue = solver.catalogue(spec, SolverOptions.model_validate(payload["solver"]))
@@ -225,8 +248,9 @@ def assemble_point(payload: dict[str, Any], point: int, store: ExperimentStore, 
             continue
     value = point_value(payload, point)
     body = experiment_point_json(value, result, target.info, solve_body, comparison_json(predictions, result.estimates))
+    body["complete"] = not stopped  # every requested draw of every chain; else a resubmission resumes the chains
     series = draws_series_json(point, value, draws, payload["series"]["draws"], payload["series"]["components"])
-    store.put_point(job_id, point, dumps(body), dumps(series))
+    store.put_point(job_id, point, dumps(body), dumps(series), complete=not stopped)
     return True
 
 
@@ -263,6 +287,7 @@ def finalize(payload: dict[str, Any], store: ExperimentStore, started: float | N
         "parameter": payload["parameter"],
         "values": payload["values"],
         "converged": all(p["converged"] for p in points),
+        "complete": all(p.get("complete", True) for p in points),
         "status": _worst([p["status"] for p in points]),
         "gradient_evaluations": sum(p["gradient_evaluations"] for p in points),
         "seconds": sum(p["seconds"] for p in points),
@@ -274,4 +299,4 @@ def finalize(payload: dict[str, Any], store: ExperimentStore, started: float | N
         result = dumps({**points[0], **summary})
     else:  # splice the stored points, do not re-serialise them
         result = dumps(summary)[:-1] + ',"points":[' + ",".join(texts) + "]}"  # type: ignore[arg-type]
-    return store.finish(job_id, result)
+    return store.finish(job_id, result, complete=summary["complete"])

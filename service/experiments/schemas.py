@@ -41,7 +41,8 @@ class ExperimentAccepted(BaseModel):
     status_url: str
     status: str = "queued"
     deduplicated: bool = Field(
-        False, description="True when an identical experiment was already queued, running or finished: this is it."
+        False, description="True when an identical experiment was already queued, running or finished with every "
+        "draw: this is it. One that finished cut short by its time limit (complete: false) is resumed instead."
     )
 
 
@@ -60,5 +61,8 @@ class ExperimentStatus(BaseModel):
     progress: Count = Field(description="Kept draws stored so far, over every chain and point.")
     chains: Count = Field(description="Chains (each one job) completed.")
     points: Count = Field(description="Points (parameter values) assembled with their theory comparison.")
-    result: dict[str, Any] | None = None
+    result: dict[str, Any] | None = Field(
+        None, description="When finished: the estimates beside the theory; complete: false when a time limit cut the "
+        "chains short (never final: submitting the experiment again resumes them)."
+    )
     error: str | None = None

@@ -1,10 +1,14 @@
 """Where an experiment's chains keep their state between blocks, and where its points and result are stored.
 
-A chain stores, after its warmup and after every block of draws, its checkpoint (sampler state, adapted
+A chain stores, after every chunk of its warmup and every block of draws, its checkpoint (sampler state, adapted
 parameters, RNG key, counters: :class:`~solvers.experiments.checkpoint.Checkpoint`) together with the
 block's draws, in one atomic write, and only if it is ahead of what is stored (a chain run twice, by a worker
 presumed dead that was not, draws the same blocks: storing one is enough). A chain that resumes reads them
-back and continues after the last block: an interrupted chain loses at most the block it was drawing.
+back and continues after the last block: an interrupted chain loses at most the call it was making.
+
+Only a complete experiment is final. A point whose chains stopped early (their time limit) is stored with its
+chains kept; the experiment finishes as ``complete: false``, and a later submission of it reopens those points
+(:meth:`ExperimentStore.reopen`) and resumes their chains from their checkpoints to the requested draws.
 
 :class:`ExperimentStore` is what the runner needs; :class:`MemoryStore` keeps it in the process (the embedded
 default), :class:`~service.experiments.redis_store.RedisStore` in Redis.
@@ -33,16 +37,28 @@ class ExperimentStore(Protocol):
         ...
 
     def save_chain(self, job_id: str, point: int, chain: int, checkpoint: bytes, draws_done: int,
-                   block: tuple[int, bytes] | None) -> bool:
-        """Store the checkpoint and the block it follows, unless the stored chain is further along."""
+                   block: tuple[int, bytes] | None, progress: int) -> bool:
+        """Store the checkpoint and the block it follows, unless the stored chain is further along (``progress``:
+        warmup steps plus kept draws done, which only grows)."""
+        ...
+
+    def run_base(self, job_id: str, point: int, chain: int, run: str, spent: float) -> float:
+        """The chain's sampling seconds when run ``run`` (one submission) first executed it: ``spent`` unless an
+        earlier execution of the same run recorded its own. A chain's time limit counts from there."""
         ...
 
     def complete_chain(self, job_id: str, point: int, chain: int, outcome: dict[str, Any]) -> None: ...
 
     def chains_done(self, job_id: str, point: int) -> dict[int, dict[str, Any]]: ...
 
-    def put_point(self, job_id: str, point: int, point_json: str, series_json: str) -> bool:
-        """Store an assembled point once (False when it was already stored) and drop its chains' data."""
+    def put_point(self, job_id: str, point: int, point_json: str, series_json: str, complete: bool = True) -> bool:
+        """Store an assembled point once (False when it was already stored); a complete one drops its chains'
+        data, an incomplete one (chains stopped by their time limit) keeps it, to be resumed."""
+        ...
+
+    def reopen(self, job_id: str, points: int) -> set[int]:
+        """Unstore the incomplete points (and the outcomes of their chains that stopped early), so that a new
+        submission resumes them; the points that stay assembled."""
         ...
 
     def points_done(self, job_id: str) -> set[int]: ...
@@ -51,8 +67,13 @@ class ExperimentStore(Protocol):
 
     def series_text(self, job_id: str, point: int) -> str | None: ...
 
-    def finish(self, job_id: str, result_json: str) -> bool:
-        """Store the result and mark the job finished, if it is still active."""
+    def finish(self, job_id: str, result_json: str, complete: bool = True) -> bool:
+        """Store the result and mark the job finished, if it is still active; an incomplete result is served, never
+        taken as final (:meth:`complete` is False)."""
+        ...
+
+    def complete(self, job_id: str) -> bool:
+        """A finished experiment had every draw it asked for (no chain stopped early)."""
         ...
 
     def result_text(self, job_id: str) -> str | None: ...
@@ -77,6 +98,7 @@ class MemoryStore:
         self._done: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
         self._points: dict[tuple[str, int], tuple[str, str]] = {}
         self._results: dict[str, str] = {}
+        self._complete: dict[str, bool] = {}
         self._log: dict[str, list[dict[str, Any]]] = {}
 
     def create(self, job_id: str) -> None:
@@ -84,6 +106,7 @@ class MemoryStore:
             self._status[job_id] = "queued"
             self._errors.pop(job_id, None)
             self._results.pop(job_id, None)
+            self._complete.pop(job_id, None)
 
     def status(self, job_id: str) -> str | None:
         with self._lock:
@@ -110,16 +133,24 @@ class MemoryStore:
             c = self._chains.get((job_id, point, chain))
             return (None, {}) if c is None else (c["checkpoint"], dict(c["blocks"]))
 
+    def _chain(self, job_id: str, point: int, chain: int) -> dict[str, Any]:
+        return self._chains.setdefault((job_id, point, chain),
+                                       {"checkpoint": None, "draws": -1, "progress": -1, "blocks": {}, "runs": {}})
+
     def save_chain(self, job_id: str, point: int, chain: int, checkpoint: bytes, draws_done: int,
-                   block: tuple[int, bytes] | None) -> bool:
+                   block: tuple[int, bytes] | None, progress: int) -> bool:
         with self._lock:
-            c = self._chains.setdefault((job_id, point, chain), {"checkpoint": None, "draws": -1, "blocks": {}})
-            if c["draws"] > draws_done:
+            c = self._chain(job_id, point, chain)
+            if c["progress"] > progress:
                 return False
-            c.update(checkpoint=checkpoint, draws=draws_done)
+            c.update(checkpoint=checkpoint, draws=draws_done, progress=progress)
             if block is not None:
                 c["blocks"].setdefault(block[0], block[1])
             return True
+
+    def run_base(self, job_id: str, point: int, chain: int, run: str, spent: float) -> float:
+        with self._lock:
+            return float(self._chain(job_id, point, chain)["runs"].setdefault(run, spent))
 
     def complete_chain(self, job_id: str, point: int, chain: int, outcome: dict[str, Any]) -> None:
         with self._lock:
@@ -129,14 +160,26 @@ class MemoryStore:
         with self._lock:
             return dict(self._done.get((job_id, point), {}))
 
-    def put_point(self, job_id: str, point: int, point_json: str, series_json: str) -> bool:
+    def put_point(self, job_id: str, point: int, point_json: str, series_json: str, complete: bool = True) -> bool:
         with self._lock:
             if (job_id, point) in self._points:
                 return False
             self._points[(job_id, point)] = (point_json, series_json)
-            for key in [k for k in self._chains if k[:2] == (job_id, point)]:
-                del self._chains[key]
+            if complete:
+                for key in [k for k in self._chains if k[:2] == (job_id, point)]:
+                    del self._chains[key]
             return True
+
+    def reopen(self, job_id: str, points: int) -> set[int]:
+        with self._lock:
+            for point in range(points):
+                outcomes = self._done.get((job_id, point), {})
+                stopped = [c for c, o in outcomes.items() if o.get("time_limited")]
+                if stopped:
+                    self._points.pop((job_id, point), None)
+                    for c in stopped:
+                        del outcomes[c]
+            return {p for j, p in self._points if j == job_id}
 
     def points_done(self, job_id: str) -> set[int]:
         with self._lock:
@@ -152,13 +195,18 @@ class MemoryStore:
             hit = self._points.get((job_id, point))
             return None if hit is None else hit[1]
 
-    def finish(self, job_id: str, result_json: str) -> bool:
+    def finish(self, job_id: str, result_json: str, complete: bool = True) -> bool:
         with self._lock:
             if self._status.get(job_id) not in ACTIVE:
                 return False
             self._results[job_id] = result_json
+            self._complete[job_id] = complete
             self._status[job_id] = "finished"
             return True
+
+    def complete(self, job_id: str) -> bool:
+        with self._lock:
+            return self._complete.get(job_id, False)
 
     def result_text(self, job_id: str) -> str | None:
         with self._lock:

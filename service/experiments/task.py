@@ -61,7 +61,7 @@ def run_chain_job(job_id: str, point: int, chain: int) -> dict[str, Any]:
 
     where = {"point": point, "chain": chain, **who}
     try:
-        out = run_chain(payload, point, chain, store, should_stop=should_stop, who=who)
+        out = run_chain(payload, point, chain, store, run=meta.get("run", ""), should_stop=should_stop, who=who)
         if assemble_point(payload, point, store, _solver(client, payload)):
             finalize(payload, store, started)
     except Cancelled:

@@ -81,6 +81,11 @@ def public_id(tag: str, key: str, secret: InstanceSecret) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+#: Largest offset, page size or point index a request may name (far beyond any result a limit admits): Redis takes
+#: list indices as 64-bit integers, so an unbounded offset would reach it as an error rather than an empty page.
+MAX_INDEX = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class Page:
     """Which points of a result (or of the partial points) one response carries."""

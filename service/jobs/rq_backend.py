@@ -64,6 +64,20 @@ RECONCILE_EVERY = 2.0
 # ---------------------------------------------------------------------------------------------
 
 
+def redis_guard(link: RedisLink, fn: Callable[[], Any]) -> Any:
+    """``fn()``, with Redis unreachable or full turned into :class:`QueueUnavailable` (a 503 naming the cause,
+    never a 500)."""
+    try:
+        return fn()
+    except UNREACHABLE as exc:
+        raise QueueUnavailable(describe(exc)) from exc
+    except redis.exceptions.ResponseError as exc:
+        if not is_full(exc):
+            raise
+        link.saw_full(exc)
+        raise QueueUnavailable(describe(exc)) from exc
+
+
 class RQJobs:
     """Jobs on RQ workers; the :class:`~service.jobs.backend.JobBackend` of a lab instance."""
 
@@ -78,16 +92,7 @@ class RQJobs:
         self._reconciled: dict[str, float] = {}
 
     def _guard(self, fn: Callable[[], Any]) -> Any:
-        """Redis unreachable or full is a 503 naming the cause, never a 500."""
-        try:
-            return fn()
-        except UNREACHABLE as exc:
-            raise QueueUnavailable(describe(exc)) from exc
-        except redis.exceptions.ResponseError as exc:
-            if not is_full(exc):
-                raise
-            self.link.saw_full(exc)
-            raise QueueUnavailable(describe(exc)) from exc
+        return redis_guard(self.link, fn)
 
     def _handle(self, job_id: str, owner: str | None) -> dict[str, str] | None:
         """The owner's job ``job_id``; None when it does not exist or belongs to another owner."""

@@ -10,13 +10,14 @@ from fastapi.responses import JSONResponse, Response
 from service.deps import get_state
 from service.experiments.plan import plan
 from service.experiments.schemas import ExperimentAccepted, ExperimentRequest, ExperimentStatus
-from service.jobs.backend import JobLimitExceeded, QueueUnavailable
+from service.jobs.backend import MAX_INDEX, JobLimitExceeded, QueueUnavailable
 from service.state import AppState
 
 router = APIRouter(prefix="/v1", tags=["experiments"])
 
 DETAIL = Query(False, description="Also return the log of the chains' executions.")
-POINT = Query(0, ge=0, description="Index of the point (parameter value) of a learning curve; 0 for an experiment.")
+POINT = Query(0, ge=0, le=MAX_INDEX,
+              description="Index of the point (parameter value) of a learning curve; 0 for an experiment.")
 
 
 def _unavailable(exc: QueueUnavailable) -> HTTPException:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from service.deps import get_state
-from service.jobs.backend import JobLimitExceeded, Page, QueueUnavailable, RawJSON
+from service.jobs.backend import MAX_INDEX, JobLimitExceeded, Page, QueueUnavailable, RawJSON
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.serialize import dumps
 from service.state import AppState
@@ -16,13 +16,16 @@ router = APIRouter(prefix="/v1", tags=["sweeps"])
 
 DETAIL = Query(False, description="Also return a page of the points computed so far (`partial`) and the job's "
                                   "executions (worker, process).")
-OFFSET = Query(0, ge=0, description="Index of the first point of the page (of `result.points`, or of "
-                                    "`partial.points` with ?detail=true).")
-LIMIT = Query(None, ge=0, description="Points per page (at most, and by default, the instance's result_page_size; "
-                                     "0: none, e.g. to read further pages of curves).")
-CURVE_OFFSET = Query(0, ge=0, description="Index of the first traced curve of the page (of `result.curves`).")
-CURVE_LIMIT = Query(None, ge=0, description="Curves per page (at most, and by default, the instance's "
-                                            "result_page_curves; 0: none, e.g. to read further pages of points).")
+OFFSET = Query(0, ge=0, le=MAX_INDEX, description="Index of the first point of the page (of `result.points`, or of "
+                                                   "`partial.points` with ?detail=true); past the last point the page "
+                                                   "is empty.")
+LIMIT = Query(None, ge=0, le=MAX_INDEX, description="Points per page (at most, and by default, the instance's "
+                                                    "result_page_size; 0: none, e.g. to read further pages of curves).")
+CURVE_OFFSET = Query(0, ge=0, le=MAX_INDEX, description="Index of the first traced curve of the page (of "
+                                                        "`result.curves`); past the last curve the page is empty.")
+CURVE_LIMIT = Query(None, ge=0, le=MAX_INDEX, description="Curves per page (at most, and by default, the instance's "
+                                                          "result_page_curves; 0: none, e.g. to read further pages of "
+                                                          "points).")
 
 
 def _unavailable(exc: QueueUnavailable) -> HTTPException:

@@ -4,6 +4,7 @@ Importing this package does not import JAX: ``SamplerOptions``, the result types
 load without it, and the samplers load JAX when first used (``from solvers.experiments import sample``).
 
     run_block(target, options, checkpoint | None, n_draws) -> (checkpoint, draws)   # one job step
+    advance_warmup(target, options, checkpoint | None, n_steps) -> checkpoint        # part of the warmup
     sample(target, options) -> Run(result, draws, checkpoint)                        # all of it, in-process
     summarize(target, options, checkpoint, draws) -> ExperimentResult
     to_inference_data(draws) -> xarray.DataTree (ArviZ layout: posterior, sample_stats)
@@ -26,6 +27,8 @@ _LAZY = {
     "Target": "solvers.experiments.target",
     "run_block": "solvers.experiments.blocks",
     "warmup": "solvers.experiments.blocks",
+    "advance_warmup": "solvers.experiments.blocks",
+    "ChainClock": "solvers.experiments.clock",
     "check_compatible": "solvers.experiments.blocks",
     "sample": "solvers.experiments.sampling",
     "Run": "solvers.experiments.sampling",

@@ -1,9 +1,11 @@
 """The block runner: warmup, then blocks of draws of all chains from a checkpoint (one jitted loop for all chains).
 
-``run_block(target, options, checkpoint | None, n_draws)`` is the unit of work of a job step: it runs the warmup
-when there is no checkpoint yet, then ``n_draws`` kept draws of every chain, and returns the new checkpoint and
-the block's per-draw records. The PRNG key of sampler step s is ``fold_in(sampling_key, s)`` split over chains,
-so a run cut into blocks anywhere, stored and resumed, draws exactly what the uninterrupted run draws.
+``run_block(target, options, checkpoint | None, n_draws)`` is the unit of work of a job step: it runs (or finishes)
+the warmup when the checkpoint has not done it, then ``n_draws`` kept draws of every chain, and returns the new
+checkpoint and the block's per-draw records. ``advance_warmup(target, options, checkpoint | None, n_steps)`` runs
+part of the warmup, so that a long one can be cut, stored and resumed like the draws. The PRNG key of sampler step
+s is ``fold_in(sampling_key, s)`` split over chains (warmup step t: ``fold_in(warmup_key_of_chain, t)``), so a run
+cut anywhere — in the warmup or between draws — stored and resumed, draws exactly what the uninterrupted run draws.
 
 Compiled functions are cached within a process per target and per the options they depend on: repeated blocks,
 other seeds and initialisations, and targets rebuilt with the same ``Target.cache_key`` do not recompile.
@@ -29,7 +31,8 @@ from solvers.experiments.kernels import Kernel, StepStats, build_kernel
 from solvers.experiments.options import SamplerOptions
 from solvers.experiments.target import Target
 
-#: Times each compiled function was traced (a retrace means a recompilation), by kind: "warmup", "block".
+#: Times each compiled function was traced (a retrace means a recompilation), by kind: "warmup_start", "warmup"
+#: (a chunk of warmup steps), "block".
 TRACES: Counter[str] = Counter()
 #: Compiled samplers kept per process.
 CACHE_SIZE = 32
@@ -47,9 +50,12 @@ MAX_POSITION_VALUES = 50_000_000
 @dataclass(frozen=True)
 class _Compiled:
     kernel: Kernel
-    warmup: Callable[..., Any]
+    warmup_start: Callable[..., Any]
+    warmup_chunk: Callable[..., Any]
+    warmup_final: Callable[..., Any]
     block: Callable[..., Any]
     state_template: Any  # ShapeDtypeStruct pytree of the batched sampler state
+    adaptation_template: Any  # ... and of the batched adaptation state
     estimator_shapes: dict[str, tuple[tuple[int, ...], Any]]
     dtype: Any
     key_impl: str
@@ -77,36 +83,67 @@ def check_compatible(target: Target, options: SamplerOptions) -> None:
 
 def warmup(target: Target, options: SamplerOptions) -> Checkpoint:
     """The warmup phase: initialise every chain, adapt (or burn in), and return the first checkpoint."""
+    return advance_warmup(target, options, None, options.warmup)
+
+
+def advance_warmup(target: Target, options: SamplerOptions, checkpoint: Checkpoint | None, n_steps: int) -> Checkpoint:
+    """Up to ``n_steps`` more warmup steps of every chain (the chains start when ``checkpoint`` is None).
+
+    The checkpoint returned is part-way through the warmup (``warming_up``) until every one of ``options.warmup``
+    steps is done; then it holds the adapted parameters, and sampling can start. A checkpoint past its warmup is
+    returned unchanged.
+    """
+    if n_steps < 0:
+        raise ValueError(f"n_steps must be >= 0, got {n_steps}")
     with one_blas_thread():  # the sampler's LAPACK calls are small: spinning BLAS threads only stall them
-        return _warmup(target, options)
+        return _advance_warmup(target, options, checkpoint, n_steps)
 
 
-def _warmup(target: Target, options: SamplerOptions) -> Checkpoint:
+def _advance_warmup(target: Target, options: SamplerOptions, checkpoint: Checkpoint | None,
+                    n_steps: int) -> Checkpoint:
     check_compatible(target, options)
+    if checkpoint is not None:
+        _check_resumable(target, options, checkpoint)
+        if not checkpoint.warming_up:
+            return checkpoint
     started = time.perf_counter()
     compiled = _compiled(target, options, "warmup")
     seed = jnp.uint32(options.seed)
-    state, params, totals, key_data = compiled.warmup(seed, options.init)
-    gradients, divergences, nonfinite = (int(t) for t in np.asarray(totals))
-    summary = WarmupSummary(
-        steps=options.warmup,
-        gradient_evaluations=gradients + compiled.kernel.init_gradient_evaluations * options.chains,
-        divergences=divergences,
-        nonfinite=nonfinite,
-        seconds=time.perf_counter() - started,
-    )
+    if checkpoint is None:
+        state, adaptation, key_data = compiled.warmup_start(seed, options.init)
+        summary = WarmupSummary(0, compiled.kernel.init_gradient_evaluations * options.chains, 0, 0, 0.0)
+        key = np.asarray(key_data)
+    else:
+        state = _restore(compiled.state_template, checkpoint.state, "sampler state")
+        adaptation = _restore(compiled.adaptation_template, checkpoint.adaptation or (), "warmup adaptation")
+        summary, key = checkpoint.warmup, checkpoint.key
+    n = max(0, min(n_steps, options.warmup - summary.steps))
+    if n:
+        state, adaptation, totals = compiled.warmup_chunk(state, adaptation, seed, jnp.int32(summary.steps),
+                                                          jnp.int32(n))
+        gradients, divergences, nonfinite = (int(t) for t in np.asarray(totals))
+        summary = WarmupSummary(summary.steps + n, summary.gradient_evaluations + gradients,
+                                summary.divergences + divergences, summary.nonfinite + nonfinite, summary.seconds)
+    done = summary.steps >= options.warmup
+    params = compiled.warmup_final(adaptation)
+    summary = replace(summary, seconds=summary.seconds + time.perf_counter() - started)
     return Checkpoint(
         fingerprint=options.chain_fingerprint(),
         method=options.method,
         dim=target.dim,
-        state=tuple(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(state)),
+        state=_leaves(state),
         parameters={name: np.asarray(value) for name, value in params.items()},
-        key=np.asarray(key_data),
+        key=key,
         key_impl=compiled.key_impl,
         draws_done=0,
         warmup=summary,
-        device=jax.devices()[0].platform,
+        device=jax.devices()[0].platform if checkpoint is None else checkpoint.device,
+        adaptation=None if done else _leaves(adaptation),
     )
+
+
+def _leaves(tree: Any) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree))
 
 
 def run_block(
@@ -124,8 +161,8 @@ def run_block(
 def _run_block(
     target: Target, options: SamplerOptions, checkpoint: Checkpoint | None, n_draws: int | None
 ) -> tuple[Checkpoint, Draws]:
-    if checkpoint is None:
-        checkpoint = _warmup(target, options)
+    if checkpoint is None or checkpoint.warming_up:
+        checkpoint = _advance_warmup(target, options, checkpoint, options.warmup)
     else:
         check_compatible(target, options)
         _check_resumable(target, options, checkpoint)
@@ -135,7 +172,7 @@ def _run_block(
         raise ValueError(f"n_draws must be >= 0, got {n_draws}")
     n = max(0, min(wanted, options.draws - checkpoint.draws_done))
     compiled = _compiled(target, options, "block")
-    state = _restore_state(compiled, checkpoint)
+    state = _restore(compiled.state_template, checkpoint.state, "sampler state")
     params = {name: jnp.asarray(value) for name, value in checkpoint.parameters.items()}
     key = jax.random.wrap_key_data(jnp.asarray(checkpoint.key), impl=checkpoint.key_impl)
     chunks = []
@@ -150,7 +187,7 @@ def _run_block(
     seconds = time.perf_counter() - started
     draws = replace(draws, seconds=seconds)
     new = checkpoint.advanced(
-        state=tuple(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(state)),
+        state=_leaves(state),
         draws_done=checkpoint.draws_done + n,
         gradient_evaluations=checkpoint.gradient_evaluations + int(draws.gradient_evaluations.sum(dtype=np.int64)),
         divergences=checkpoint.divergences + int(draws.divergences.sum(dtype=np.int64)),
@@ -158,6 +195,31 @@ def _run_block(
         seconds=checkpoint.seconds + seconds,
     )
     return new, draws
+
+
+def no_draws(target: Target, options: SamplerOptions, start: int = 0) -> Draws:
+    """An empty record of every chain (a run stopped before its first draw), with the estimators' shapes."""
+    probe = jax.eval_shape(target.init[options.init], jax.random.key(0))
+    dtype = np.dtype(probe.dtype)
+    shapes = jax.eval_shape(target.estimators, probe)
+    chains = options.chains
+
+    def empty(shape: tuple[int, ...], dt: Any) -> np.ndarray:
+        return np.zeros((chains, 0, *shape), dt)
+
+    return Draws(
+        start=start,
+        estimates={name: empty(tuple(s.shape), s.dtype if np.issubdtype(s.dtype, np.floating) else dtype)
+                   for name, s in shapes.items()},
+        logdensity=empty((), dtype),
+        acceptance=empty((), dtype),
+        divergences=empty((), np.int32),
+        gradient_evaluations=empty((), np.int32),
+        nonfinite=empty((), np.int32),
+        positions=empty((target.dim,), dtype) if options.keep_positions else None,
+        seconds=0.0,
+        device=jax.devices()[0].platform,
+    )
 
 
 def _check_resumable(target: Target, options: SamplerOptions, checkpoint: Checkpoint) -> None:
@@ -168,17 +230,17 @@ def _check_resumable(target: Target, options: SamplerOptions, checkpoint: Checkp
         raise ValueError(f"the checkpoint is of a {checkpoint.dim}-dimensional network, not {target.dim}")
 
 
-def _restore_state(compiled: _Compiled, checkpoint: Checkpoint) -> Any:
-    leaves, treedef = jax.tree_util.tree_flatten(compiled.state_template)
-    if len(leaves) != len(checkpoint.state):
-        raise ValueError("the checkpoint's sampler state does not match this sampler")
-    for template, stored in zip(leaves, checkpoint.state, strict=True):
-        if tuple(template.shape) != stored.shape or np.dtype(template.dtype) != stored.dtype:
+def _restore(template: Any, stored: tuple[np.ndarray, ...], what: str) -> Any:
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    if len(leaves) != len(stored):
+        raise ValueError(f"the checkpoint's {what} does not match this sampler")
+    for want, have in zip(leaves, stored, strict=True):
+        if tuple(want.shape) != have.shape or np.dtype(want.dtype) != have.dtype:
             raise ValueError(
-                f"the checkpoint's sampler state has {stored.dtype}{list(stored.shape)} where this sampler "
-                f"expects {np.dtype(template.dtype)}{list(template.shape)} (was jax_enable_x64 the same?)"
+                f"the checkpoint's {what} has {have.dtype}{list(have.shape)} where this sampler "
+                f"expects {np.dtype(want.dtype)}{list(want.shape)} (was jax_enable_x64 the same?)"
             )
-    return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(a) for a in checkpoint.state])
+    return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(a) for a in stored])
 
 
 def _draws(start: int, chunks: list[Any], compiled: _Compiled, options: SamplerOptions, dim: int) -> Draws:
@@ -241,19 +303,42 @@ def _compile(target: Target, options: SamplerOptions) -> _Compiled:
         name: (tuple(s.shape), s.dtype if jnp.issubdtype(s.dtype, jnp.floating) else dtype)
         for name, s in jax.eval_shape(target.estimators, probe).items()
     }
-    state_template = jax.eval_shape(jax.vmap(kernel.init), jax.ShapeDtypeStruct((chains, target.dim), dtype))
+    positions_template = jax.ShapeDtypeStruct((chains, target.dim), dtype)
+    state_template = jax.eval_shape(jax.vmap(kernel.init), positions_template)
+    adaptation_template = jax.eval_shape(jax.vmap(kernel.adapt_init), positions_template)
+    total_dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32  # (int32: 2**31 evaluations)
 
-    def warmup_all(seed: Any, name: str) -> Any:
-        TRACES["warmup"] += 1
-        init_key, warmup_key, sampling_key = jax.random.split(jax.random.key(seed), 3)
+    def keys_of(seed: Any) -> tuple[Any, Any, Any]:
+        return tuple(jax.random.split(jax.random.key(seed), 3))  # initial positions, warmup, sampling
+
+    def warmup_start(seed: Any, name: str) -> Any:
+        TRACES["warmup_start"] += 1
+        init_key, _, sampling_key = keys_of(seed)
         positions = jax.vmap(target.init[name])(jax.random.split(init_key, chains))
         if positions.shape != (chains, target.dim) or positions.dtype != dtype:
             raise ValueError(f"init {name!r} must give a {np.dtype(dtype)} vector of length {target.dim}")
-        state, params, stats = jax.vmap(kernel.warmup)(jax.random.split(warmup_key, chains), positions)
-        # int32 per chain and step; summed in int64 where enabled (x64), else int32 (2**31 evaluations)
-        totals = jnp.stack([jnp.sum(a, dtype=jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
-                            for a in (stats.gradient_evaluations, stats.divergent, stats.nonfinite)])
-        return state, params, totals, jax.random.key_data(sampling_key)
+        return jax.vmap(kernel.init)(positions), jax.vmap(kernel.adapt_init)(positions), \
+            jax.random.key_data(sampling_key)
+
+    adapt_all = jax.vmap(kernel.adapt_step, in_axes=(0, 0, 0, None))
+
+    def warmup_chunk(state: Any, adaptation: Any, seed: Any, start: Any, n: Any) -> Any:
+        TRACES["warmup"] += 1
+        chain_keys = jax.random.split(keys_of(seed)[1], chains)
+
+        def one(i: Any, carry: Any) -> Any:
+            state, adaptation, totals = carry
+            t = start + i
+            keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(chain_keys, t)
+            state, adaptation, stats = adapt_all(keys, state, adaptation, t)
+            counts = jnp.stack([jnp.sum(a, dtype=total_dtype)
+                                for a in (stats.gradient_evaluations, stats.divergent, stats.nonfinite)])
+            return state, adaptation, totals + counts
+
+        return jax.lax.fori_loop(0, n, one, (state, adaptation, jnp.zeros(3, total_dtype)))
+
+    def warmup_final(adaptation: Any) -> Any:
+        return jax.vmap(kernel.adapt_final)(adaptation)
 
     step_all = jax.vmap(kernel.step)
     estimators_all = jax.vmap(target.estimators)
@@ -305,5 +390,6 @@ def _compile(target: Target, options: SamplerOptions) -> _Compiled:
         return jax.lax.fori_loop(0, n, draw, (state, out))
 
     key_impl = str(jax.random.key_impl(jax.random.key(0)))
-    return _Compiled(kernel, jax.jit(warmup_all, static_argnames="name"), jax.jit(block), state_template,
-                     estimator_shapes, dtype, key_impl)
+    return _Compiled(kernel, jax.jit(warmup_start, static_argnames="name"), jax.jit(warmup_chunk),
+                     jax.jit(warmup_final), jax.jit(block), state_template, adaptation_template, estimator_shapes,
+                     dtype, key_impl)

@@ -31,7 +31,7 @@ class WarmupSummary:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """State of every chain after warmup and ``draws_done`` kept draws.
+    """State of every chain after warmup and ``draws_done`` kept draws — or part-way through the warmup.
 
     Attributes:
         fingerprint: ``SamplerOptions.chain_fingerprint()`` of the run; a resume with other options is refused.
@@ -44,8 +44,10 @@ class Checkpoint:
         draws_done: kept draws per chain so far.
         gradient_evaluations, divergences, nonfinite: sampling-phase totals over chains so far.
         seconds: sampling wall time so far (warmup excluded).
-        warmup: the warmup phase's summary.
+        warmup: the warmup phase's summary (``steps``: the warmup steps done so far).
         device: platform of the JAX device the warmup ran on.
+        adaptation: while the warmup is under way, the leaves of its adaptation state (batched over chains);
+            ``parameters`` then holds what the adaptation would give if it ended now. None once it is done.
     """
 
     fingerprint: str
@@ -62,10 +64,16 @@ class Checkpoint:
     divergences: int = 0
     nonfinite: int = 0
     seconds: float = 0.0
+    adaptation: tuple[np.ndarray, ...] | None = None
 
     @property
     def chains(self) -> int:
         return int(self.parameters["step_size"].shape[0])
+
+    @property
+    def warming_up(self) -> bool:
+        """The warmup is not finished: sampling resumes it first."""
+        return self.adaptation is not None
 
     def advanced(self, **changes: Any) -> Checkpoint:
         return replace(self, **changes)
@@ -94,6 +102,7 @@ class Checkpoint:
             "divergences": self.divergences,
             "nonfinite": self.nonfinite,
             "seconds": self.seconds,
+            "adaptation": None if self.adaptation is None else [encode_array(a) for a in self.adaptation],
         }
 
     @classmethod
@@ -122,6 +131,8 @@ class Checkpoint:
             divergences=int(data["divergences"]),
             nonfinite=int(data["nonfinite"]),
             seconds=float(data["seconds"]),
+            adaptation=None if data.get("adaptation") is None else tuple(
+                decode_array(a) for a in data["adaptation"]),
         )
 
     def to_bytes(self) -> bytes:

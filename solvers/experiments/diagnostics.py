@@ -71,15 +71,16 @@ def estimate(values: np.ndarray) -> tuple[Estimate, list[_Component]]:
     """Estimate of one observable from its draws (chains, draws, *shape); also its per-component figures."""
     chains, n = values.shape[:2]
     shape = values.shape[2:]
-    flat = values.reshape(chains, n, -1).astype(np.float64)
+    flat = values.reshape(chains, n, int(np.prod(shape, dtype=np.int64))).astype(np.float64)
     finite = np.all(np.isfinite(flat), axis=(0, 1))
-    constant = finite & np.all(flat == flat[:1, :1, :], axis=(0, 1))
-    judged = finite & ~constant
+    # no draws at all (a time limit inside the warmup): nothing is estimated, nothing is constant
+    constant = finite & np.all(flat == flat[:1, :1, :], axis=(0, 1)) & (n > 0)
+    judged = finite & ~constant & (n > 0)
     figures = {
-        "mean": np.where(finite, flat, 0.0).mean(axis=(0, 1)),
+        "mean": np.where(finite, flat, 0.0).sum(axis=(0, 1)) / max(chains * n, 1),
         **{name: np.full(flat.shape[2], np.nan) for name in ("stderr", "ess_bulk", "ess_tail", "rhat")},
     }
-    figures["mean"][~finite] = np.nan
+    figures["mean"][~finite | (n == 0)] = np.nan
     figures["stderr"][constant] = 0.0
     if judged.any():
         # ArviZ sees the components with a Monte-Carlo error only; the others keep the figures above.

@@ -27,6 +27,7 @@ from blackjax.adaptation.step_size import dual_averaging_adaptation
 
 from solvers.experiments.options import SamplerOptions
 from solvers.experiments.target import Array, Target
+from solvers.experiments.window_adaptation import typed_like, window_adaptation
 
 Params = dict[str, Array]
 
@@ -42,9 +43,14 @@ class StepStats(NamedTuple):
 class Kernel:
     """A sampler for one chain.
 
+    The warmup is a sequence of steps, each of which moves the chain and updates an *adaptation* state (dual
+    averaging, a covariance estimate, or nothing), so that it can run in chunks and be stored between them.
+
     Attributes:
         init: position -> sampler state (costs ``init_gradient_evaluations``).
-        warmup: (key, position) -> (state, params, per-step StepStats of the warmup, stacked).
+        adapt_init: position -> the adaptation's initial state (a pytree of arrays).
+        adapt_step: (key, state, adaptation, warmup step index) -> (state, adaptation, StepStats).
+        adapt_final: adaptation -> the parameters of the sampling phase (``options.warmup`` steps done).
         step: (key, state, params) -> (state, StepStats).
         position: state -> position.
         logdensity: state -> log-density of the state's position.
@@ -52,7 +58,9 @@ class Kernel:
     """
 
     init: Callable[[Array], Any]
-    warmup: Callable[[Array, Array], tuple[Any, Params, StepStats]]
+    adapt_init: Callable[[Array], Any]
+    adapt_step: Callable[[Array, Any, Any, Array], tuple[Any, Any, StepStats]]
+    adapt_final: Callable[[Any], Params]
     step: Callable[[Array, Any, Params], tuple[Any, StepStats]]
     position: Callable[[Any], Array]
     logdensity: Callable[[Any], Array]
@@ -122,33 +130,26 @@ def _hmc_family(target: Target, options: SamplerOptions) -> Kernel:
         state, info = kernel(key, state, logdensity, step_size, params["inverse_mass_matrix"], **extra)
         return state, stats(info)
 
-    def identity_metric(position: Array) -> Array:
-        return jnp.ones_like(position) if diagonal else jnp.eye(position.shape[0], dtype=position.dtype)
+    window = window_adaptation(options.warmup, diagonal, options.acceptance_target)
+    initial_step = options.step_size if options.step_size is not None else 1.0
 
-    def warmup(key: Array, position: Array) -> tuple[Any, Params, StepStats]:
-        if options.warmup == 0:
-            params = {
-                "step_size": jnp.asarray(options.step_size, position.dtype),
-                "inverse_mass_matrix": identity_metric(position),
-            }
-            return init(position), params, _empty_stats(position.dtype)
-        adaptation = blackjax.window_adaptation(
-            algorithm,
-            logdensity,
-            is_mass_matrix_diagonal=diagonal,
-            initial_step_size=options.step_size if options.step_size is not None else 1.0,
-            target_acceptance_rate=options.acceptance_target,
-            adaptation_info_fn=lambda _state, info, _adaptation: stats(info),
-            **extra,
-        )
-        (state, params), warm = adaptation.run(key, position, options.warmup)
-        params = {
-            "step_size": jnp.asarray(params["step_size"], position.dtype),
-            "inverse_mass_matrix": jnp.asarray(params["inverse_mass_matrix"], position.dtype),
-        }
-        return state, params, warm
+    def adapt_init(position: Array) -> Any:
+        return window.init(position, initial_step)
 
-    return Kernel(init, warmup, step, lambda s: s.position, lambda s: s.logdensity, 1)
+    def adapt_step(key: Array, state: Any, adaptation: Any, index: Array) -> tuple[Any, Any, StepStats]:
+        # as BlackJAX's window adaptation: no step jitter while adapting
+        state, info = kernel(key, state, logdensity, adaptation.step_size, adaptation.inverse_mass_matrix, **extra)
+        return state, window.update(adaptation, index, state.position, info.acceptance_rate), stats(info)
+
+    def adapt_final(adaptation: Any) -> Params:
+        dtype = adaptation.step_size.dtype
+        if options.warmup == 0:  # nothing adapted: the given step and the identity metric
+            return {"step_size": jnp.asarray(options.step_size, dtype),
+                    "inverse_mass_matrix": adaptation.mass_matrix.inverse_mass_matrix}
+        step_size, inverse_mass_matrix = window.final(adaptation)
+        return {"step_size": jnp.asarray(step_size, dtype), "inverse_mass_matrix": inverse_mass_matrix}
+
+    return Kernel(init, adapt_init, adapt_step, adapt_final, step, lambda s: s.position, lambda s: s.logdensity, 1)
 
 
 def _mala(target: Target, options: SamplerOptions) -> Kernel:
@@ -166,39 +167,35 @@ def _mala(target: Target, options: SamplerOptions) -> Kernel:
     def step(key: Array, state: Any, params: Params) -> tuple[Any, StepStats]:
         return one(key, state, params["step_size"])
 
-    def warmup(key: Array, position: Array) -> tuple[Any, Params, StepStats]:
-        state = init(position)
+    def adapt_init(position: Array) -> Any:
         initial = jnp.asarray(options.step_size if options.step_size is not None else 1.0, position.dtype)
-        if options.warmup == 0:
-            return state, {"step_size": initial}, _empty_stats(position.dtype)
+        return typed_like(da_init(initial), position.dtype)
 
-        def adapt(carry: tuple[Any, Any], k: Array) -> tuple[tuple[Any, Any], StepStats]:
-            state, da = carry
-            state, st = one(k, state, jnp.exp(da.log_step_size).astype(position.dtype))
-            return (state, da_update(da, st.acceptance)), st
+    def adapt_step(key: Array, state: Any, adaptation: Any, index: Array) -> tuple[Any, Any, StepStats]:
+        dtype = adaptation.log_step_size.dtype
+        state, st = one(key, state, jnp.exp(adaptation.log_step_size).astype(dtype))
+        return state, typed_like(da_update(adaptation, st.acceptance), dtype), st
 
-        (state, da), warm = jax.lax.scan(adapt, (state, da_init(initial)), jax.random.split(key, options.warmup))
-        return state, {"step_size": jnp.asarray(da_final(da), position.dtype)}, warm
+    def adapt_final(adaptation: Any) -> Params:
+        dtype = adaptation.log_step_size.dtype
+        if options.warmup == 0:  # nothing adapted: the given (or default) step
+            return {"step_size": jnp.exp(adaptation.log_step_size).astype(dtype)}
+        return {"step_size": jnp.asarray(da_final(adaptation), dtype)}
 
-    return Kernel(init, warmup, step, lambda s: s.position, lambda s: s.logdensity, 1)
+    return Kernel(init, adapt_init, adapt_step, adapt_final, step, lambda s: s.position, lambda s: s.logdensity, 1)
 
 
-def _burn_in(step: Callable, options: SamplerOptions) -> Callable:
-    """Warmup of an unadjusted method: ``options.warmup`` steps at the fixed step, nothing adapted."""
+def _burn_in(step: Callable, options: SamplerOptions) -> tuple[Callable, Callable, Callable]:
+    """Warmup of an unadjusted method: steps at the fixed step; the "adaptation" is that step, unchanged."""
 
-    def warmup(key: Array, position: Array, init: Callable) -> tuple[Any, Params, StepStats]:
-        params = {"step_size": jnp.asarray(options.langevin_step, position.dtype)}
-        state = init(position)
-        if options.warmup == 0:
-            return state, params, _empty_stats(position.dtype)
+    def adapt_init(position: Array) -> Any:
+        return {"step_size": jnp.asarray(options.langevin_step, position.dtype)}
 
-        def one(state: Any, k: Array) -> tuple[Any, StepStats]:
-            return step(k, state, params)
+    def adapt_step(key: Array, state: Any, adaptation: Any, index: Array) -> tuple[Any, Any, StepStats]:
+        state, st = step(key, state, adaptation)
+        return state, adaptation, st
 
-        state, warm = jax.lax.scan(one, state, jax.random.split(key, options.warmup))
-        return state, params, warm
-
-    return warmup
+    return adapt_init, adapt_step, dict
 
 
 def _langevin(target: Target, options: SamplerOptions) -> Kernel:
@@ -212,10 +209,7 @@ def _langevin(target: Target, options: SamplerOptions) -> Kernel:
         state = integrator(key, state, params["step_size"])
         return state, _stats(jnp.nan, False, 1, ~jnp.isfinite(state.logdensity))
 
-    burn_in = _burn_in(step, options)
-    return Kernel(
-        init, lambda k, x: burn_in(k, x, init), step, lambda s: s.position, lambda s: s.logdensity, 1
-    )
+    return Kernel(init, *_burn_in(step, options), step, lambda s: s.position, lambda s: s.logdensity, 1)
 
 
 def _sgld(target: Target, options: SamplerOptions) -> Kernel:
@@ -239,12 +233,5 @@ def _sgld(target: Target, options: SamplerOptions) -> Kernel:
         position = kernel(noise_key, position, grad_estimator, batch, params["step_size"])
         return position, _stats(jnp.nan, False, 1, ~jnp.all(jnp.isfinite(position)))
 
-    burn_in = _burn_in(step, options)
-    return Kernel(
-        lambda x: x, lambda k, x: burn_in(k, x, lambda y: y), step, lambda s: s, target.logdensity, 0
-    )
+    return Kernel(lambda x: x, *_burn_in(step, options), step, lambda s: s, target.logdensity, 0)
 
-
-def _empty_stats(dtype: Any) -> StepStats:
-    zero = jnp.zeros((0,), jnp.int32)
-    return StepStats(jnp.zeros((0,), dtype), zero, zero, zero)

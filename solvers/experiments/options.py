@@ -37,7 +37,8 @@ NON_CHAIN_FIELDS = frozenset({"draws", "block_size", "keep_positions", "time_lim
 
 
 class SamplerOptions(BaseModel):
-    """How to sample a theory's finite network. Every field is part of an experiment's cache key."""
+    """How to sample a theory's finite network. Every field but ``time_limit`` is part of an experiment's cache key
+    (the service's: a time limit bounds a run, and a run it cut short is resumed, never taken as final)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True, frozen=True)
 
@@ -123,8 +124,9 @@ class SamplerOptions(BaseModel):
         None,
         gt=0,
         le=30 * 86_400,
-        description="Seconds; checked between blocks (at least one block runs). The draws so far are reported "
-        "with status time_limit.",
+        description="Seconds of sampling per chain, warmup included: every compiled call is sized to end before "
+        "it. The draws so far are reported with status time_limit (none when it falls inside the warmup); the "
+        "service resumes such a run when it is submitted again.",
     )
     rhat_max: float = Field(
         RHAT_MAX, gt=1, le=2, description="Largest split R-hat of a reported observable for converged: true."

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
-from solvers.experiments.blocks import run_block, warmup
+from solvers.experiments.blocks import no_draws
 from solvers.experiments.checkpoint import Checkpoint
+from solvers.experiments.clock import ChainClock
 from solvers.experiments.diagnostics import summarize
 from solvers.experiments.draws import Draws, concatenate
 from solvers.experiments.options import SamplerOptions
 from solvers.experiments.results import ExperimentResult
+from solvers.experiments.stepping import steps
 from solvers.experiments.target import Target
 
 
@@ -26,18 +27,17 @@ class Run:
 def sample(target: Target, options: SamplerOptions) -> Run:
     """Warmup plus ``draws`` kept draws of every chain, in blocks of ``block_size``.
 
-    The wall-clock ``time_limit`` (warmup included) is checked after each block; at least one block runs, and a
-    run stopped early is summarised on its draws so far with status ``time_limit``.
+    The wall-clock ``time_limit`` (warmup included) sizes every compiled call so that it ends in time
+    (:class:`~solvers.experiments.clock.ChainClock`); a run stopped early is summarised on its draws so far with
+    status ``time_limit`` (none, if the limit fell inside the warmup).
     """
-    started = time.perf_counter()
-    checkpoint = warmup(target, options)
+    clock = ChainClock(options.time_limit)
+    checkpoint: Checkpoint | None = None
     blocks: list[Draws] = []
-    time_limited = False
-    while checkpoint.draws_done < options.draws:
-        checkpoint, block = run_block(target, options, checkpoint)
-        blocks.append(block)
-        if options.time_limit is not None and time.perf_counter() - started > options.time_limit:
-            time_limited = checkpoint.draws_done < options.draws
-            break
-    draws = concatenate(blocks)
-    return Run(summarize(target, options, checkpoint, draws, time_limited=time_limited), draws, checkpoint)
+    for step in steps(target, options, None, clock):
+        checkpoint = step.checkpoint
+        if step.block is not None:
+            blocks.append(step.block)
+    assert checkpoint is not None  # the first call always runs
+    draws = concatenate(blocks) if blocks else no_draws(target, options)
+    return Run(summarize(target, options, checkpoint, draws, time_limited=clock.stopped), draws, checkpoint)

@@ -52,8 +52,13 @@ Sizes = dict[str, tuple[tuple[str | int, ...], float]]
 #: estimator name -> the theory's value (a float, or an array of the estimator's shape)
 Predictions = dict[str, float | np.ndarray]
 #: Default limits of an experiment's size-like quantities (an instance may override each, ``SADDLELAB_LIMIT_<NAME>``):
-#: sampled parameters, and numbers held by the network's data (training and test inputs).
-EXPERIMENT_SIZE_LIMITS: dict[str, float] = {"experiment_parameters": 5_000_000, "experiment_data": 50_000_000}
+#: sampled parameters, numbers held by the network's data (training and test inputs), and the numbers each kept draw
+#: of a chain stores (every component of every estimator: what Redis and the assembling worker hold, per draw).
+EXPERIMENT_SIZE_LIMITS: dict[str, float] = {
+    "experiment_parameters": 5_000_000,
+    "experiment_data": 50_000_000,
+    "experiment_draw_values": 200_000,
+}
 
 
 class ExperimentRefused(ValueError):
@@ -193,8 +198,15 @@ class Theory(ABC):
         """Refuse (:class:`ExperimentRefused`) a network that cannot be sampled; else its size-like quantities.
 
         Cheap and free of JAX, so the service checks a request before queueing it: limit name -> (location in
-        the request, value), ``experiment_parameters`` (the sampled dimension) among them.
+        the request, value), among them ``experiment_parameters`` (the sampled dimension) and
+        ``experiment_draw_values`` (the components of the estimators of one draw, which sizes what is stored).
         """
+        self.experiment_sizes_for(spec)
+        return {}
+
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        """Components of each per-draw estimator of the network (what one kept draw stores), without JAX; their
+        sum is ``check_experiment``'s ``experiment_draw_values``."""
         self.experiment_sizes_for(spec)
         return {}
 

@@ -78,6 +78,9 @@ class Modes(Theory):
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return self.of(spec).check_experiment(spec, sizes)
 
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        return self.of(spec).experiment_estimator_sizes(spec, sizes)
+
     def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
         return self.of(spec).experiment(spec, sizes, seed)
 

@@ -126,3 +126,33 @@ def test_values_spec_accepts_lists_arrays_ranges_and_mappings() -> None:
     assert values_spec(np.array([1, 2.5])) == [1.0, 2.5]
     assert values_spec(range(3)) == [0.0, 1.0, 2.0]
     assert values_spec({"start": 1, "stop": 2, "num": 3}) == {"start": 1, "stop": 2, "num": 3}
+
+
+def test_a_crafted_job_id_cannot_reach_another_route(lab: Lab, client: Client) -> None:
+    """Regression: ``cancel("../experiments/<id>")`` (and ``saddlelab cancel``) cancelled an experiment through the
+    sweep route — httpx resolved the dot segment in the unquoted id."""
+    from service import cli
+
+    long_experiment = client.submit_experiment(
+        {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 1.0, "Delta": 0.1},
+        sampler={"method": "mala", "chains": 1, "warmup": 10, "draws": 100_000, "seed": 11},
+        sizes={"d": 6, "n_test": 10})["job_id"]
+    long_sweep = client.submit_sweep({**POTENTIAL, "D": 150}, "u", {"start": 20, "stop": 40, "num": 1999})["job_id"]
+    try:
+        for crafted in (f"../experiments/{long_experiment}", f"./../experiments/{long_experiment}", "..", "."):
+            with pytest.raises(NotFound):
+                client.cancel(crafted)
+            with pytest.raises(NotFound):
+                client.job(crafted)
+        remote = ["--url", lab.url, "--api-key", lab.api_key]
+        assert cli.main(["cancel", f"../experiments/{long_experiment}", *remote]) == 1
+        assert client.experiment_status(long_experiment)["status"] in ("queued", "running")
+        for crafted in (f"../jobs/{long_sweep}", f"../../v1/jobs/{long_sweep}"):
+            with pytest.raises(NotFound):
+                client.cancel_experiment(crafted)
+            with pytest.raises(NotFound):
+                client.experiment_status(crafted)
+        assert client.job(long_sweep)["status"] in ("queued", "running")
+    finally:
+        client.cancel_experiment(long_experiment)
+        client.cancel(long_sweep)

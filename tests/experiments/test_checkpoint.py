@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from solvers.experiments import Checkpoint, Draws, SamplerOptions, concatenate, run_block, warmup
-from solvers.experiments.blocks import TRACES
+from solvers.experiments.blocks import TRACES, advance_warmup
 from tests.experiments.targets import (
     ADJUSTED,
     BLOCK,
@@ -78,6 +78,28 @@ def test_resumed_run_equals_uninterrupted_run(method):
     # a finished run gives empty blocks
     _, empty = run_block(target, options, ck)
     assert empty.n == 0
+
+
+@pytest.mark.parametrize("method", ["nuts", "hmc", "mala", "langevin", "sgld"])
+def test_a_warmup_cut_anywhere_and_resumed_equals_the_uninterrupted_one(method):
+    """A long warmup runs in chunks (a chain's time limit cuts it; it is stored and resumed): cut after 1 step,
+    inside the first and across later adaptation windows, through bytes and JSON, it adapts exactly as in one
+    piece, and the draws after it are the same."""
+    target, options = OPTIONS[method]
+    whole = warmup(target, options)
+    ck = None
+    for n, store in ((1, "bytes"), (80, "json"), (101, "bytes"), (options.warmup, "json")):
+        ck = advance_warmup(target, options, ck, n)
+        assert ck.warming_up == (ck.warmup.steps < options.warmup)
+        ck = Checkpoint.from_bytes(ck.to_bytes()) if store == "bytes" else Checkpoint.from_dict(
+            json.loads(json.dumps(ck.to_dict())))
+    assert not ck.warming_up and ck.warmup.steps == options.warmup
+    _same_checkpoint(ck, whole)
+    # sampling from a checkpoint still in its warmup finishes the warmup first
+    part = advance_warmup(target, options, None, 37)
+    _, a = run_block(target, options, part, n_draws=5)
+    _, b = run_block(target, options, whole, n_draws=5)
+    _same_draws(a, b)
 
 
 def test_run_block_without_checkpoint_starts_with_the_warmup():

@@ -142,12 +142,14 @@ def test_chains_that_never_move_are_not_converged():
     assert result.sampler.acceptance < 1e-3
 
 
-def test_time_limit_returns_the_draws_so_far():
+def test_a_time_limit_stops_the_run_even_inside_its_warmup():
     options = SamplerOptions(**{**LANGEVIN, "time_limit": 1e-6, "seed": 9, "draws": 3 * BLOCK, "block_size": BLOCK})
-    result = sample(PRODUCT, options).result
-    assert result.status == Status.TIME_LIMIT
-    assert result.draws == BLOCK and result.estimates["x"].mean.shape == (4,)
-    assert f"{BLOCK} of {3 * BLOCK}" in result.message
+    run = sample(PRODUCT, options)
+    result = run.result
+    assert result.status == Status.TIME_LIMIT and not result.converged
+    assert result.draws == 0 and run.checkpoint.warming_up and run.checkpoint.warmup.steps < options.warmup
+    assert result.estimates["x"].mean.shape == (4,) and np.isnan(result.estimates["x"].mean).all()
+    assert f"0 of {3 * BLOCK}" in result.message
 
 
 def _ar1(rng: np.random.Generator, phi: float, chains: int, draws: int) -> np.ndarray:

@@ -96,3 +96,24 @@ def test_partial_points_of_a_running_job_are_paged_too(lab: TestClient) -> None:
     assert page["of"] == "partial.points" and page["returned"] == 20 and page["total"] >= 40
     assert len(body["partial"]["points"]) == 20
     lab.delete(f"/v1/jobs/{job_id}")
+
+
+@pytest.mark.slow
+def test_an_offset_beyond_any_result_is_an_empty_page_or_a_422_never_a_500(lab: TestClient) -> None:
+    """Regression: ``?offset=9223372036854775807`` reached Redis's LRANGE, which refused the index: a 500."""
+    job_id = lab.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": "u", "values": [25.0, 30.0]}).json()[
+        "job_id"]
+    assert wait_finished(lab, job_id, timeout=120)["status"] == "finished"
+    for detail in ("false", "true"):
+        edge = _get(lab, job_id, offset=2**31 - 1, detail=detail)
+        assert edge["page"]["returned"] == 0 and edge["page"]["next"] is None
+        for params in ({"offset": 2**63 - 1}, {"offset": 2**64}, {"offset": 2**31}, {"limit": 2**63 - 1},
+                       {"offset": 10**30, "limit": 10**30}):
+            r = lab.get(f"/v1/jobs/{job_id}", params={**params, "detail": detail})
+            assert r.status_code == 422, (params, r.text)
+            assert r.json()["detail"][0]["loc"][:1] == ["query"]
+        r = lab.delete(f"/v1/jobs/{job_id}", params={"offset": 2**63 - 1, "detail": detail})
+        assert r.status_code == 422, r.text
+    # the experiments' point index likewise
+    assert lab.get("/v1/experiments/nope/draws", params={"point": 2**63 - 1}).status_code == 422
+    assert lab.get("/v1/experiments/nope/draws", params={"point": 2**31 - 1}).status_code == 404

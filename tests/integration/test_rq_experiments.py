@@ -8,20 +8,12 @@ import signal
 import time
 from typing import Any
 
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from service.cache import MemoryCache
-from service.experiments.plan import plan
 from service.experiments.redis_store import ExperimentKeys
-from service.experiments.runner import assemble_point, run_chain
-from service.experiments.schemas import ExperimentRequest
-from service.experiments.store import MemoryStore
-from service.settings import Settings
-from service.singleflight import SingleFlight
-from service.solving import SolveService
 from tests.integration.conftest import TERMINAL
+from tests.integration.uninterrupted import assert_same_experiment
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -47,20 +39,6 @@ def _wait(api: TestClient, job_id: str, done: Any, timeout: float = 180) -> dict
             return body
         assert time.monotonic() < deadline, {k: v for k, v in body.items() if k != "result"}
         time.sleep(0.05)
-
-
-def _uninterrupted(request: dict[str, Any]) -> dict[str, Any]:
-    """The same experiment, run here chain after chain without interruption."""
-    import json
-
-    payload = plan(ExperimentRequest.model_validate(request), Settings(redis_url=None))
-    store = MemoryStore()
-    store.create(payload["key"])
-    for chain in range(2):
-        run_chain(payload, 0, chain, store)
-    solver = SolveService(MemoryCache(8), SingleFlight(), Settings(redis_url=None))
-    assert assemble_point(payload, 0, store, solver)
-    return json.loads(store.point_text(payload["key"], 0))  # type: ignore[arg-type]
 
 
 def test_a_killed_workers_chain_resumes_from_its_last_block(api: TestClient, start_worker, fresh_redis) -> None:
@@ -91,14 +69,7 @@ def test_a_killed_workers_chain_resumes_from_its_last_block(api: TestClient, sta
     assert body["progress"] == {"done": 800, "total": 800}
 
     # and the experiment is the uninterrupted one, draw for draw
-    result, reference = body["result"], _uninterrupted(REQUEST)
-    assert result["observables"].keys() == reference["observables"].keys()
-    for name, est in result["observables"].items():
-        for figure in ("mean", "stderr", "ess", "rhat"):
-            np.testing.assert_allclose(np.asarray(est[figure], dtype=float),
-                                       np.asarray(reference["observables"][name][figure], dtype=float),
-                                       rtol=1e-12, err_msg=f"{name}.{figure}")
-    assert result["theory"]["comparison"].keys() == reference["theory"]["comparison"].keys()
+    assert_same_experiment(body["result"], REQUEST)
 
     # finished: shared by an identical submission, its draws served from Redis, its chains' blocks dropped
     again = api.post("/v1/experiments", json=REQUEST).json()

@@ -119,12 +119,32 @@ def test_identical_submissions_share_one_job_and_the_solve_is_cached(api: TestCl
     assert other["result"]["theory"]["spec_hash"] == finished["result"]["theory"]["spec_hash"]
 
 
-def test_the_time_limit_returns_the_draws_so_far(api: TestClient) -> None:
-    body = wait(api, submit(api, sampler={**SAMPLER, "time_limit": 1e-3})["job_id"])
-    result = body["result"]
-    assert body["status"] == "finished" and result["status"] == "time_limit" and result["converged"] is False
-    assert result["draws"] == SAMPLER["block_size"]  # at least one block, then the limit
-    assert "Time limit reached after 30 of 60 draws" in result["message"]
+def test_a_time_limited_experiment_is_answered_but_never_final(api: TestClient) -> None:
+    """A run its time limit cut short is answered (status time_limit, ``complete: false``) but is not the
+    experiment: the same request resumes its chains from their checkpoints and, with time enough, finishes with
+    every draw — exactly those of an uninterrupted run — and only then is it shared as final."""
+    from service.experiments.local import run_experiment
+
+    request = {"model": HCIZ, "sizes": SIZES, "sampler": {**SAMPLER, "seed": 7}}
+    first = wait(api, submit(api, sampler={**SAMPLER, "seed": 7, "time_limit": 1e-3})["job_id"])
+    cut = first["result"]
+    assert first["status"] == "finished" and cut["status"] == "time_limit" and cut["complete"] is False
+    assert cut["converged"] is False and cut["draws"] < SAMPLER["draws"]
+    assert f"of {SAMPLER['draws']} draws" in cut["message"]
+    no_nan(api.get(f"/v1/experiments/{first['job_id']}").text)
+
+    again = submit(api, sampler=request["sampler"])  # the time limit is not part of the experiment
+    assert again["job_id"] == first["job_id"] and not again["deduplicated"]
+    done = wait(api, again["job_id"])
+    result = done["result"]
+    assert done["status"] == "finished" and result["complete"] is True and result["draws"] == SAMPLER["draws"]
+    assert result["status"] != "time_limit"
+    log = api.get(f"/v1/experiments/{done['job_id']}", params={"detail": "true"}).json()["executions"]
+    starts = [e for e in log if e["event"] == "started"]
+    assert len(starts) == 4 and sum(e["resumed_from"] is not None for e in starts) == 2  # from their checkpoints
+    assert submit(api, sampler=request["sampler"])["deduplicated"]  # final now
+    reference = run_experiment(request, settings=settings(), poll=0.05)
+    assert result["observables"] == reference["observables"]
 
 
 def test_non_finite_log_densities_are_counted_and_reported(api: TestClient) -> None:
@@ -248,3 +268,26 @@ def test_run_experiment_in_process_gives_the_api_result(finished: dict[str, Any]
     assert seen[-1] == "finished"
     assert result["experiment_hash"] == finished["result"]["experiment_hash"]
     assert result["observables"] == finished["result"]["observables"]
+
+
+def test_the_time_limit_is_hard_inside_a_warmup_and_a_block() -> None:
+    """On the embedded executor as on the workers (tests/integration/test_rq_experiment_time_limits.py): a warmup
+    of millions of steps and a block of millions of steps are cut at the chain's limit, not after them."""
+    cap, big = 8.0, {"d": 24, "n_test": 10}  # about 70 µs a step here: each uncut run takes minutes
+    samplers = {"warmup": {"method": "mala", "chains": 1, "warmup": 9_000_000, "draws": 10, "seed": 1},
+                "block": {"method": "mala", "chains": 1, "warmup": 10, "draws": 99_000, "thin": 100,
+                          "block_size": 99_000, "seed": 2}}
+    with TestClient(create_app(settings(experiment_time_limit=cap, local_workers=2))) as c:
+        jobs = {name: c.post("/v1/experiments", json={"model": HCIZ, "sizes": big, "sampler": sampler}).json()["job_id"]
+                for name, sampler in samplers.items()}
+        for name, job_id in jobs.items():
+            body = wait(c, job_id)
+            assert body["status"] == "finished" and body["result"]["status"] == "time_limit", (name, body["error"])
+            log = c.get(f"/v1/experiments/{job_id}", params={"detail": "true"}).json()["executions"]
+            started = next(e["time"] for e in log if e["event"] == "started")
+            outcome = next(e for e in log if e["event"] == "completed")
+            assert outcome["time_limited"] and outcome["time"] - started < cap + 5 + 60, (name, outcome)
+            if name == "warmup":
+                assert outcome["warmup_steps"] < samplers["warmup"]["warmup"] and outcome["draws"] == 0
+            else:
+                assert outcome["draws"] < samplers["block"]["draws"]

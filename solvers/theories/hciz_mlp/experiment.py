@@ -75,16 +75,19 @@ from solvers.experiments.draws import Draws
 from solvers.experiments.target import Target
 from solvers.theories.base import ExperimentRefused, Predictions
 from solvers.theories.hciz_mlp.activations import build
-from solvers.theories.hciz_mlp.experiment_sizes import ExperimentSizes, check, training_samples, widths
+from solvers.theories.hciz_mlp.experiment_sizes import (
+    DISCRETE_READOUTS,
+    ExperimentSizes,
+    check,
+    training_samples,
+    widths,
+)
 from solvers.theories.hciz_mlp.readouts import atoms
 from solvers.theories.hciz_mlp.spec import HCIZSpec, HermiteActivation, NamedActivation
 
 __all__ = ["ExperimentSizes", "activation", "build_target", "theory_observables"]
 
 #: Readout laws whose atoms are exact values of |v| (continuous laws have quadrature atoms instead).
-DISCRETE_READOUTS = ("ones", "rademacher", "four_point")
-
-
 # ---- σ as a JAX function ---------------------------------------------------------------------------
 def _hermite_series(mu: list[float]) -> Any:
     """σ = Σ_l (μ_l/l!) He_l (probabilists'), by the recursion He_{l+1} = x He_l − l He_{l−1}."""

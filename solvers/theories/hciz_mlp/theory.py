@@ -106,6 +106,10 @@ class HCIZTheory(Theory):
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return experiment_sizes.check(cast(HCIZSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
 
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        sizes_ = cast(experiment_sizes.ExperimentSizes, sizes)
+        return experiment_sizes.estimator_sizes(cast(HCIZSpec, spec), sizes_)
+
     def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
         from solvers.theories.hciz_mlp.experiment import build_target
 

@@ -36,6 +36,16 @@ def data_shape(spec: KernelRenormalizationSpec) -> tuple[int, int, int]:
     return data.P, data.P_test, n0
 
 
+def estimator_sizes(spec: KernelRenormalizationSpec, sizes: ExperimentSizes) -> dict[str, int]:
+    """Components of each per-draw estimator of ``experiment.build_target``'s network. With one hidden layer the
+    class distance is counted, which the network reports when its labels have both signs (an upper bound)."""
+    n_test = min(sizes.test_points, data_shape(spec)[1])
+    out = {"test_mean": n_test, "test_second_moment": n_test, "generalization_error": 1, "train_error": 1, "Qbar": 1}
+    if int(spec.depth) == 1:
+        out.update({"class_distance.D2": 1, "class_distance.delta": 1, "weight_correlations.trace": 1})
+    return out
+
+
 def check(spec: KernelRenormalizationSpec, sizes: ExperimentSizes) -> Sizes:
     """Refuse what cannot be sampled; the sampled hidden weights and the inputs held, with their fields."""
     if not spec.T > 0:
@@ -46,4 +56,5 @@ def check(spec: KernelRenormalizationSpec, sizes: ExperimentSizes) -> Sizes:
     return {
         "experiment_parameters": (("model", "N1"), float(N1 * N0 + (L - 1) * N1 * N1)),
         "experiment_data": (("model", "data"), float((P + P_test) * N0)),
+        "experiment_draw_values": (("sizes", "test_points"), float(sum(estimator_sizes(spec, sizes).values()))),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
@@ -99,6 +100,10 @@ class KernelRenormalizationTheory(Theory):
 
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return experiment_sizes.check(_spec(spec), cast(experiment_sizes.ExperimentSizes, sizes))
+
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        sizes_ = cast(experiment_sizes.ExperimentSizes, sizes)
+        return experiment_sizes.estimator_sizes(_spec(spec), sizes_)
 
     def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
         from solvers.theories.kernel_renormalization.experiment import build_target

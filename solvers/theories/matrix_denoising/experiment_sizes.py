@@ -20,10 +20,16 @@ def rank(spec: MatrixDenoisingSpec, d: int) -> int:
     return max(1, round(spec.gamma * d))
 
 
+def estimator_sizes(spec: MatrixDenoisingSpec, sizes: ExperimentSizes) -> dict[str, int]:
+    """Components of each per-draw estimator of ``experiment.build_target``'s network."""
+    return {"mmse": 1, "overlap": 1}
+
+
 def check(spec: MatrixDenoisingSpec, sizes: ExperimentSizes) -> Sizes:
     """The sampled entries of W, and the d × d observation held, both set by d."""
     d = sizes.d
     return {
         "experiment_parameters": (("sizes", "d"), float(rank(spec, d) * d)),
         "experiment_data": (("sizes", "d"), float(d * d)),
+        "experiment_draw_values": (("sizes", "d"), float(sum(estimator_sizes(spec, sizes).values()))),
     }

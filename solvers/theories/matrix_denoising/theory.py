@@ -102,6 +102,10 @@ class MatrixDenoisingTheory(Theory):
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return experiment_sizes.check(cast(MatrixDenoisingSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
 
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        sizes_ = cast(experiment_sizes.ExperimentSizes, sizes)
+        return experiment_sizes.estimator_sizes(cast(MatrixDenoisingSpec, spec), sizes_)
+
     def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
         from solvers.theories.matrix_denoising.experiment import build_target
 

@@ -9,11 +9,12 @@ mean squared loss (the prior variances σ_θ² are those above). The position is
 (W row-major, then a); both blocks are sampled (SGLD trains both), nothing is integrated out.
 
 Estimators per draw θ: ``m_S`` (target overlap E[f y]/E[y²] on the test set), ``m_spurious_max``,
-``test_mse``/``train_mse``/``test_error01`` of that draw (Gibbs quantities), and ``f_test``/``f_train``
-(the draw's predictions). The posterior-mean predictor — the theory's f̄ — is a function of their
-posterior means (``derived``): ``mean_predictor.test_mse`` and ``mean_predictor.train_mse``, the
-squared errors of f̄, which the theory's ``test_mse``/``train_mse`` predict (the Gibbs ``test_mse``
-adds the posterior variance of f).
+``test_mse``/``train_mse``/``test_error01`` of that draw (Gibbs quantities, on every input), and
+``f_test``/``f_train`` (the draw's predictions on the first ``sizes.prediction_points`` test and training
+inputs: what a draw stores is bounded whatever P and P_test are). The posterior-mean predictor — the
+theory's f̄ — is a function of their posterior means (``derived``): ``mean_predictor.test_mse`` and
+``mean_predictor.train_mse``, the squared errors of f̄ on those inputs, which the theory's
+``test_mse``/``train_mse`` predict (the Gibbs ``test_mse`` adds the posterior variance of f).
 
 A population-limit spec (P = null) has no finite network; ``ExperimentSizes.P`` supplies the
 training-set size of the network sampled for it.
@@ -85,6 +86,8 @@ def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, s
     modes_j = jnp.asarray(modes)
     ey2 = float(np.mean(data.y_test**2))
 
+    kt, ktr = min(sizes.prediction_points, int(Xt.shape[0])), min(sizes.prediction_points, int(X.shape[0]))
+
     def estimators(theta: jax.Array) -> dict[str, jax.Array]:
         ft, ftr = f(theta, Xt), f(theta, X)
         return {
@@ -93,14 +96,14 @@ def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, s
             "test_mse": jnp.mean((yt - ft) ** 2),
             "test_error01": jnp.mean(jnp.sign(ft) != jnp.sign(yt)),
             "train_mse": jnp.mean((y - ftr) ** 2),
-            "f_test": ft,
-            "f_train": ftr,
+            "f_test": ft[:kt],  # a draw keeps its predictions on the first prediction_points inputs only
+            "f_train": ftr[:ktr],
         }
 
     def derived(means: Any) -> dict[str, jax.Array]:
         return {
-            "mean_predictor.test_mse": jnp.mean((yt - means["f_test"]) ** 2),
-            "mean_predictor.train_mse": jnp.mean((y - means["f_train"]) ** 2),
+            "mean_predictor.test_mse": jnp.mean((yt[:kt] - means["f_test"]) ** 2),
+            "mean_predictor.train_mse": jnp.mean((y[:ktr] - means["f_train"]) ** 2),
         }
 
     return Target(
@@ -117,7 +120,8 @@ def build_target(spec: MeanFieldARDSpec, sizes: ExperimentSizes | None = None, s
             "network": "f(x) = N^-gamma sum_i a_i phi(w_i . x)",
             "temperature": 2.0 * spec.kappa**2,
             "loss": "mean squared error over the training set",
-            "N": N, "d": d, "P": int(X.shape[0]), "gamma": spec.gamma,
+            "N": N, "d": d, "P": int(X.shape[0]), "P_test": int(Xt.shape[0]), "gamma": spec.gamma,
+            "prediction_points": {"test": kt, "train": ktr},
             "prior_variance_w": spec.sigma_w2 / d, "prior_variance_a": spec.sigma_a2,
             "seed_used": isinstance(spec.data, GeneratedData),
         },

@@ -9,7 +9,8 @@ from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec
 
 
 class ExperimentSizes(BaseModel):
-    """The finite training set of the network when the spec is the population limit."""
+    """The finite training set of the network when the spec is the population limit; how many predictions each
+    draw keeps."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -17,6 +18,13 @@ class ExperimentSizes(BaseModel):
         None, ge=1, le=1_000_000,
         description="Training-set size of the sampled network for a population-limit spec (P = null); must be "
         "null or equal to the spec's P otherwise.",
+    )
+    prediction_points: int = Field(
+        1000, ge=1, le=50_000,
+        description="Each draw keeps the network's predictions (f_test, f_train) on the first this many test and "
+        "training inputs, and the mean predictor's errors (mean_predictor.test_mse, .train_mse) are those on them; "
+        "m_S and the draw's own errors (test_mse, train_mse, test_error01) use every input. Bounds what a draw "
+        "stores (P and P_test numbers each, unbounded).",
     )
 
 
@@ -33,13 +41,26 @@ def training_size(spec: MeanFieldARDSpec, sizes: ExperimentSizes) -> int:
     return spec.n_train
 
 
+def test_size(spec: MeanFieldARDSpec) -> int:
+    return len(spec.data.X_test) if isinstance(spec.data, ArraysData) else spec.data.P_test
+
+
+def estimator_sizes(spec: MeanFieldARDSpec, sizes: ExperimentSizes) -> dict[str, int]:
+    """Components of each per-draw estimator of ``experiment.build_target``'s network."""
+    scalars = dict.fromkeys(("m_S", "m_spurious_max", "test_mse", "test_error01", "train_mse"), 1)
+    return {**scalars, "f_test": min(sizes.prediction_points, test_size(spec)),
+            "f_train": min(sizes.prediction_points, training_size(spec, sizes))}
+
+
 def check(spec: MeanFieldARDSpec, sizes: ExperimentSizes) -> Sizes:
-    """The sampled weights (W and a: N(d + 1)) and the inputs held (training and test rows × d)."""
+    """The sampled weights (W and a: N(d + 1)), the inputs held (training and test rows × d) and the numbers each
+    draw stores."""
     P = training_size(spec, sizes)
-    P_test = len(spec.data.X_test) if isinstance(spec.data, ArraysData) else spec.data.P_test
+    P_test = test_size(spec)
     where = ("model", "data", "X") if isinstance(spec.data, ArraysData) else (
         ("model", "P") if spec.P is not None else ("sizes", "P"))
     return {
         "experiment_parameters": (("model", "N"), float(spec.N * (spec.d + 1))),
         "experiment_data": (where, float((P + P_test) * spec.d)),
+        "experiment_draw_values": (("sizes", "prediction_points"), float(sum(estimator_sizes(spec, sizes).values()))),
     }

@@ -128,6 +128,10 @@ class MeanFieldARDTheory(Theory):
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return experiment_sizes.check(cast(MeanFieldARDSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
 
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        sizes_ = cast(experiment_sizes.ExperimentSizes, sizes)
+        return experiment_sizes.estimator_sizes(cast(MeanFieldARDSpec, spec), sizes_)
+
     def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
         """The network on the spec's own data (``data.seed``, or its arrays): the data the particle solver of the
         same spec uses, so ``seed`` is not used."""

@@ -30,6 +30,11 @@ class ExperimentSizes(BaseModel):
     )
     rho_bins: int = Field(40, ge=2, le=1000, description="Number of equal bins of the ρ histogram.")
     rho_range: float = Field(1.5, gt=0, le=100, description="The ρ histogram covers [−rho_range, rho_range].")
+    test_points: int = Field(
+        1000, ge=1, le=20_000,
+        description="Each draw keeps the posterior-mean prediction (test_mean) on the first this many test inputs, "
+        "and test_mse_measured (the mean predictor's error) is the one on them. Bounds what a draw stores.",
+    )
 
 
 def integral(value: float, field: str) -> int:
@@ -39,6 +44,13 @@ def integral(value: float, field: str) -> int:
     return round(value)
 
 
+def estimator_sizes(spec: FiniteSampleSpec | SelfConsistentSpec, sizes: ExperimentSizes) -> dict[str, int]:
+    """Components of each per-draw estimator of ``experiment.build_target``'s network."""
+    P_test = spec.P_test if isinstance(spec, FiniteSampleSpec) else sizes.P_test
+    scalars = dict.fromkeys(("b", "c", "R", "weight_covariance.perpendicular", "aligned_fraction"), 1)
+    return {**scalars, "rho_histogram": sizes.rho_bins, "test_mean": min(sizes.test_points, int(P_test))}
+
+
 def check(spec: FiniteSampleSpec | SelfConsistentSpec, sizes: ExperimentSizes) -> Sizes:
     """Refuse what cannot be sampled; the sampled weights and the inputs held, with their fields."""
     N, D, P = integral(spec.N, "N"), integral(spec.D, "D"), integral(spec.P, "P")
@@ -46,4 +58,5 @@ def check(spec: FiniteSampleSpec | SelfConsistentSpec, sizes: ExperimentSizes) -
     return {
         "experiment_parameters": (("model", "N"), float(N * D)),
         "experiment_data": (("model", "P"), float((P + P_test) * D)),
+        "experiment_draw_values": (("sizes", "test_points"), float(sum(estimator_sizes(spec, sizes).values()))),
     }

@@ -26,6 +26,9 @@ class ErfNetworkExperiment:
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return experiment_sizes.check(spec, sizes)  # type: ignore[arg-type]
 
+    def experiment_estimator_sizes(self, spec: BaseModel, sizes: BaseModel) -> Mapping[str, int]:
+        return experiment_sizes.estimator_sizes(spec, sizes)  # type: ignore[arg-type]
+
     def experiment(self, spec: BaseModel, sizes: BaseModel, seed: int = 0) -> Target:
         from solvers.theories.rubin_cavity.experiment import build_target
 
