@@ -336,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         worker = build_worker(url, name=args.name)
     except StopRequested:
         return 0
-    return serve(worker, burst=args.burst)
+    status = serve(worker, burst=args.burst)
+    log.info("worker %s: stopped", worker.name)
+    return status
 
 
 if __name__ == "__main__":
