@@ -64,7 +64,7 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def wait_registered(self, client: Any, timeout: float = 30) -> None:
+    def wait_registered(self, client: Any, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -128,8 +128,9 @@ def job_of(client: TestClient, job_id: str, detail: bool = False) -> dict[str, A
 
 
 def wait_until(
-    client: TestClient, job_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 90, detail: bool = False
+    client: TestClient, job_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 300, detail: bool = False
 ) -> dict[str, Any]:
+    """Poll the job until ``done``; ``timeout`` only guards against a hang (generous: a loaded machine is slow)."""
     deadline = time.monotonic() + timeout
     while True:
         r = client.get(f"/v1/jobs/{job_id}", params={"detail": "true"} if detail else None)
@@ -148,7 +149,7 @@ def wait_until(
         time.sleep(0.1)
 
 
-def wait_finished(client: TestClient, job_id: str, timeout: float = 90) -> dict[str, Any]:
+def wait_finished(client: TestClient, job_id: str, timeout: float = 300) -> dict[str, Any]:
     return wait_until(client, job_id, lambda b: b["status"] in TERMINAL, timeout)
 
 
