@@ -11,9 +11,14 @@ A thin wrapper over :class:`rq.Worker` (one forked work horse per line of a job)
   has its line resumed elsewhere, from its last stored point, well within a minute;
 - a work horse dies with its worker (Linux ``PR_SET_PDEATHSIG``), so a killed worker never
   leaves an orphan computing a line that another worker has taken over;
-- a graceful stop (SIGTERM, ``docker compose stop``): the running line is handed back to the
-  queue after its current point, and the worker exits. The stop grace period of a deployment
-  must be longer than one sweep point;
+- a graceful stop (SIGTERM, ``docker compose stop``): an idle worker exits at once; a busy one
+  hands its running line back to the queue after the current point, then exits (status 0 either
+  way). The stop grace period of a deployment must be longer than one sweep point. If Redis is
+  gone as well (``docker compose stop`` of the whole lab), a stopping worker waits for it at most
+  ``stop_redis_wait`` seconds, then ends its line, which resumes from its stored points when Redis
+  is back (the abandoned-line path);
+- a unique name per process (``<host>.<pid>.<random>``), and its process's start time in its
+  record, so that the healthcheck (:mod:`service.worker_health`) recognises a dead worker's record;
 - Redis going away (a restart, a full memory) does not end the worker: while a line runs, missed
   heartbeats are logged and the line carries on (its writes wait for Redis, see
   :mod:`service.jobs.task`); when RQ's loop ends on a Redis error, the worker waits for Redis with
@@ -31,11 +36,10 @@ import ctypes.util
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from types import FrameType
 from typing import Any
 
 import redis
@@ -44,9 +48,12 @@ from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 
 from service.isolation import limit_address_space
-from service.jobs import rq_backend, task
 from service.redis_link import UNREACHABLE, is_transient
 from service.settings import get_settings
+from service.worker_health import PROCESS_START_FIELD, check, process_start, worker_name
+
+# The engine, the theories and the job tasks (service.jobs) are imported by preload(), not here: the
+# healthcheck (``--check``) runs this module too, every 30 s in every worker container, and must stay light.
 
 log = logging.getLogger("saddlelab.worker")
 
@@ -65,10 +72,54 @@ class WorkerSettings:
     heartbeat_grace: int = field(default_factory=lambda: _env_int("SADDLELAB_WORKER_HEARTBEAT_GRACE", 10))
     #: Seconds between two searches for abandoned lines by an idle worker.
     maintenance: int = field(default_factory=lambda: _env_int("SADDLELAB_WORKER_MAINTENANCE", 10))
+    #: Seconds a stopping worker waits for an unreachable Redis before it ends its running line.
+    stop_redis_wait: int = field(default_factory=lambda: _env_int("SADDLELAB_WORKER_STOP_REDIS_WAIT", 10))
+
+    @property
+    def worker_ttl(self) -> int:
+        """RQ's worker TTL: an idle worker blocks on the queue for ``worker_ttl - 15`` s between maintenance checks."""
+        return self.maintenance + 15
+
+    @property
+    def max_silence(self) -> int:
+        """Seconds without a heartbeat after which a worker's record counts as dead (RQ expires it then)."""
+        return self.worker_ttl + 60
 
 
 class SaddleLabWorker(Worker):
     heartbeat_grace = 10
+    stop_redis_wait = 10.0
+    #: time.monotonic() of the first stop request (SIGTERM/SIGINT), None while none came.
+    stop_requested_at: float | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_requested_at is not None
+
+    def note_stop_request(self) -> None:
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        # RQ ends the loop of an idle worker by raising StopRequested without recording why; serve() must
+        # tell a stop from a loop that ended because Redis went away (which it starts again).
+        self.note_stop_request()
+        try:
+            super().request_stop(signum, frame)
+        except (*UNREACHABLE, redis.exceptions.ResponseError) as exc:
+            # A busy worker records the request in Redis first; Redis being away must not turn the warm
+            # stop into a crash that kills the line mid-point.
+            if not is_transient(exc):
+                raise
+            if not self.horse_pid:
+                raise StopRequested() from exc
+            self._stop_requested = True
+
+    def serialize(self) -> dict:
+        # The process's start time makes the record verifiable: a record whose PID now belongs to another
+        # process (or to none) is a dead worker's, whatever its last heartbeat says.
+        started = process_start(self.pid)
+        return {**super().serialize(), **({PROCESS_START_FIELD: started} if started else {})}
 
     def get_heartbeat_ttl(self, job: Any, working_time: float = 0.0) -> int:
         """How long the running line stays registered without a heartbeat (RQ adds 60 s here)."""
@@ -85,6 +136,8 @@ class SaddleLabWorker(Worker):
                 os.kill(self.horse_pid, signal.SIGUSR1)
 
     def main_work_horse(self, job: Any, queue: Queue) -> None:
+        from service.jobs import task
+
         _die_with_parent(self.pid)
         signal.signal(signal.SIGUSR1, lambda *_: task.HANDOFF.set())
         memory = get_settings().max_solve_memory_bytes
@@ -109,6 +162,13 @@ class SaddleLabWorker(Worker):
             if not is_transient(exc):
                 raise
             self.log.warning("Worker %s: heartbeat of the running line not sent (%s)", self.name, exc)
+            waited = time.monotonic() - self.stop_requested_at if self.stop_requested_at is not None else 0.0
+            if waited > self.stop_redis_wait and self.horse_pid:
+                # Stopping, and the line cannot hand itself back: Redis is gone (the whole lab is being
+                # stopped). The line resumes from its stored points once Redis is back (abandoned-line path).
+                self.log.warning("Worker %s: stopping and Redis unreachable for %.0f s: ending the running line",
+                                 self.name, waited)
+                self.kill_horse()
 
 
 def _die_with_parent(parent: int | None) -> None:
@@ -124,16 +184,15 @@ def _die_with_parent(parent: int | None) -> None:
         os._exit(1)
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}.{os.getpid()}"
-
-
 def connect(url: str) -> redis.Redis:
-    # No socket timeout: the worker blocks on the queue, RQ sizes its own timeouts.
-    return redis.Redis.from_url(url, health_check_interval=30)
+    # No socket (read) timeout: the worker blocks on the queue, RQ sizes its own timeouts. A connect timeout
+    # keeps a stopping worker from hanging on a Redis host that no longer answers.
+    return redis.Redis.from_url(url, health_check_interval=30, socket_connect_timeout=5)
 
 
 def build_worker(url: str, knobs: WorkerSettings | None = None, name: str | None = None) -> SaddleLabWorker:
+    from service.jobs import rq_backend
+
     knobs = knobs or WorkerSettings()
     conn = connect(url)
     queue = Queue(rq_backend.QUEUE, connection=conn, serializer=JSONSerializer)
@@ -144,15 +203,16 @@ def build_worker(url: str, knobs: WorkerSettings | None = None, name: str | None
         serializer=JSONSerializer,
         job_monitoring_interval=knobs.heartbeat,
         maintenance_interval=knobs.maintenance,
-        # RQ blocks on the queue for worker_ttl - 15 s between maintenance checks.
-        worker_ttl=knobs.maintenance + 15,
+        worker_ttl=knobs.worker_ttl,
     )
     worker.heartbeat_grace = knobs.heartbeat_grace
+    worker.stop_redis_wait = knobs.stop_redis_wait
     return worker
 
 
 def preload() -> None:
-    """Import the engine and every theory once, so each forked work horse starts warm."""
+    """Import the job tasks, the engine and every theory once, so each forked work horse starts warm."""
+    import service.jobs.task  # noqa: F401
     from solvers.theories import registry
 
     try:
@@ -196,8 +256,29 @@ def _wait_for_horse(worker: SaddleLabWorker) -> None:
         worker._horse_pid = 0
 
 
+def _stop_between_loops(worker: SaddleLabWorker) -> None:
+    """Outside RQ's loop (waiting for Redis, for a horse left running) SIGTERM/SIGINT still stop the worker: a
+    running line is told to hand itself back and awaited, otherwise the wait ends at once."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        worker.note_stop_request()
+        if worker.horse_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.horse_pid, signal.SIGUSR1)
+            return
+        raise StopRequested()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+
+
+def _stop_before_start(signum: int, frame: FrameType | None) -> None:
+    raise StopRequested()
+
+
 def serve(worker: SaddleLabWorker, burst: bool = False) -> int:
-    """RQ's loop, started again (same worker, same name) whenever it ends because Redis went away or filled up.
+    """RQ's loop, started again (same worker, same name) whenever it ends because Redis went away or filled up;
+    0 once the worker was asked to stop (or, in burst mode, ran out of work).
 
     A loop that keeps ending at once is started again after a growing pause (bounded), so that a
     persistent fault is logged, not spun on.
@@ -213,51 +294,55 @@ def serve(worker: SaddleLabWorker, burst: bool = False) -> int:
                 if not is_transient(exc):
                     raise
                 crashed = exc
-            if worker._stop_requested or (burst and crashed is None):
+            finally:
+                _stop_between_loops(worker)
+            if worker.stopping or (burst and crashed is None):
+                _wait_for_horse(worker)
                 return 0
             log.warning("worker %s: its loop ended (%s); starting it again once Redis is usable", worker.name,
                         crashed or "see the log above")
             _wait_for_horse(worker)
+            if worker.stopping:
+                return 0
             pause = RECONNECT_FIRST if time.monotonic() - started > 60 else min(pause * 2, RECONNECT_MAX)
             time.sleep(pause)
             wait_for_redis(worker.connection)
             # The loop registers the worker again; a record left without a death mark (Redis lost it) is cleared.
             with contextlib.suppress(*UNREACHABLE, redis.exceptions.ResponseError):
                 worker.connection.delete(worker.key)
-    except StopRequested:  # SIGTERM while waiting for Redis
+    except StopRequested:  # asked to stop outside RQ's loop, e.g. while waiting for Redis
+        with contextlib.suppress(*UNREACHABLE, redis.exceptions.ResponseError):
+            if worker.connection.exists(worker.key):
+                worker.register_death()
         return 0
-
-
-def check(url: str) -> int:
-    """Container healthcheck: a worker of this host is registered and has sent a recent heartbeat."""
-    conn = connect(url)
-    host = socket.gethostname() + "."
-    now = datetime.now(UTC)
-    for w in Worker.all(connection=conn, serializer=JSONSerializer):
-        if not w.name.startswith(host) or w.last_heartbeat is None:
-            continue
-        beat = w.last_heartbeat if w.last_heartbeat.tzinfo else w.last_heartbeat.replace(tzinfo=UTC)
-        if (now - beat).total_seconds() <= w.worker_ttl + 60:
-            return 0
-    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.worker", description=__doc__.split("\n")[0])
     parser.add_argument("--url", default=None, help="Redis URL (default: $REDIS_URL)")
-    parser.add_argument("--name", default=None, help="worker name (default: <host>.<pid>)")
+    parser.add_argument("--name", default=None, help="worker name (default: <host>.<pid>.<random>)")
     parser.add_argument("--burst", action="store_true", help="quit when the queue is empty")
-    parser.add_argument("--check", action="store_true", help="healthcheck: exit 0 if a worker of this host is alive")
+    parser.add_argument("--check", action="store_true",
+                        help="healthcheck: exit 0 if a worker process of this host is alive and registered")
     args = parser.parse_args(argv)
     url = args.url or get_settings().redis_url
     if not url:
         parser.error("no Redis: set REDIS_URL or pass --url")
     if args.check:
-        return check(url)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    preload()
-    worker = build_worker(url, name=args.name)
-    return serve(worker, burst=args.burst)
+        return check(url, WorkerSettings().max_silence)
+    # A stop requested while the theories load (seconds) ends the worker cleanly too; RQ's loop installs
+    # its own handlers once it runs.
+    signal.signal(signal.SIGTERM, _stop_before_start)
+    signal.signal(signal.SIGINT, _stop_before_start)
+    try:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        preload()
+        worker = build_worker(url, name=args.name)
+    except StopRequested:
+        return 0
+    status = serve(worker, burst=args.burst)
+    log.info("worker %s: stopped", worker.name)
+    return status
 
 
 if __name__ == "__main__":

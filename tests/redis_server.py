@@ -57,28 +57,36 @@ class RedisServer:
 
 
 def start_redis(port: int | None = None, workdir: str | None = None, options: tuple[str, ...] = ()) -> RedisServer:
-    """``options`` override the defaults (no persistence), e.g. ``("--appendonly", "yes")``."""
+    """``options`` override the defaults (no persistence), e.g. ``("--appendonly", "yes")``.
+
+    Without ``port``, a free one is chosen; if another process takes it first (test processes run side by side
+    under pytest-xdist), the server is started again on another."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not installed (the test command installs it from Debian's packages)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    port = port or free_port()
     workdir = workdir or tempfile.mkdtemp(prefix="saddlelab-redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--protected-mode", "no", *options],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            if client.ping():
-                return RedisServer(port, proc, workdir, tuple(options))
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.05)
-    proc.kill()
+    for _ in range(1 if port else 5):
+        chosen = port or free_port()
+        proc = subprocess.Popen(
+            [binary, "--port", str(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", workdir, "--protected-mode", "no", *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=chosen)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                # The answer must come from this server, not from another one that holds the port.
+                if client.info("server")["process_id"] == proc.pid:
+                    return RedisServer(chosen, proc, workdir, tuple(options))
+                break
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     pytest.fail("redis-server did not start")

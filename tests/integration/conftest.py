@@ -43,17 +43,20 @@ def app_settings(redis_url: str | None, **kw: Any) -> Settings:
 
 
 class WorkerProcess:
-    """One ``python -m service.worker`` subprocess in its own process group (test signals stay out)."""
+    """One ``python -m service.worker`` subprocess in its own process group (test signals stay out).
 
-    def __init__(self, redis_url: str, name: str, log_dir: Path, env: dict[str, str] | None = None):
+    ``name=None``: the worker names itself (``<host>.<pid>.<random>``), as in production; ``self.name`` is then
+    known once it has registered."""
+
+    def __init__(self, redis_url: str, name: str | None, log_dir: Path, env: dict[str, str] | None = None):
         self.name = name
         self.redis_url = redis_url
-        self.log_path = log_dir / f"worker-{name}.log"
+        self.log_path = log_dir / f"worker-{name or 'unnamed'}-{len(list(log_dir.glob('worker-*')))}.log"
         env = {**os.environ, "REDIS_URL": redis_url, "PYTHONWARNINGS": "ignore", **FAST_WORKER_ENV, **(env or {})}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self._log = open(self.log_path, "w")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service.worker", "--name", name],
+            [sys.executable, "-m", "service.worker", *(["--name", name] if name else [])],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
@@ -61,13 +64,15 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def wait_registered(self, client: Any, timeout: float = 30) -> None:
+    def wait_registered(self, client: Any, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"worker {self.name} exited early:\n{self.log()}")
-            if any(w.name == self.name for w in Worker.all(connection=client, serializer=JSONSerializer)):
-                return
+            for w in Worker.all(connection=client, serializer=JSONSerializer):
+                if w.name == self.name or (self.name is None and w.pid == self.pid):
+                    self.name = w.name
+                    return
             time.sleep(0.1)
         raise AssertionError(f"worker {self.name} did not register:\n{self.log()}")
 
@@ -87,12 +92,12 @@ class WorkerProcess:
 
 
 @pytest.fixture()
-def start_worker(fresh_redis: RedisServer, tmp_path: Path) -> Iterator[Callable[[str], WorkerProcess]]:
+def start_worker(fresh_redis: RedisServer, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     """Factory: start a registered worker on the test Redis; every worker is killed at the end."""
     started: list[WorkerProcess] = []
     client = fresh_redis.client()
 
-    def start(name: str) -> WorkerProcess:
+    def start(name: str | None) -> WorkerProcess:
         w = WorkerProcess(fresh_redis.url, name, tmp_path)
         started.append(w)
         w.wait_registered(client)
@@ -123,8 +128,9 @@ def job_of(client: TestClient, job_id: str, detail: bool = False) -> dict[str, A
 
 
 def wait_until(
-    client: TestClient, job_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 90, detail: bool = False
+    client: TestClient, job_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 300, detail: bool = False
 ) -> dict[str, Any]:
+    """Poll the job until ``done``; ``timeout`` only guards against a hang (generous: a loaded machine is slow)."""
     deadline = time.monotonic() + timeout
     while True:
         r = client.get(f"/v1/jobs/{job_id}", params={"detail": "true"} if detail else None)
@@ -143,7 +149,7 @@ def wait_until(
         time.sleep(0.1)
 
 
-def wait_finished(client: TestClient, job_id: str, timeout: float = 90) -> dict[str, Any]:
+def wait_finished(client: TestClient, job_id: str, timeout: float = 300) -> dict[str, Any]:
     return wait_until(client, job_id, lambda b: b["status"] in TERMINAL, timeout)
 
 

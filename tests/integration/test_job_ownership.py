@@ -42,7 +42,7 @@ def _status(c: TestClient, job_id: str, who: dict, **params) -> dict:
     return r.json()
 
 
-def _wait(c: TestClient, job_id: str, who: dict, done, timeout: float = 60) -> dict:
+def _wait(c: TestClient, job_id: str, who: dict, done, timeout: float = 300) -> dict:
     deadline = time.monotonic() + timeout
     while True:
         body = _status(c, job_id, who)

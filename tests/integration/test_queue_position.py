@@ -18,5 +18,5 @@ def test_queued_jobs_report_their_place_in_the_queue(api: TestClient, start_work
     assert [job_of(api, j)["queue_position"] for j in ids] == [0, 1, 2, 3]
     start_worker("w1")
     for j in ids:
-        assert wait_finished(api, j, timeout=60)["status"] == "finished"
+        assert wait_finished(api, j, timeout=180)["status"] == "finished"
         assert job_of(api, j)["queue_position"] is None

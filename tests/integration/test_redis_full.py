@@ -122,14 +122,14 @@ def test_a_job_that_cannot_store_its_points_fails_visibly_and_the_worker_lives_o
             wait_job(c, job_id, lambda b: b["progress"]["done"] >= 30)
             # Redis fills up with the job's own points: a cap just above what it holds now.
             r.config_set("maxmemory", int(r.info("memory")["used_memory"]) + 32 * 1024)
-            job = wait_finished(c, job_id, timeout=60)
+            job = wait_finished(c, job_id, timeout=180)
             assert job["status"] == "failed", job
             assert "Redis is full" in job["error"] and "points were dropped" in job["error"]
             assert worker.proc.poll() is None, worker.log()
             r.config_set("maxmemory", 0)
             # The same worker process takes the next job.
             small = c.post("/v1/sweeps", json={**sweep_request(5), "model": {**POTENTIAL, "u": 25.0}}).json()
-            assert wait_finished(c, small["job_id"], timeout=90)["status"] == "finished", worker.log()
+            assert wait_finished(c, small["job_id"], timeout=180)["status"] == "finished", worker.log()
             assert [e["worker"] for e in events(c, small["job_id"], "completed")] == ["w1"]
             assert worker.proc.poll() is None
     finally:

@@ -58,7 +58,7 @@ def test_the_worker_outlives_a_redis_crash_and_the_sweep_finishes(tmp_path: Path
             assert len(events(api, job_id, "started")) == 1
             # ... and it goes on taking new work.
             again = api.post("/v1/sweeps", json=sweep_request(5)).json()["job_id"]
-            assert wait_finished(api, again, timeout=60)["status"] == "finished"
+            assert wait_finished(api, again, timeout=180)["status"] == "finished"
     finally:
         if worker is not None:
             worker.stop()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 
 import numpy as np
 import pytest
@@ -104,17 +102,6 @@ def test_grid_sweep_on_the_worker_matches_the_continuation(api: TestClient, star
     assert grid["status"] == "finished" and grid["progress"]["done"] == 21
     first = [t for t in grid["result"]["transitions"] if t["kind"] == "first_order"]
     assert len(first) == 1 and first[0]["parameter"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
-
-
-def test_worker_healthcheck_sees_a_live_worker_of_this_host(fresh_redis, start_worker) -> None:
-    from service.worker import check
-
-    assert check(fresh_redis.url) == 1  # no worker yet
-    w = start_worker(f"{socket.gethostname()}.{os.getpid()}")
-    assert check(fresh_redis.url) == 0
-    w.stop()
-    fresh_redis.client().delete(*fresh_redis.client().keys("rq:worker*"))
-    assert check(fresh_redis.url) == 1
 
 
 def test_a_line_that_raises_fails_its_job_with_the_reason(api: TestClient, start_worker, fresh_redis) -> None:

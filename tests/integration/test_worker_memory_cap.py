@@ -22,10 +22,10 @@ def test_a_line_beyond_the_workers_memory_cap_fails_its_job(api: TestClient, fre
         worker.wait_registered(fresh_redis.client())
         sweep = {"model": HUNGRY, "parameter": "T", "values": [0.1, 0.2]}
         job_id = api.post("/v1/sweeps", json=sweep).json()["job_id"]
-        job = wait_finished(api, job_id, timeout=60)
+        job = wait_finished(api, job_id, timeout=180)
         assert job["status"] == "failed" and "MemoryError" in job["error"], job
         small = api.post("/v1/sweeps", json=sweep_request(5)).json()["job_id"]
-        assert wait_finished(api, small, timeout=60)["status"] == "finished"
+        assert wait_finished(api, small, timeout=180)["status"] == "finished"
         assert [e["worker"] for e in events(api, small, "completed")] == ["capped"]
     finally:
         worker.stop()

@@ -182,12 +182,97 @@ def test_grace_period_outlasts_one_sweep_point(compose) -> None:
     assert seconds(compose["services"]["api"]["stop_grace_period"]) > 0
 
 
+def dockerfile() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions in order, as (INSTRUCTION, arguments), continuation lines joined."""
+    text = re.sub(r"\\\n", " ", (ROOT / "Dockerfile").read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            op, _, args = line.partition(" ")
+            out.append((op.upper(), " ".join(args.split())))
+    return out
+
+
+def _index(steps: list[tuple[str, str]], op: str, pattern: str) -> int:
+    found = [i for i, (o, a) in enumerate(steps) if o == op and re.search(pattern, a)]
+    assert len(found) == 1, f"expected one {op} matching {pattern!r}, found {len(found)}"
+    return found[0]
+
+
 def test_dockerfile_installs_the_packages_the_services_run() -> None:
-    text = (ROOT / "Dockerfile").read_text()
-    base = re.search(r"^FROM\s+(\S+)", text, re.M)
-    assert base and re.match(r"python:3\.11\.\d+", base.group(1)), "pin the Python image"
+    steps = dockerfile()
+    assert steps[0][0] == "FROM" and re.match(r"python:3\.11\.\d+", steps[0][1]), "pin the Python image"
     for pkg in ("solvers", "service", "clients"):
-        assert re.search(rf"^COPY\s+{pkg}\s", text, re.M), pkg
-    assert "pip install" in text and re.search(r"^USER\s+(?!root)", text, re.M)
-    ignored = (ROOT / ".dockerignore").read_text().split()
-    assert {".venv", ".git", "tests"} <= set(ignored)
+        _index(steps, "COPY", rf"^{pkg} \./{pkg}$")
+    assert ("WORKDIR", "/app") in steps
+    env = " ".join(a for o, a in steps if o == "ENV")
+    assert re.search(r"\bPYTHONPATH=/app\b", env), "the code runs from /app, where it was copied"
+    assert any(o == "USER" and a not in ("root", "0") for o, a in steps)
+    ignored = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if not ln.startswith("#")}
+    assert {".venv", ".git", "tests", "*.egg-info", "build"} <= ignored
+    assert "requirements.lock" not in ignored
+
+
+def test_dependencies_are_a_layer_of_their_own_below_the_code() -> None:
+    """A code edit must not invalidate the dependency layer: only the lock file is copied before the install,
+    the install takes exactly the lock's versions, and the code comes after it."""
+    steps = dockerfile()
+    lock = _index(steps, "COPY", r"^requirements\.lock ")
+    install = _index(steps, "RUN", r"pip install")
+    assert lock < install
+    assert re.search(r"pip install --no-deps -r requirements\.lock\b", steps[install][1]), steps[install][1]
+    code = [i for i, (o, a) in enumerate(steps) if o in ("COPY", "ADD") and i != lock]
+    assert code and min(code) > install, "the code is copied after the dependencies are installed"
+    # The project itself is never pip-installed: its code exists once, in /app (no copy in site-packages,
+    # no build/ or *.egg-info left in the image).
+    for o, a in steps:
+        if o == "RUN" and "pip install" in a:
+            assert not re.search(r"pip install[^&|;]*(\s\.(\s|\[|$)|\s-e\s)", a), a
+
+
+def test_the_lock_pins_every_dependency_the_image_needs() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    lines = [ln for ln in (ROOT / "requirements.lock").read_text().splitlines() if ln and not ln.startswith("#")]
+    pins: dict[str, str] = {}
+    for line in lines:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+)", line)
+        assert m, f"requirements.lock: not an exact pin: {line!r}"
+        pins[re.sub(r"[-_.]+", "-", m.group(1).lower())] = m.group(2)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for text in [*project["dependencies"], *project["optional-dependencies"]["client"]]:
+        req = Requirement(text)
+        name = re.sub(r"[-_.]+", "-", req.name.lower())
+        assert name in pins, f"{req.name} is a dependency but not in requirements.lock: run scripts/lock.sh"
+        assert req.specifier.contains(pins[name], prereleases=True), (
+            f"requirements.lock pins {req.name}=={pins[name]}, outside {req.specifier}: run scripts/lock.sh")
+    assert "saddlelab" not in pins
+    lock_script = ROOT / "scripts" / "lock.sh"
+    assert lock_script.stat().st_mode & 0o111 and "requirements.lock" in lock_script.read_text()
+
+
+def test_one_image_is_built_once_for_the_api_and_the_workers(compose) -> None:
+    services = compose["services"]
+    builders = [name for name, svc in services.items() if "build" in svc]
+    assert builders == ["api"], "exactly one service builds the image (two builds export two images)"
+    assert services["worker"]["image"] == services["api"]["image"]
+    # The image exists on no registry: a worker must never try to pull it.
+    assert services["worker"]["pull_policy"] == "never"
+
+
+def test_the_jax_compilation_cache_is_on_a_shared_volume(compose) -> None:
+    env = dict(a.split("=", 1) for o, args in dockerfile() if o == "ENV" for a in args.split())
+    cache = Path(env["SADDLELAB_JAX_CACHE_DIR"])
+    assert any(o == "RUN" and f"mkdir -p {cache}" in a for o, a in dockerfile()), "the image creates the cache"
+    mounts = {}
+    for name in ("api", "worker"):
+        assert "SADDLELAB_JAX_CACHE_DIR" not in compose["services"][name]["environment"], "one source: the image"
+        for volume in compose["services"][name]["volumes"]:
+            source, target = volume.split(":")[:2]
+            if cache == Path(target) or Path(target) in cache.parents:
+                mounts[name] = source
+    assert mounts.get("api") and mounts.get("api") == mounts.get("worker"), mounts
+    assert mounts["api"] in compose["volumes"], "a named volume, kept when containers are recreated"

@@ -47,7 +47,8 @@ def test_a_spec_that_needs_more_memory_than_allowed_is_refused_before_anything_i
     with TestClient(create_app(settings())) as c:  # the default cap: 4 GiB
         t0 = time.monotonic()
         r = c.post("/v1/solve", json={"model": issue})
-        assert time.monotonic() - t0 < 2  # refused from the estimate, not after trying
+        # Refused from the estimate, not after trying (which allocates gigabytes and computes for minutes).
+        assert time.monotonic() - t0 < 10
         assert r.status_code == 422, r.text
         (err,) = r.json()["detail"]
         assert err["loc"] == ["body", "model", "data", "teacher", "N0"]

@@ -1,7 +1,12 @@
-"""A live server (``python -m service``) under mixed load answers ``/healthz`` within a second and never with a 5xx.
+"""A live server (``python -m service``) under mixed load answers every ``/healthz`` probe, never waits with it
+behind the load, and never answers anything with a 5xx.
 
-The load: cold solves that each take seconds (large kernels), a sweep and a phase diagram on the embedded
-executor, and clients hammering a cached solve, all at once, for a bounded time.
+The load: cold solves that each take seconds (large kernels; three clients for two solve processes, so one
+always waits for a slot), a sweep and a phase diagram on the embedded executor, and clients hammering a cached
+solve, all at once, until a fixed number of probes is done. What is checked is behaviour, not the machine's
+speed: a probe never takes as long as the quickest cold solve of the same run (a probe queued behind the solves
+would), and the probes ran while cold solves were in flight. The speed itself (p50/p99 of ``/healthz`` under
+this load) is measured by ``benchmarks/load.py --scenario mixed``.
 """
 
 from __future__ import annotations
@@ -21,12 +26,13 @@ from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 POTENTIAL = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3, "u": 29.45}
-SECONDS = 8.0
+#: Probes of /healthz, 50 ms apart; the load runs until they are done.
+PROBES = 20
 
 
 def cold(seed: int) -> dict:
     return {"theory": "kernel_renormalization", "N1": 200, "T": 0.1,
-            "data": {"kind": "teacher", "P": 1500, "P_test": 500, "N0": 300, "seed": seed}}
+            "data": {"kind": "teacher", "P": 1000, "P_test": 300, "N0": 200, "seed": seed}}
 
 
 @pytest.fixture()
@@ -57,10 +63,11 @@ def server(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_healthz_stays_fast_under_mixed_load(server: str) -> None:
-    stop = time.monotonic() + SECONDS
+def test_healthz_never_waits_behind_mixed_load(server: str) -> None:
+    done = threading.Event()
     errors: list[str] = []
-    health: list[float] = []
+    health: list[tuple[float, float]] = []  # (start, end) of each probe
+    solves: list[tuple[float, float]] = []  # (start, end) of each cold solve
     lock = threading.Lock()
 
     def note(r: httpx.Response) -> None:
@@ -69,41 +76,59 @@ def test_healthz_stays_fast_under_mixed_load(server: str) -> None:
                 errors.append(f"{r.status_code} {r.request.url.path}: {r.text[:200]}")
 
     def cold_solves(first: int) -> None:
-        with httpx.Client(base_url=server, timeout=120) as c:
+        with httpx.Client(base_url=server, timeout=300) as c:
             seed = first
-            while time.monotonic() < stop:
-                note(c.post("/v1/solve", json={"model": cold(seed)}))
+            while not done.is_set():
+                t0 = time.perf_counter()
+                r = c.post("/v1/solve", json={"model": cold(seed)})
+                with lock:
+                    solves.append((t0, time.perf_counter()))
+                note(r)
                 seed += 10
 
     def cached_solves() -> None:
-        with httpx.Client(base_url=server, timeout=30) as c:
-            while time.monotonic() < stop:
+        with httpx.Client(base_url=server, timeout=60) as c:
+            while not done.is_set():
                 note(c.post("/v1/solve", json={"model": POTENTIAL}))
 
     def probe() -> None:
-        with httpx.Client(base_url=server, timeout=10) as c:
-            while time.monotonic() < stop:
-                t0 = time.perf_counter()
-                r = c.get("/healthz")
-                with lock:
-                    health.append(time.perf_counter() - t0)
-                note(r)
-                time.sleep(0.05)
+        try:
+            with httpx.Client(base_url=server, timeout=60) as c:
+                for _ in range(PROBES):
+                    t0 = time.perf_counter()
+                    r = c.get("/healthz")
+                    with lock:
+                        health.append((t0, time.perf_counter()))
+                    note(r)
+                    if r.status_code != 200:
+                        errors.append(f"/healthz answered {r.status_code}")
+                    time.sleep(0.05)
+        finally:
+            done.set()
 
-    with httpx.Client(base_url=server, timeout=30) as c:
+    with httpx.Client(base_url=server, timeout=60) as c:
         c.post("/v1/solve", json={"model": POTENTIAL}).raise_for_status()
         for body in ({"model": {**POTENTIAL, "D": 150.0}, "parameter": "u",
                       "values": {"start": 20, "stop": 40, "num": 1500}},
                      {"model": POTENTIAL, "parameter": ["b", "u"],
                       "values": [[0.25, 0.3, 0.33], {"start": 20, "stop": 40, "num": 200}]}):
             assert c.post("/v1/sweeps", json=body).status_code == 202
-    threads = [threading.Thread(target=cold_solves, args=(i,)) for i in range(3)]
-    threads += [threading.Thread(target=cached_solves) for _ in range(4)]
-    threads.append(threading.Thread(target=probe))
-    for t in threads:
+    load = [threading.Thread(target=cold_solves, args=(i,)) for i in range(3)]
+    load += [threading.Thread(target=cached_solves) for _ in range(4)]
+    for t in load:
         t.start()
-    for t in threads:
-        t.join(180)
+    prober = threading.Thread(target=probe)
+    prober.start()
+    prober.join(600)
+    for t in load:
+        t.join(600)
     assert not errors, errors
-    assert len(health) > 20
-    assert max(health) < 1.0, sorted(health)[-5:]
+    assert len(health) == PROBES
+    latency = [end - start for start, end in health]
+    quickest = min(end - start for start, end in solves)
+    # A probe that waited for a solve slot (or for the event loop behind a solve) would take about as long as a
+    # solve: every probe must take less than the quickest solve of this run, whatever the machine's speed.
+    assert max(latency) < quickest, (sorted(latency)[-3:], quickest)
+    # ... and the probes did run under the load: each of them while some cold solve was in flight.
+    under_load = [p for p in health if any(s0 < p[0] and p[1] < s1 for s0, s1 in solves)]
+    assert len(under_load) >= PROBES // 2, (len(under_load), PROBES)

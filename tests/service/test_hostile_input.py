@@ -163,7 +163,8 @@ def test_a_grid_is_refused_before_it_is_expanded(c: TestClient) -> None:
     t0 = time.monotonic()
     r = c.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": ["b", "u"], "values": [huge, huge]}, headers=H)
     assert r.status_code == 422 and "max_sweep_points" in r.text
-    assert time.monotonic() - t0 < 1
+    # Expanding 10^24 values would never end: a bound far above any machine's refusal time tells them apart.
+    assert time.monotonic() - t0 < 10
 
 
 @pytest.mark.parametrize(("method", "path", "headers"), [

@@ -33,7 +33,7 @@ def status(c: TestClient, job_id: str, who: dict, detail: bool = False) -> dict:
     return r.json()
 
 
-def wait(c: TestClient, job_id: str, who: dict, done, timeout: float = 60) -> dict:
+def wait(c: TestClient, job_id: str, who: dict, done, timeout: float = 300) -> dict:
     deadline = time.monotonic() + timeout
     while True:
         body = status(c, job_id, who)
