@@ -41,13 +41,21 @@ def _check_values(
     value is checked against the field alone. The first bad value is named by its index.
     """
     cls = type(model)
-    adapter = _field_adapter(cls, parameter)
-    for i, v in enumerate(values):
-        try:
-            adapter.validate_python(v, strict=False)
-        except ValidationError as exc:
-            raise relocate(exc, [*loc, i]) from None
     base = model.model_dump()
+    if parameter in cls.model_fields:
+        adapter = _field_adapter(cls, parameter)
+        for i, v in enumerate(values):
+            try:
+                adapter.validate_python(v, strict=False)
+            except ValidationError as exc:
+                raise relocate(exc, [*loc, i]) from None
+    else:
+        # a derived parameter (rubin_cavity's u, which sets T): only the whole spec can judge a value
+        for i, v in enumerate(values):
+            try:
+                cls.model_validate({**base, parameter: v}, strict=False)
+            except ValidationError as exc:
+                raise relocate(exc, [*loc, i]) from None
     for i in sorted({int(np.argmin(values)), int(np.argmax(values))}):
         try:
             at = cls.model_validate({**base, parameter: values[i]}, strict=False)
