@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from service.serialize import branch_tables
 from solvers.core.options import SolverOptions
 from solvers.numerics.hermite import gauss_legendre_halflines
 from solvers.theories import get
@@ -126,7 +127,7 @@ def specialised_eps(prefactors: str) -> float:
     spec = THEORY.spec_model.model_validate({**PREFACTOR_SPEC, "alpha": 8.0, "prefactors": prefactors})
     res = sweep_json(THEORY, spec, "alpha", [8.0, 6.0, 5.0, 4.0], "continuation", SolverOptions(quadrature_order=8))
     point = res["points"][-1]
-    return next(b["observables"]["generalization_error"] for b in point["branches"]
+    return next(branch_tables(point, b)[1]["generalization_error"] for b in point["branches"]
                 if b["name"] == "specialized" and b["stable"])
 
 

@@ -8,14 +8,20 @@ P, OP, OBS = ("parameters",), ("order_parameters",), ("observables",)
 
 WELL_COLUMNS = (
     Quantity("rho", r"$\rho$", "position of the stationary point"),
-    Quantity("depth", r"$\tilde U(\rho) - \tilde U(0)$", "value of the potential per D relative to ρ = 0"),
+    Quantity("depth", r"$\tilde U(0) - \tilde U(\rho)$", "how far the well lies below ρ = 0 (potential per D)"),
+    Quantity("f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$", "value of the potential per D relative to ρ = 0 (signed)"),
     Quantity("curvature", r"$\tilde U''(\rho)$", "curvature of the potential per D there"),
     Quantity("kind", r"$\mathrm{kind}$", "center or aligned"),
     Quantity("weight", r"$p_{\mathrm{well}}$", "probability of the basin under the finite-D law (with D)"),
     Quantity("mean_rho2", r"$\langle\rho^2\rangle_{\mathrm{well}}$", "E[ρ²] within the basin (with D)"),
 )
 WELLS = records("potential_wells", "well", WELL_COLUMNS, "one record per well of the potential")
-BARRIERS = records("barriers", "barrier", WELL_COLUMNS[:3], "one record per barrier between wells")
+BARRIER_COLUMNS = (
+    WELL_COLUMNS[0],
+    Quantity("height", r"$\tilde U(\rho) - \tilde U(0)$", "how far the barrier rises above ρ = 0 (potential per D)"),
+    *WELL_COLUMNS[2:4],
+)
+BARRIERS = records("barriers", "barrier", BARRIER_COLUMNS, "one record per barrier between wells")
 
 #: What the finite-D solution of the self-consistent mode reports again under ``finite_D``.
 FINITE_D_SAME = (
@@ -67,7 +73,12 @@ QUANTITIES = table(
     Quantity("center_curvature", r"$\tilde U''(0)$", "curvature of the potential per D at ρ = 0"),
     Quantity("depth_gap", r"$\Delta\tilde U$",
              "depth of the deepest aligned well relative to ρ = 0 (negative: below the centre)"),
-    Quantity("branch_depth", r"$\tilde U(\rho) - \tilde U(0)$", "depth of this branch's stationary point"),
+    Quantity("branch_depth", r"$\tilde U(0) - \tilde U(\rho)$",
+             "how far this branch's stationary point lies below ρ = 0 (a minimum; null at a maximum)"),
+    Quantity("branch_height", r"$\tilde U(\rho) - \tilde U(0)$",
+             "how far this branch's stationary point rises above ρ = 0 (a maximum; null at a minimum)"),
+    Quantity("branch_f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$",
+             "value of the potential per D at this branch's point relative to ρ = 0 (signed)"),
     Quantity("branch_curvature", r"$\tilde U''(\rho)$", "curvature of the potential at this branch's point"),
     Quantity("aligned_weight_scaled", r"$\omega\eta D$", "aligned mass times η D (finite as D → ∞)"),
     Quantity("learned_fraction_linear", "$1 - b$", "learned fraction of the linear target mode"),
