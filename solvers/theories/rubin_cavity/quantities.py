@@ -9,7 +9,7 @@ P, OP, OBS = ("parameters",), ("order_parameters",), ("observables",)
 WELL_COLUMNS = (
     Quantity("rho", r"$\rho$", "position of the stationary point"),
     Quantity("depth", r"$\tilde U(0) - \tilde U(\rho)$", "how far the well lies below ρ = 0 (potential per D)"),
-    Quantity("f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$", "value of the potential per D relative to ρ = 0 (signed)"),
+    Quantity("f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$", "potential per D relative to ρ = 0 (signed)"),
     Quantity("curvature", r"$\tilde U''(\rho)$", "curvature of the potential per D there"),
     Quantity("kind", r"$\mathrm{kind}$", "center or aligned"),
     Quantity("weight", r"$p_{\mathrm{well}}$", "probability of the basin under the finite-D law (with D)"),
