@@ -95,13 +95,17 @@ class Evaluator:
             return self._state[1]
         net = self.net(p)
         rho, w, wb, wc = self.law_rule(net, key[0], key[1])
-        (Kmat,) = kernels(self.geometry(net), rho, [w], net.sigma_a2)
-        Kmat[np.diag_indices_from(Kmat)] += net.T
-        chol = cho_factor(Kmat, lower=True, overwrite_a=True, check_finite=False)
-        rbar = net.T * cho_solve(chol, self.targets(net.epsilon), check_finite=False)
+        chol, rbar = self.regression(net, rho, w)
         st = State(np.array(key[:2]), rho, w, wb, wc, chol, rbar, self.proj @ rbar)
         self._state = (key, st)
         return st
+
+    def regression(self, net: Network, rho: np.ndarray, w: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The Cholesky factor of K + T I for the law on the nodes ``rho`` (weights ``w``) and r̄ = T (K + T I)⁻¹ y."""
+        (Kmat,) = kernels(self.geometry(net), rho, [w], net.sigma_a2)
+        Kmat[np.diag_indices_from(Kmat)] += net.T
+        chol = cho_factor(Kmat, lower=True, overwrite_a=True, check_finite=False)
+        return chol, net.T * cho_solve(chol, self.targets(net.epsilon), check_finite=False)
 
     def fixed_point(self, x: np.ndarray, p: float) -> np.ndarray:
         return self.state(x, p).G
