@@ -213,7 +213,8 @@ def test_analytic_jacobian_matches_finite_differences() -> None:
 
 
 def test_finite_d_closure_against_adaptive_quadrature() -> None:
-    """At the reported finite-D solution, M = η D ⟨A⟩ and m⊥ = η (4/π) σ_w² ⟨1/h⟩ by scipy's adaptive quad."""
+    """At the reported finite-D solution the learnabilities are those of M = η D ⟨A⟩ and m⊥ = η (4/π) σ_w² ⟨1/h⟩
+    computed by scipy's adaptive quad."""
     spec = _spec(T=0.16, D=60.0)
     cat = THEORY.solve(spec, OPTIONS)
     block = cat.notes.observables["finite_D"]
@@ -231,8 +232,8 @@ def test_finite_d_closure_against_adaptive_quadrature() -> None:
 
     A = [mean(lambda r, i=i, j=j: float(mode_matrix(r, 0.5)[i, j])) for i, j in ((0, 0), (0, 1), (1, 1))]
     inv_h = mean(lambda r: 1.0 / (1.0 + 2.0 * (0.5 + r * r)))
-    np.testing.assert_allclose(x[:3], net.n_eff * np.array(A), rtol=1e-7)
-    assert x[3] == pytest.approx(net.perpendicular_m(inv_h), rel=1e-9)
+    M = net.n_eff * np.array([[A[0], A[1]], [A[1], A[2]]])
+    np.testing.assert_allclose(x, Learnability.of(M, net.perpendicular_m(inv_h)).as_tuple(), rtol=1e-7)
     assert block["b"] < 1 and "tree_level" in block
 
 

@@ -21,7 +21,6 @@ from scipy.linalg import cho_solve
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.solve import solve_at
-from solvers.theories.rubin_cavity.common.closure import residual_coefficients
 from solvers.theories.rubin_cavity.common.erf_projections import SQRT6, h1, h3
 from solvers.theories.rubin_cavity.common.network import Network, NetworkAt
 from solvers.theories.rubin_cavity.common.tree_level_potential import TreeLevelPotential
@@ -31,9 +30,8 @@ from solvers.theories.rubin_cavity.finite_sample.evaluator import LAW_NODES, Eva
 from solvers.theories.rubin_cavity.finite_sample.kernel import gauss_rule
 from solvers.theories.rubin_cavity.self_consistent.quadrature import QuadratureRule, panel_count
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec
-from solvers.theories.rubin_cavity.tree_level.quadrature import masses
+from solvers.theories.rubin_cavity.tree_level.quadrature import masses, residual_of
 from solvers.theories.rubin_cavity.tree_level.quadrature import quadrature_problem as population_problem
-from solvers.theories.rubin_cavity.tree_level.saddle import matrix
 
 NAMES = ("b", "c", "l11", "l13", "l33", "l_perp")
 
@@ -91,12 +89,8 @@ class TreeLevelEvaluator(Evaluator):
 
 def population_start(net: Network, options: SolverOptions) -> np.ndarray:
     """The finite-D population solution at tree level, as (b, c, ℓ, ℓ⊥)."""
-    m = net.perpendicular_m(1.0 / (1.0 + 2.0 * net.sigma_w2))
-    x0 = np.array([m, 0.0, 0.0, m])
-    res = solve_at(population_problem(NetworkAt(net, None), panel_count(net, options.quadrature_order)), 0.0, x0,
-                   options.model_copy(update={"method": "newton"}))
-    x = res.x if res.converged else x0
-    M = matrix(x)
-    b, c = residual_coefficients(M, net.epsilon)
-    ell = Learnability.of(M, float(x[3]))
-    return np.array([b, c, *ell.as_tuple()])
+    problem = population_problem(NetworkAt(net, None), panel_count(net, options.quadrature_order))
+    x0 = problem.starts(0.0)["nngp"]
+    res = solve_at(problem, 0.0, x0, options.model_copy(update={"method": "newton"}))
+    ell = Learnability(*(float(v) for v in (res.x if res.converged else x0)))
+    return np.array([*residual_of(ell, net.epsilon), *ell.as_tuple()])

@@ -5,25 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.core.results import SolveResult
-from solvers.theories.rubin_cavity.common.closure import residual_coefficients
 from solvers.theories.rubin_cavity.common.network import Network
 from solvers.theories.rubin_cavity.common.variance_term import Learnability
 from solvers.theories.rubin_cavity.self_consistent.finite_d import FiniteDForm, law_block
-from solvers.theories.rubin_cavity.tree_level.quadrature import from_saddle, potential_at, quadrature_problem
+from solvers.theories.rubin_cavity.tree_level.quadrature import (
+    from_saddle,
+    potential_at,
+    quadrature_problem,
+    residual_of,
+)
 from solvers.theories.rubin_cavity.tree_level.report import tree_level_block
-from solvers.theories.rubin_cavity.tree_level.saddle import matrix
 
 
 def block(net: Network, result: SolveResult) -> dict[str, Any]:
-    M = matrix(result.x)
-    b, c = residual_coefficients(M, net.epsilon)
+    ell = Learnability(*(float(v) for v in result.x[:4]))
+    b, c = residual_of(ell, net.epsilon)
     pot = potential_at(net, result.x)
     out = law_block(net, b, c, result, lambda: pot)
     if result.converged:
         wells = out["potential_wells"]
         aligned = [w for w in wells if w["kind"] == "aligned"]
         rho = max(aligned, key=lambda w: w["weight"])["rho"] if aligned else 0.0
-        out["tree_level"] = tree_level_block(net, pot, Learnability.of(M, float(result.x[3])), rho)
+        out["tree_level"] = tree_level_block(net, pot, ell, rho)
     return out
 
 

@@ -59,7 +59,7 @@ def problem_on(
         # x + F(x) is the damped map: M ← M_new, ω ← clip(ω − Δ, 0, 1).
         fixed_point=guarded(lambda x, p: state(x, p).residual, (4,)),
         dim=4,
-        starts=lambda p: guesses(network_at(p)),
+        starts=lambda p: guesses(network_at(p), options),
         jacobian=guarded(lambda x, p: jacobian(network_at(p), x, state(x, p)), (4, 4)),
         stability=guarded_scalar(lambda x, p: saddle(x, p).margin),
         kind="saddle",

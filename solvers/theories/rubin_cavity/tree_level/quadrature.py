@@ -1,13 +1,15 @@
 """Tree level at finite D: the closure with p(ρ) ∝ exp(−D f(ρ)) integrated on the fixed rule of the cavity theory.
 
-The potential depends on the kernel through the learnabilities, so the unknowns are the kernel's numbers
-themselves, x = (M11, M13, M33, m⊥):
+The potential depends on the kernel through the learnabilities, so the unknowns are the learnabilities
+themselves, x = (ℓ11, ℓ13, ℓ33, ℓ⊥): with p ∝ exp(−D f(ρ; b, c, ℓ)),
 
-    M = η D ⟨A(ρ)⟩_p,   m⊥ = η (4/π) σ_w² ⟨1/h(ρ)⟩_p,   p ∝ exp(−D f(ρ; b, c, ℓ, ℓ⊥)),
+    M = η D ⟨A(ρ)⟩_p,   m⊥ = η (4/π) σ_w² ⟨1/h(ρ)⟩_p,   ℓ = M(I + M)⁻¹,   ℓ⊥ = m⊥/(1 + m⊥),
 
-with [b, √6 c] = (I + M)⁻¹ [1, √6 ε], ℓ = M(I + M)⁻¹, ℓ⊥ = m⊥/(1 + m⊥). The rule (nodes, A at the nodes) is
-the cavity theory's :class:`~..self_consistent.quadrature.QuadratureRule`: its a-priori support bound holds
-here too, since the variance term is non-negative.
+and the residual (b, c) follow from [b, √6 c] = (I + M)⁻¹ [1, √6 ε] = (I − ℓ)[1, √6 ε]. Learnabilities lie in
+[0, 1) however large the kernel (M = η D ⟨A⟩ reaches the thousands at large D once an aligned well is populated),
+which keeps Newton's steps well scaled. The rule (nodes, A at the nodes) is the cavity theory's
+:class:`~..self_consistent.quadrature.QuadratureRule`: its a-priori support bound holds here too, since the
+variance term is non-negative.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.core.problem import Problem
-from solvers.theories.rubin_cavity.common.closure import residual_coefficients
+from solvers.theories.rubin_cavity.common.erf_projections import SQRT6
 from solvers.theories.rubin_cavity.common.guards import guarded
 from solvers.theories.rubin_cavity.common.network import Network, NetworkAt
 from solvers.theories.rubin_cavity.common.tree_level_potential import TreeLevelPotential
@@ -23,14 +25,18 @@ from solvers.theories.rubin_cavity.common.variance_term import Learnability
 from solvers.theories.rubin_cavity.self_consistent.quadrature import QuadratureRule, RuleAt
 from solvers.theories.rubin_cavity.tree_level.saddle import matrix, nngp_start
 
-NAMES = ("M11", "M13", "M33", "m_perp")
+NAMES = ("l11", "l13", "l33", "l_perp")
+
+
+def residual_of(ell: Learnability, epsilon: float) -> tuple[float, float]:
+    """(b, c) from [b, √6 c] = (I − ℓ)[1, √6 ε]."""
+    return 1.0 - ell.l11 - ell.l13 * SQRT6 * epsilon, -ell.l13 / SQRT6 + (1.0 - ell.l33) * epsilon
 
 
 def potential_at(net: Network, x: np.ndarray) -> TreeLevelPotential:
-    """The tree-level potential of the kernel numbers x = (M11, M13, M33, m⊥)."""
-    M = matrix(x)
-    b, c = residual_coefficients(M, net.epsilon)
-    return net.tree_level(b, c, Learnability.of(M, float(x[3])))
+    """The tree-level potential of the learnabilities x = (ℓ11, ℓ13, ℓ33, ℓ⊥)."""
+    ell = Learnability(*(float(v) for v in x[:4]))
+    return net.tree_level(*residual_of(ell, net.epsilon), ell)
 
 
 def masses(pot: TreeLevelPotential, D: float, rule: QuadratureRule) -> np.ndarray:
@@ -41,20 +47,20 @@ def masses(pot: TreeLevelPotential, D: float, rule: QuadratureRule) -> np.ndarra
     return m / m.sum()
 
 
-def law(net: Network, rule: QuadratureRule, x: np.ndarray) -> np.ndarray:
-    return masses(potential_at(net, x), net.D, rule)
+def kernel_numbers(net: Network, rule: QuadratureRule, p: np.ndarray) -> tuple[np.ndarray, float]:
+    """M = η D ⟨A⟩ and m⊥ = η (4/π) σ_w² ⟨1/h⟩ under the masses ``p``."""
+    inverse_h = float(p @ (1.0 / (1.0 + 2.0 * (net.sigma_w2 + rule.rho**2))))
+    return net.n_eff * np.tensordot(p, rule.A, axes=1), net.perpendicular_m(inverse_h)
 
 
 def fixed_point(net: Network, rule: QuadratureRule, x: np.ndarray) -> np.ndarray:
-    p = law(net, rule, x)
-    M = net.n_eff * np.tensordot(p, rule.A, axes=1)
-    inverse_h = float(p @ (1.0 / (1.0 + 2.0 * (net.sigma_w2 + rule.rho**2))))
-    return np.array([M[0, 0], M[0, 1], M[1, 1], net.perpendicular_m(inverse_h)])
+    M, m_perp = kernel_numbers(net, rule, masses(potential_at(net, x), net.D, rule))
+    return np.array(Learnability.of(M, m_perp).as_tuple())
 
 
 def from_saddle(x: np.ndarray, net: Network) -> np.ndarray:
-    """A start from the D → ∞ saddle point (M of the saddle, m⊥ of the centre)."""
-    return np.array([x[0], x[1], x[2], nngp_start(net)[0]])
+    """A start from the D → ∞ saddle point (its M; m⊥ of the centre)."""
+    return np.array(Learnability.of(matrix(x), nngp_start(net)[0]).as_tuple())
 
 
 def quadrature_problem(network_at: NetworkAt, panels: int) -> Problem:
@@ -62,9 +68,8 @@ def quadrature_problem(network_at: NetworkAt, panels: int) -> Problem:
     rule_at = RuleAt(network_at, panels)
 
     def starts(p: float) -> dict[str, np.ndarray]:
-        net = network_at(p)
-        m = nngp_start(net)[0]
-        return {"nngp": np.array([m, 0.0, 0.0, m])}
+        m = nngp_start(network_at(p))[0]
+        return {"nngp": np.array(Learnability.of(np.diag([m, 0.0]), m).as_tuple())}
 
     return Problem(
         residual=None,
@@ -73,7 +78,8 @@ def quadrature_problem(network_at: NetworkAt, panels: int) -> Problem:
         starts=starts,
         kind="saddle",
         label=lambda x, p, start: "finite_D",
-        project=lambda x: np.array([max(x[0], 0.0), x[1], max(x[2], 0.0), max(x[3], 0.0)]),
+        project=lambda x: np.array([min(max(x[0], 0.0), 1.0), x[1], min(max(x[2], 0.0), 1.0),
+                                    min(max(x[3], 0.0), 1.0)]),
         scale=np.ones(4),
         names=NAMES,
     )

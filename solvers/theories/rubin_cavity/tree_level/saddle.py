@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import brentq
 
 from solvers.core.errors import is_numerical
+from solvers.core.newton import newton
+from solvers.core.options import SolverOptions
 from solvers.theories.rubin_cavity.common.closure import residual_coefficients
 from solvers.theories.rubin_cavity.common.erf_projections import FOUR_OVER_PI, mode_matrix_at
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES
 from solvers.theories.rubin_cavity.common.network import Network
 from solvers.theories.rubin_cavity.common.variance_term import Learnability
+from solvers.theories.rubin_cavity.self_consistent import saddle as cavity
 from solvers.theories.rubin_cavity.self_consistent.saddle import GAP_SCALE, MEMO_ENTRIES, SaddleState
 
 NAMES = ("M11", "M13", "M33", "omega")
@@ -147,15 +150,32 @@ def _gfl(net: Network) -> np.ndarray:
     return np.array([1.0 / b - 1.0, 0.0, 0.0, 0.0])
 
 
-def guesses(net: Network) -> dict[str, np.ndarray]:
-    """Named starts: the GFL state, the NNGP limit, a mixed and an aligned guess."""
-    gfl = gfl_start(net)
-    aligned = net.n_eff * mode_matrix_at(0.8, net.sigma_w2)
-    omega = 1.0 / max(net.n_eff, 1.0)
-    mixed = matrix(gfl[:3]) + omega * aligned
-    return {
-        "uninformative": gfl,
-        "nngp": nngp_start(net),
-        "mixed": np.array([mixed[0, 0], mixed[0, 1], mixed[1, 1], omega]),
-        "informative": np.array([aligned[0, 0], aligned[0, 1], aligned[1, 1], 1.0]),
-    }
+def mean_field_start(net: Network, options: SolverOptions) -> np.ndarray | None:
+    """(M, ω) of the cavity mean-field saddle point (κ = 0), solved by the engine's Newton from the cavity's GFL,
+    mixed and aligned starts; the tree level differs from it by O(κ). None when no start converges."""
+    mf = replace(net, treatment="cavity", scaling="mean_field")
+
+    def F(x: np.ndarray) -> np.ndarray:
+        st = cavity.evaluate(mf, x)
+        return np.array([st.b_new - x[0], st.c_new - x[1], -st.complementarity])
+
+    gfl = cavity.gfl_start(mf)
+    for x0 in (gfl, np.array([0.9 * gfl[0], 0.97 * net.epsilon, 1.0 / max(net.n_eff, 1.0)]),
+               np.array([0.05, 0.5 * net.epsilon, 1.0])):
+        res = newton(F, x0, options, jacobian=lambda x: cavity.jacobian(mf, x),
+                     project=lambda x: np.array([max(x[0], 1e-12), x[1], min(max(x[2], 0.0), 1.0)]))
+        if res.converged:
+            st = cavity.evaluate(mf, res.x)
+            return np.array([st.M[0, 0], st.M[0, 1], st.M[1, 1], st.omega])
+    return None
+
+
+def guesses(net: Network, options: SolverOptions) -> dict[str, np.ndarray]:
+    """Named starts: the GFL state in closed form, and the mean-field solution (the tree level without its
+    variance term). The NNGP limit is where the annealing in χ starts (:mod:`.annealing`); as a start at the
+    spec's own χ it stalls on the complementarity's kinks once the aligned mass is large, so it is not one."""
+    out = {"uninformative": gfl_start(net)}
+    mf = mean_field_start(net, options)
+    if mf is not None:
+        out["mean_field"] = mf
+    return out

@@ -1,0 +1,107 @@
+"""Tables and the figure of :mod:`benchmarks.bench_rubin_cavity_network` from its stored results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAMES = {"mean_field": "mean field", "standard_cavity": "standard cavity", "tree_level": "tree level"}
+COLOURS = {"mean_field": "C0", "standard_cavity": "C3", "tree_level": "C2"}
+EPSILON = -0.3
+
+
+def _est(point: dict[str, Any], name: str) -> tuple[float, float]:
+    e = point["network"]["estimates"][name]
+    return e["mean"], e["stderr"]
+
+
+def _theory(point: dict[str, Any], block: str, name: str) -> dict[str, float]:
+    return {t: v[block][name] for t, v in point["theory"].items()}
+
+
+def closest(point: dict[str, Any], name: str, block: str, theory_name: str | None = None) -> str:
+    """The treatment nearest the network's estimate, and the gaps to every treatment in standard errors."""
+    mean, se = _est(point, name)
+    gaps = {t: (mean - v) / se for t, v in _theory(point, block, theory_name or name).items()}
+    best = min(gaps, key=lambda t: abs(gaps[t]))
+    return f"{NAMES[best]} ({', '.join(f'{g:+.0f}' for g in gaps.values())})"
+
+
+def table(stored: dict[str, Any]) -> str:
+    size = stored["sizes"]
+    head = (f"N = {size['N']}, P = {size['P']}, D = {size['D']}, s_a2 = {size['s_a2']:.4g} (α = β = "
+            f"{size['scale']:g}); treatments in the order mean field / standard cavity / tree level; gaps in "
+            "Monte-Carlo standard errors\n")
+    rows = [head, "Training set (network vs finite_sample on the same data):\n",
+            "| T | b network | b MF / std / TL | c network | c MF / std / TL | R network | R MF / std / TL | "
+            "closest in R (gaps) |", "|---|---|---|---|---|---|---|---|"]
+    for pt in stored["points"]:
+        cells = [f"{pt['T']:g}"]
+        for name in ("b", "c", "R"):
+            mean, se = _est(pt, name)
+            th = _theory(pt, "finite_sample", name)
+            digits = 5 if name == "R" else 4
+            cells += [f"{mean:.{digits}f} ± {se:.{digits}f}", " / ".join(f"{v:.{digits}f}" for v in th.values())]
+        cells.append(closest(pt, "R", "finite_sample"))
+        rows.append("| " + " | ".join(cells) + " |")
+    rows += ["\nFresh inputs (network's test-set projection vs the population theory at the network's D):\n",
+             "| T | b_test network | b MF / std / TL | closest (gaps) | 1 − c_test/ε network | 1 − c/ε MF / std / TL |"
+             " closest (gaps) |", "|---|---|---|---|---|---|---|"]
+    for pt in stored["points"]:
+        b, bse = _est(pt, "b_test")
+        c, cse = _est(pt, "c_test")
+        thb, thc = _theory(pt, "population", "b"), _theory(pt, "population", "c")
+        rows.append(f"| {pt['T']:g} | {b:.4f} ± {bse:.4f} | " + " / ".join(f"{v:.4f}" for v in thb.values())
+                    + f" | {closest(pt, 'b_test', 'population', 'b')} | {1 - c / EPSILON:.4f} ± {cse / abs(EPSILON):.4f}"
+                    + " | " + " / ".join(f"{1 - v / EPSILON:.4f}" for v in thc.values())
+                    + f" | {closest(pt, 'c_test', 'population', 'c')} |")
+    rows += ["\nSampler (NUTS, float64):\n",
+             "| T | converged | max R-hat | min bulk ESS | divergences | gradients | seconds | s per gradient |",
+             "|---|---|---|---|---|---|---|---|"]
+    for pt in stored["points"]:
+        n = pt["network"]
+        rows.append(f"| {pt['T']:g} | {n['converged']} | {n['max_rhat']:.4f} | {n['min_ess_bulk']:.0f} | "
+                    f"{n['divergences']} | {n['gradient_evaluations']} | {n['seconds']:.0f} | "
+                    f"{n['gradient_seconds'] * 1e3:.1f} ms |")
+    return "\n".join(rows)
+
+
+def figure(stored: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    pts = stored["points"]
+    Ts = np.array([p["T"] for p in pts])
+    pop = stored["population"]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    panels = [(axes[0, 0], "b_test", "b"), (axes[0, 1], "c_test", "c")]
+    for ax, name, key in panels:
+        for t, curve in pop.items():
+            ax.plot(curve["T"], curve[key], color=COLOURS[t], label=f"{NAMES[t]}, D = {stored['sizes']['D']}")
+            ax.plot(curve["T"], curve[f"{key}_inf"], color=COLOURS[t], ls=":", lw=1)
+        mean = np.array([_est(p, name)[0] for p in pts])
+        se = np.array([_est(p, name)[1] for p in pts])
+        ax.errorbar(Ts, mean, yerr=2 * se, fmt="ko", ms=4, capsize=3, label="network (±2 s.e.)")
+        ax.set_xlabel("T = σ²")
+        ax.set_ylabel(f"{key} (test-set projection of the discrepancy)")
+    axes[0, 0].legend(fontsize=8)
+    axes[0, 0].set_title("population theory: solid at the network's D, dotted D → ∞", fontsize=9)
+    for ax, name in ((axes[1, 0], "b"), (axes[1, 1], "R")):
+        for t in NAMES:
+            ax.plot(Ts, [p["theory"][t]["finite_sample"][name] for p in pts], "s--", color=COLOURS[t], ms=4,
+                    label=NAMES[t])
+        mean = np.array([_est(p, name)[0] for p in pts])
+        se = np.array([_est(p, name)[1] for p in pts])
+        ax.errorbar(Ts, mean, yerr=2 * se, fmt="ko", ms=4, capsize=3, label="network (±2 s.e.)")
+        ax.set_xlabel("T = σ²")
+    axes[1, 0].set_ylabel("b (training-set projection)")
+    axes[1, 1].set_ylabel("R = E[ρ²]")
+    axes[1, 0].set_title("finite_sample on the network's training set", fontsize=9)
+    axes[1, 1].legend(fontsize=8)
+    s = stored["sizes"]
+    fig.suptitle(f"rubin_cavity: NUTS on the erf network (N = {s['N']}, P = {s['P']}, D = {s['D']}; u, η as in the "
+                 "paper) against three treatments", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
