@@ -50,9 +50,10 @@ def table(stored: dict[str, Any]) -> str:
         b, bse = _est(pt, "b_test")
         c, cse = _est(pt, "c_test")
         thb, thc = _theory(pt, "population", "b"), _theory(pt, "population", "c")
+        cubic = f"{1 - c / EPSILON:.4f} ± {cse / abs(EPSILON):.4f}"
         rows.append(f"| {pt['T']:g} | {b:.4f} ± {bse:.4f} | " + " / ".join(f"{v:.4f}" for v in thb.values())
-                    + f" | {closest(pt, 'b_test', 'population', 'b')} | {1 - c / EPSILON:.4f} ± {cse / abs(EPSILON):.4f}"
-                    + " | " + " / ".join(f"{1 - v / EPSILON:.4f}" for v in thc.values())
+                    + f" | {closest(pt, 'b_test', 'population', 'b')} | {cubic} | "
+                    + " / ".join(f"{1 - v / EPSILON:.4f}" for v in thc.values())
                     + f" | {closest(pt, 'c_test', 'population', 'c')} |")
     rows += ["\nSampler (NUTS, float64):\n",
              "| T | converged | max R-hat | min bulk ESS | divergences | gradients | seconds | s per gradient |",
