@@ -138,7 +138,8 @@ def table(stored: dict[str, Any]) -> str:
         b, bse = pt["estimates"]["b_test"]["mean"], pt["estimates"]["b_test"]["stderr"]
         th = " / ".join(f"{pt['theory'][t]['cubic']:.3f}" for t in TREATMENTS)
         cubic = f"{1 - c / EPSILON:.4f} ± {cse / abs(EPSILON):.4f}"
-        rows.append(f"| {pt['D']} | {pt['N']:g} | {pt['P']} | {cubic} | {th} | {pt['theory']['nngp']['cubic']:.2e} | {1 - b:.4f} ± {bse:.4f} | {pt['converged']} "
+        rows.append(f"| {pt['D']} | {pt['N']:g} | {pt['P']} | {cubic} | {th} | {pt['theory']['nngp']['cubic']:.2e} | "
+                    f"{1 - b:.4f} ± {bse:.4f} | {pt['converged']} "
                     f"({pt['max_rhat']:.3f}, {pt['min_ess_bulk']:.0f}) | {pt['seconds']:.0f} |")
     return "\n".join(rows)
 
