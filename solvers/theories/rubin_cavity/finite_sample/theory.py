@@ -54,6 +54,22 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
             (0.25, 0.3),
             "grid",
         ),
+        Example(
+            {
+                "theory": "rubin_cavity",
+                "mode": "finite_sample",
+                "treatment": "tree_level",
+                "P": 60,
+                "D": 10,
+                "N": 60.0,
+                "s_a2": 8 / 60**2,
+                "T": 0.3,
+                "P_test": 20,
+            },
+            "T",
+            (0.25, 0.3),
+            "grid",
+        ),
     )
     #: P x P kernels and factorisations from P x D inputs, and a P_test x P test kernel.
     size_limits: ClassVar[dict[str, float]] = {

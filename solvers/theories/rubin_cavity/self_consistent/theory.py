@@ -44,6 +44,7 @@ class SelfConsistentTheory(ErfNetworkExperiment, Theory):
     sweepable: ClassVar[tuple[str, ...]] = ("T", "P", "N", "u", "sigma_w2", "epsilon", "s_a2", "D")
     examples: ClassVar[tuple[Example, ...]] = (
         Example({"theory": "rubin_cavity", "mode": "self_consistent"}, "T", (0.15, 0.18, 0.21)),
+        Example({"theory": "rubin_cavity", "mode": "self_consistent", "treatment": "tree_level"}, "T", (0.15, 0.21)),
     )
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
