@@ -75,11 +75,26 @@ def gradient_seconds(target: Any, repeat: int = 3) -> float:
     return (time.perf_counter() - t0) / repeat
 
 
+def run_chains(target: Any, options: Any, apart: bool) -> Any:
+    """The run's result: every chain vectorised in one loop, or (``apart``) each chain its own one-chain run, joined.
+
+    Apart is the service's way (one chain per job): it avoids the batched Cholesky factor of vectorised chains,
+    which can deadlock jaxlib's two-thread CPU pool (``docs/experiments.md``).
+    """
+    from solvers.experiments import chain_options, join_chains, sample, summarize
+
+    if not apart:
+        return sample(target, options).result
+    runs = [sample(target, chain_options(options, c)) for c in range(options.chains)]
+    checkpoint, draws = join_chains([r.checkpoint for r in runs], [[r.draws] for r in runs])
+    return summarize(target, options, checkpoint, draws)
+
+
 def sample_network(size: dict[str, Any], T: float, args: argparse.Namespace) -> dict[str, Any]:
     """NUTS on the network at T (float64): every scalar estimate with its error, R-hat, bulk ESS, and the run."""
     import numpy as np
 
-    from solvers.experiments import SamplerOptions, sample
+    from solvers.experiments import SamplerOptions
     from solvers.theories.rubin_cavity.experiment import ExperimentSizes, build_target
 
     target = build_target(spec(size, T, "finite_sample"), ExperimentSizes())
@@ -87,7 +102,7 @@ def sample_network(size: dict[str, Any], T: float, args: argparse.Namespace) -> 
     options = SamplerOptions(method="nuts", chains=args.chains, warmup=args.warmup, draws=args.draws,
                              seed=args.seed, block_size=100)
     t0 = time.perf_counter()
-    result = sample(target, options).result
+    result = run_chains(target, options, args.apart)
     est = {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
            for k, e in result.estimates.items() if k in OBSERVABLES}
     s = result.sampler
@@ -156,6 +171,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--apart", action="store_true", help="run the chains one at a time and join them")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--figure", default=FIGURE)
     parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")

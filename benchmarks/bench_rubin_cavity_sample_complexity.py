@@ -26,7 +26,7 @@ import math
 import sys
 from typing import Any
 
-from benchmarks.bench_rubin_cavity_network import TREATMENTS, gradient_seconds
+from benchmarks.bench_rubin_cavity_network import TREATMENTS, gradient_seconds, run_chains
 from benchmarks.rubin_cavity_network_figure import COLOURS, NAMES
 from benchmarks.showcase_common import load, save
 
@@ -89,7 +89,7 @@ def exponent(Ds: list[float], Ps: list[float | None]) -> dict[str, float] | None
 def network_point(family: dict[str, float], D: int, args: argparse.Namespace) -> dict[str, Any]:
     """NUTS at P = P_PER_D · D; the learned fractions with their errors, and each treatment's prediction."""
     from solvers.core.options import SolverOptions
-    from solvers.experiments import SamplerOptions, sample
+    from solvers.experiments import SamplerOptions
     from solvers.theories import get
     from solvers.theories.rubin_cavity.experiment import ExperimentSizes, build_target
 
@@ -98,7 +98,7 @@ def network_point(family: dict[str, float], D: int, args: argparse.Namespace) ->
     grad = gradient_seconds(target)
     options = SamplerOptions(method="nuts", chains=args.chains, warmup=args.warmup, draws=args.draws,
                              seed=args.seed, block_size=100)
-    result = sample(target, options).result
+    result = run_chains(target, options, args.apart)
     est = {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
            for k, e in result.estimates.items() if k in ("b", "c", "b_test", "c_test", "R")}
     theory = get("rubin_cavity")
@@ -209,6 +209,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--apart", action="store_true", help="run the chains one at a time and join them")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--figure", default=FIGURE)
     parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")
