@@ -131,7 +131,7 @@ def theory_at(size: dict[str, Any], T: float) -> dict[str, Any]:
         out[name] = {
             "finite_sample": {**{k: eq.report.order_parameters[k] for k in ("b", "c", "R")},
                               "converged": eq.converged, "phase": eq.report.observables["phase"],
-                              "test_mse_measured": cat.notes.observables.get("test_mse_measured")},
+                              **{k: cat.notes.observables.get(k) for k in ("test_mse_measured", "b_test", "c_test")}},
             "population": {"b": fd["b"], "c": fd["c"], "R": fd.get("R"), "converged": fd["converged"],
                            "b_inf": dinf.report.order_parameters["b"], "c_inf": dinf.report.order_parameters["c"],
                            "phase_inf": dinf.report.observables["phase"]},

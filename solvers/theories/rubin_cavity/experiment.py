@@ -155,7 +155,8 @@ def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Pr
 
     finite_sample: its (b, c, R), well weights and measured test error on the same data. self_consistent:
     the finite-D solution (the catalogue's ``finite_D`` note, at the network's D) when it converged, else the
-    D → ∞ saddle point; its (b, c) is also the prediction of ``b_test``, ``c_test``. ``aligned_fraction`` is the
+    D → ∞ saddle point; its (b, c) is also the prediction of ``b_test``, ``c_test`` (finite_sample: the projection of
+    its posterior mean's discrepancy on the same test inputs). ``aligned_fraction`` is the
     theory's mass of the aligned wells (basins split at the barrier), which the experiment counts with a fixed
     threshold.
     """
@@ -177,6 +178,8 @@ def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Pr
     out: dict[str, Any] = {"b": b, "c": c, "R": R, "test_mse": test_mse, "aligned_fraction": _aligned_weight(wells)}
     if "finite_D" in notes:  # a population theory: its (b, c) is the discrepancy on fresh inputs
         out["b_test"], out["c_test"] = b, c
+    else:  # finite_sample: its posterior mean's discrepancy projected on the same test inputs
+        out["b_test"], out["c_test"] = notes.get("b_test"), notes.get("c_test")
     if cov is not None:
         out["weight_covariance.perpendicular"] = cov.get("perpendicular")
     out["test_mse_measured"] = obs.get("test_mse_measured")
