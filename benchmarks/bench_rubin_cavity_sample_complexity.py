@@ -16,6 +16,7 @@ P = 20 D for D = 12, 18, 27 in the second family; its learned cubic fraction on 
 set beside each treatment's finite-D value and the NNGP kernel's (P/T) λ3/(1 + (P/T) λ3).
 
     python -m benchmarks.bench_rubin_cavity_sample_complexity            # about 15 min on 2 idle cores
+    python -m benchmarks.bench_rubin_cavity_sample_complexity --network-only   # the theory kept, the network again
     python -m benchmarks.bench_rubin_cavity_sample_complexity --replot   # table and figure from docs/data
 """
 
@@ -94,7 +95,7 @@ def network_point(family: dict[str, float], D: int, args: argparse.Namespace) ->
     from solvers.theories.rubin_cavity.experiment import ExperimentSizes, build_target
 
     P = int(P_PER_D * D)
-    target = build_target(spec(family, D, P, "finite_sample", P_test=1000, seed=0), ExperimentSizes())
+    target = build_target(spec(family, D, P, "finite_sample", P_test=500, seed=0), ExperimentSizes())
     grad = gradient_seconds(target)
     options = SamplerOptions(method="nuts", chains=args.chains, warmup=args.warmup, draws=args.draws,
                              seed=args.seed, block_size=100)
@@ -110,7 +111,8 @@ def network_point(family: dict[str, float], D: int, args: argparse.Namespace) ->
         predictions["nngp"] = {"cubic": cat.equilibrium_branch.report.observables["nngp"]["learned_fraction_cubic"]}
     s = result.sampler
     return {"D": D, "N": family["nu"] * D, "P": P, "estimates": est, "theory": predictions,
-            "converged": result.converged, "max_rhat": s.max_rhat, "min_ess_bulk": s.min_ess_bulk,
+            "converged": result.converged, "message": result.message, "max_rhat": s.max_rhat,
+            "min_ess_bulk": s.min_ess_bulk,
             "seconds": result.seconds, "gradient_evaluations": result.gradient_evaluations, "gradient_seconds": grad}
 
 
@@ -207,12 +209,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=800)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--apart", action="store_true", help="run the chains one at a time and join them")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--figure", default=FIGURE)
     parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")
+    parser.add_argument("--network-only", action="store_true", help="keep the stored theory, sample the network again")
     args = parser.parse_args()
     if args.replot:
         stored = load(args.data)
@@ -220,11 +223,14 @@ def main() -> None:
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        stored = {"command": vars(args), "theory": {}, "network": []}
-        for name, family in FAMILIES.items():
-            print(f"theory, family {name} ...", file=sys.stderr, flush=True)
-            stored["theory"][name] = theory_block(family, THEORY_D)
-            save(args.data, stored)
+        if args.network_only:
+            stored = {**load(args.data), "command": vars(args), "network": []}
+        else:
+            stored = {"command": vars(args), "theory": {}, "network": []}
+            for name, family in FAMILIES.items():
+                print(f"theory, family {name} ...", file=sys.stderr, flush=True)
+                stored["theory"][name] = theory_block(family, THEORY_D)
+                save(args.data, stored)
         for D in NETWORK_D:
             print(f"network D = {D} ...", file=sys.stderr, flush=True)
             stored["network"].append(network_point(FAMILIES["network"], D, args))
