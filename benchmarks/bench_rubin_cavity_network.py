@@ -116,6 +116,28 @@ def sample_network(size: dict[str, Any], T: float, args: argparse.Namespace) -> 
     }
 
 
+def rho_histogram(finite_spec: Any, x: Any) -> list[float]:
+    """The theory's law p(ρ) ∝ exp(−D f(ρ)) of a finite_sample solution x, as the network's histogram bins it:
+    the mass of each of ``rho_bins`` equal bins of [−rho_range, rho_range] (16-point Gauss–Legendre per bin)."""
+    import numpy as np
+
+    from solvers.theories.rubin_cavity.common.network import network_of
+    from solvers.theories.rubin_cavity.experiment import ExperimentSizes
+    from solvers.theories.rubin_cavity.finite_sample.problem import CAVITY, TREE_LEVEL
+
+    form = TREE_LEVEL if finite_spec.treatment == "tree_level" else CAVITY
+    net = network_of(finite_spec)
+    pot = form.potential(net, x)
+    sizes = ExperimentSizes()
+    edges = np.linspace(-sizes.rho_range, sizes.rho_range, sizes.rho_bins + 1)
+    nodes, weights = np.polynomial.legendre.leggauss(16)
+    half, mid = 0.5 * np.diff(edges), 0.5 * (edges[1:] + edges[:-1])
+    rho = mid[:, None] + half[:, None] * nodes
+    logp = -net.D * np.asarray(pot.value(np.abs(rho)))
+    mass = (half[:, None] * weights * np.exp(logp - logp.max())).sum(axis=1)
+    return (mass / mass.sum()).tolist()  # the tails beyond rho_range are below e^(-40) of the peak
+
+
 def theory_at(size: dict[str, Any], T: float) -> dict[str, Any]:
     """Each treatment's finite_sample solve on the network's data, and its population solve at the network's D."""
     from solvers.core.options import SolverOptions
@@ -131,6 +153,9 @@ def theory_at(size: dict[str, Any], T: float) -> dict[str, Any]:
         out[name] = {
             "finite_sample": {**{k: eq.report.order_parameters[k] for k in ("b", "c", "R")},
                               "converged": eq.converged, "phase": eq.report.observables["phase"],
+                              "wells": [{k: w[k] for k in ("kind", "rho", "weight")}
+                                        for w in eq.report.observables["potential_wells"]],
+                              "rho_histogram": rho_histogram(spec(size, T, "finite_sample", **fields), eq.x),
                               **{k: cat.notes.observables.get(k) for k in ("test_mse_measured", "b_test", "c_test")}},
             "population": {"b": fd["b"], "c": fd["c"], "R": fd.get("R"), "converged": fd["converged"],
                            "b_inf": dinf.report.order_parameters["b"], "c_inf": dinf.report.order_parameters["c"],

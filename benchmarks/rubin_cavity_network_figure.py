@@ -75,6 +75,26 @@ def table(stored: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def histogram(ax: Any, pt: dict[str, Any], N: int) -> None:
+    """Neurons per ρ bin: the network's mean histogram against each treatment's law p(ρ) on the same bins."""
+    import numpy as np
+
+    h = np.array(pt["network"]["rho_histogram"]) * N
+    edges = np.linspace(-1.5, 1.5, len(h) + 1)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    ax.bar(centres, h, width=edges[1] - edges[0], color="0.75", label="network (posterior mean)")
+    for t in NAMES:
+        law = pt["theory"][t]["finite_sample"].get("rho_histogram")
+        if law is not None:
+            ax.step(centres, np.array(law) * N, where="mid", color=COLOURS[t], label=NAMES[t], **STYLE[t])
+    ax.set_yscale("log")
+    ax.set_ylim(1e-3, 2 * float(h.max()))
+    ax.set_xlabel("ρ = w·e")
+    ax.set_ylabel("neurons per bin")
+    ax.set_title(f"T = {pt['T']:g}: the overlap law (finite_sample on the same data)", fontsize=9)
+    ax.legend(fontsize=7, loc="lower center")
+
+
 def figure(stored: dict[str, Any], path: str) -> None:
     import matplotlib
 
@@ -85,7 +105,8 @@ def figure(stored: dict[str, Any], path: str) -> None:
     pts = stored["points"]
     Ts = np.array([p["T"] for p in pts])
     pop = stored["population"]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    fig, grid = plt.subplots(2, 3, figsize=(16, 8))
+    axes = grid[:, :2]
     panels = [(axes[0, 0], "b_test", "b"), (axes[0, 1], "c_test", "c")]
     for ax, name, key in panels:
         for t, curve in pop.items():
@@ -118,6 +139,8 @@ def figure(stored: dict[str, Any], path: str) -> None:
     axes[1, 1].set_ylabel("R = E[ρ²]")
     axes[1, 0].set_title("finite_sample on the network's training set", fontsize=9)
     axes[1, 1].legend(fontsize=8)
+    for ax, pt in zip(grid[:, 2], sorted(pts, key=lambda p: p["T"])[:2], strict=False):
+        histogram(ax, pt, stored["sizes"]["N"])
     s = stored["sizes"]
     fig.suptitle(f"rubin_cavity: NUTS on the erf network (N = {s['N']}, P = {s['P']}, D = {s['D']}; u, η as in the "
                  "paper) against three treatments\nlines: population theory at the network's D (tree level dashed, on "
