@@ -87,33 +87,46 @@ def exponent(Ds: list[float], Ps: list[float | None]) -> dict[str, float] | None
     return {"exponent": float(coef[0]), "stderr": float(math.sqrt(cov[0, 0])), "points": len(pairs)}
 
 
+P_TEST = 500
+
+
 def network_point(family: dict[str, float], D: int, args: argparse.Namespace) -> dict[str, Any]:
-    """NUTS at P = P_PER_D · D; the learned fractions with their errors, and each treatment's prediction."""
-    from solvers.core.options import SolverOptions
+    """NUTS at P = P_PER_D · D: the learned fractions with their errors, and each treatment's prediction."""
     from solvers.experiments import SamplerOptions
-    from solvers.theories import get
     from solvers.theories.rubin_cavity.experiment import ExperimentSizes, build_target
 
     P = int(P_PER_D * D)
-    target = build_target(spec(family, D, P, "finite_sample", P_test=500, seed=0), ExperimentSizes())
+    target = build_target(spec(family, D, P, "finite_sample", P_test=P_TEST, seed=0), ExperimentSizes())
     grad = gradient_seconds(target)
     options = SamplerOptions(method="nuts", chains=args.chains, warmup=args.warmup, draws=args.draws,
                              seed=args.seed, block_size=100)
     result = run_chains(target, options, args.apart)
     est = {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
            for k, e in result.estimates.items() if k in ("b", "c", "b_test", "c_test", "R")}
-    theory = get("rubin_cavity")
-    predictions: dict[str, Any] = {}
-    for name, fields in TREATMENTS.items():
-        cat = theory.solve(spec(family, float(D), float(P), **fields), SolverOptions())
-        fd = cat.notes.observables["finite_D"]
-        predictions[name] = {"cubic": fd["learned_fraction_cubic"], "linear": fd["learned_fraction_linear"]}
-        predictions["nngp"] = {"cubic": cat.equilibrium_branch.report.observables["nngp"]["learned_fraction_cubic"]}
     s = result.sampler
-    return {"D": D, "N": family["nu"] * D, "P": P, "estimates": est, "theory": predictions,
+    return {"D": D, "N": family["nu"] * D, "P": P, "estimates": est, "theory": predictions(family, D, P),
             "converged": result.converged, "message": result.message, "max_rhat": s.max_rhat,
             "min_ess_bulk": s.min_ess_bulk,
             "seconds": result.seconds, "gradient_evaluations": result.gradient_evaluations, "gradient_seconds": grad}
+
+
+def predictions(family: dict[str, float], D: int, P: int) -> dict[str, Any]:
+    """Each treatment's learned fractions: finite_sample on the network's data, projected on the same test inputs
+    as the network's (like for like), and the population theory at D; the NNGP kernel's cubic learnability."""
+    from solvers.core.options import SolverOptions
+    from solvers.theories import get
+
+    theory = get("rubin_cavity")
+    out: dict[str, Any] = {}
+    for name, fields in TREATMENTS.items():
+        fs = theory.solve(spec(family, D, P, "finite_sample", P_test=P_TEST, seed=0, **fields), SolverOptions())
+        pop = theory.solve(spec(family, float(D), float(P), **fields), SolverOptions())
+        fd, notes = pop.notes.observables["finite_D"], fs.notes.observables
+        out[name] = {"cubic": 1.0 - notes["c_test"] / EPSILON, "linear": 1.0 - notes["b_test"],
+                     "cubic_population": fd["learned_fraction_cubic"],
+                     "linear_population": fd["learned_fraction_linear"]}
+        out["nngp"] = {"cubic": pop.equilibrium_branch.report.observables["nngp"]["learned_fraction_cubic"]}
+    return out
 
 
 def table(stored: dict[str, Any]) -> str:
@@ -133,15 +146,18 @@ def table(stored: dict[str, Any]) -> str:
         rows.append("| P_fixed = T/λ3, NNGP | " + " | ".join(cells) + f" | {_fit(block['fits']['nngp'])} | "
                     f"{_fit(block['fits']['nngp_large'])} |")
     rows += ["\nNetwork at P = 20 D (family network): learned cubic fraction on fresh inputs\n",
-             "| D | N | P | network 1 − c_test/ε | MF / std / TL (finite D) | NNGP | network 1 − b_test | "
-             "converged (R-hat, ESS) | seconds |", "|---|---|---|---|---|---|---|---|---|"]
+             "| D | N | P | network 1 − c_test/ε | MF / std / TL (finite_sample, same test inputs) | MF / std / TL "
+             "(population, finite D) | NNGP | network 1 − b_test | MF / std / TL (same test inputs) | "
+             "converged (R-hat, ESS) | seconds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for pt in stored["network"]:
         c, cse = pt["estimates"]["c_test"]["mean"], pt["estimates"]["c_test"]["stderr"]
         b, bse = pt["estimates"]["b_test"]["mean"], pt["estimates"]["b_test"]["stderr"]
-        th = " / ".join(f"{pt['theory'][t]['cubic']:.3f}" for t in TREATMENTS)
+        th = " / ".join(f"{pt['theory'][t]['cubic']:.4f}" for t in TREATMENTS)
+        pop = " / ".join(f"{pt['theory'][t]['cubic_population']:.4f}" for t in TREATMENTS)
+        lin = " / ".join(f"{pt['theory'][t]['linear']:.4f}" for t in TREATMENTS)
         cubic = f"{1 - c / EPSILON:.4f} ± {cse / abs(EPSILON):.4f}"
-        rows.append(f"| {pt['D']} | {pt['N']:g} | {pt['P']} | {cubic} | {th} | {pt['theory']['nngp']['cubic']:.2e} | "
-                    f"{1 - b:.4f} ± {bse:.4f} | {pt['converged']} "
+        rows.append(f"| {pt['D']} | {pt['N']:g} | {pt['P']} | {cubic} | {th} | {pop} | "
+                    f"{pt['theory']['nngp']['cubic']:.2e} | {1 - b:.4f} ± {bse:.4f} | {lin} | {pt['converged']} "
                     f"({pt['max_rhat']:.3f}, {pt['min_ess_bulk']:.0f}) | {pt['seconds']:.0f} |")
     return "\n".join(rows)
 
@@ -177,7 +193,10 @@ def figure(stored: dict[str, Any], path: str) -> None:
     net = stored["network"]
     Dn = [p["D"] for p in net]
     for t in TREATMENTS:
-        ax.plot(Dn, [p["theory"][t]["cubic"] for p in net], "s--", color=COLOURS[t], label=NAMES[t])
+        ax.plot(Dn, [p["theory"][t]["cubic"] for p in net], "s", color=COLOURS[t], mfc="none", ms=7,
+                label=f"{NAMES[t]}, finite_sample (same test inputs)")
+        ax.plot(Dn, [p["theory"][t]["cubic_population"] for p in net], ":", color=COLOURS[t],
+                label=f"{NAMES[t]}, population at D")
     ax.plot(Dn, [p["theory"]["nngp"]["cubic"] for p in net], "k^-", label="fixed NNGP kernel")
     ax.errorbar(Dn, [1 - p["estimates"]["c_test"]["mean"] / EPSILON for p in net],
                 yerr=[2 * p["estimates"]["c_test"]["stderr"] / abs(EPSILON) for p in net], fmt="ko", capsize=3,
@@ -216,9 +235,14 @@ def main() -> None:
     parser.add_argument("--figure", default=FIGURE)
     parser.add_argument("--replot", action="store_true", help="redraw the figure and table from --data")
     parser.add_argument("--network-only", action="store_true", help="keep the stored theory, sample the network again")
+    parser.add_argument("--retheory", action="store_true", help="keep the stored draws, solve the predictions again")
     args = parser.parse_args()
-    if args.replot:
+    if args.replot or args.retheory:
         stored = load(args.data)
+        if args.retheory:
+            for pt in stored["network"]:
+                pt["theory"] = predictions(FAMILIES["network"], pt["D"], pt["P"])
+            save(args.data, stored)
     else:
         import jax
 
