@@ -177,12 +177,14 @@ def figure(stored: dict[str, Any], path: str) -> None:
     block = stored["theory"]["paper"]
     Ds = block["D"]
     for t in TREATMENTS:
+        thin = t == "tree_level"  # on top of mean field: thinner, crosses
         fit = block["fits"][t]["P_c"]
-        ax.loglog(Ds, block[t]["P_c"], "o-", color=COLOURS[t], ms=3,
+        ax.loglog(Ds, block[t]["P_c"], "x-" if thin else "o-", color=COLOURS[t], ms=4, lw=1 if thin else 2,
                   label=f"P_c, {NAMES[t]} (slope {fit['exponent']:.3f})")
-        fit = block["fits"][t]["P_tenth"]
-        ax.loglog(Ds, block[t]["P_tenth"], "s--", color=COLOURS[t], ms=3, lw=1,
-                  label=f"P_1/10 finite D, {NAMES[t]} ({fit['exponent']:.2f} ± {fit['stderr']:.2f})")
+        fit, big = block["fits"][t]["P_tenth"], block["fits"][t]["P_tenth_large"]
+        ax.loglog(Ds, block[t]["P_tenth"], "x:" if thin else "s:", color=COLOURS[t], ms=4, lw=1,
+                  label=f"P_1/10 finite D, {NAMES[t]} ({fit['exponent']:.2f} ± {fit['stderr']:.2f}; "
+                  f"D ≥ 100: {big['exponent']:.3f})")
     ax.loglog(Ds, block["nngp"]["P_fixed"], "k^-", ms=3,
               label=f"NNGP P_fixed = T/λ3 (slope {block['fits']['nngp']['exponent']:.3f})")
     ax.set_xlabel("D")
@@ -193,8 +195,8 @@ def figure(stored: dict[str, Any], path: str) -> None:
     net = stored["network"]
     Dn = [p["D"] for p in net]
     for t in TREATMENTS:
-        ax.plot(Dn, [p["theory"][t]["cubic"] for p in net], "s", color=COLOURS[t], mfc="none", ms=7,
-                label=f"{NAMES[t]}, finite_sample (same test inputs)")
+        ax.plot(Dn, [p["theory"][t]["cubic"] for p in net], "x" if t == "tree_level" else "s", color=COLOURS[t],
+                mfc="none", ms=7, label=f"{NAMES[t]}, finite_sample (same test inputs)")
         ax.plot(Dn, [p["theory"][t]["cubic_population"] for p in net], ":", color=COLOURS[t],
                 label=f"{NAMES[t]}, population at D")
     ax.plot(Dn, [p["theory"]["nngp"]["cubic"] for p in net], "k^-", label="fixed NNGP kernel")
