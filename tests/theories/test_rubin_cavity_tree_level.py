@@ -241,7 +241,7 @@ def test_finite_sample_tree_level_tends_to_mean_field_cavity() -> None:
     """On one data set: κ → 0 at fixed u, η (N × 100, s_a2 / 10⁴, T / 100) makes the tree level's finite-sample
     solution the mean-field cavity's. Its learnabilities (1/P) Eᵀ K (K + T)⁻¹ E of the sampled modes lie between 0
     and their sample norms (1/P) EᵀE (K (K + T)⁻¹ has eigenvalues in [0, 1)), not in [0, 1]."""
-    base = {"theory": "rubin_cavity", "mode": "finite_sample", "P": 150, "D": 12, "P_test": 20, "seed": 2,
+    base = {"theory": "rubin_cavity", "mode": "finite_sample", "P": 100, "D": 10, "P_test": 20, "seed": 2,
             "epsilon": -0.3}
     out = {}
     for label, N, treatment in (("tl", 20.0, "tree_level"), ("tl_big", 2000.0, "tree_level"),
@@ -251,7 +251,7 @@ def test_finite_sample_tree_level_tends_to_mean_field_cavity() -> None:
         eq = THEORY.solve(spec, OPTIONS).equilibrium_branch
         assert eq.converged
         out[label] = eq.x
-    X = draw_inputs(150, 12, 20, 2)[0]
+    X = draw_inputs(100, 10, 20, 2)[0]
     z = X[:, 0]
     norms = [np.mean(z * z), np.mean((z**3 - 3 * z) ** 2) / 6, np.mean(X[:, 1:] ** 2)]
     assert all(0 < v < n for v, n in zip(out["tl"][[2, 4, 5]], norms, strict=True))
