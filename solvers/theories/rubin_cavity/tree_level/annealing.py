@@ -3,9 +3,9 @@
 With s_a2 = g/(χN) and T = T̃/χ the population theory moves from the NNGP limit (χ → 0: u = χ u₁ → 0 at
 fixed η and κ) to mean-field scaling (χ = N). The paper starts from the NNGP predictor and solves the tree
 level at each χ of an increasing list from the previous solution; here the control parameter of the
-tree-level population problem is χ (the spec itself is χ = 1: s_a2 → s_a2/χ, T → T/χ), its first start is
-the NNGP limit, and the engine's continuation follows the solution in χ, locating the transitions on the
-way as it does for any sweep.
+tree-level population problem is χ (the spec itself is χ = 1: s_a2 → s_a2/χ, T → T/χ). At the first, small χ
+the problem's GFL start is the NNGP limit up to O(u) (u = χ u₁), and the engine's continuation follows the
+solution in χ from there, locating the transitions on the way as it does for any sweep.
 """
 
 from __future__ import annotations
