@@ -2,7 +2,8 @@
 
 1. self_consistent: a 100-point sweep in T at the paper's setting (continuation, with the finite-D
    solution at every point and the transitions located): its wall time against the 2 s goal, and
-   against 100 independent single solves.
+   against 100 independent single solves; the same sweep at tree level (treatment tree_level), whose
+   potential has no polynomial stationarity condition (a sign scan per state), against the cavity's.
 2. finite_sample at P = 3000: one full solve against one ``numpy.linalg.solve`` of a 3000 x 3000
    system measured in the same run, and the share of the solve spent in linear algebra (kernel
    builds, which are matrix products, and Cholesky factorisations/solves).
@@ -62,6 +63,19 @@ def bench_sweep() -> list[Ratio]:
     ]
 
 
+def bench_tree_level_sweep(cavity_seconds: float) -> Ratio:
+    spec = SPEC.validate_python({"theory": "rubin_cavity", "mode": "self_consistent", "treatment": "tree_level"})
+    values = list(np.linspace(0.1, 0.3, 100))
+    THEORY.solve(spec, SolverOptions())
+    seconds = best_of(
+        lambda: sweep_json(THEORY.name, "T", THEORY.sweep(spec, "T", values, "continuation", SolverOptions())), repeat=1
+    )
+    res = THEORY.sweep(spec, "T", values, "continuation", SolverOptions())
+    onset = next(sp for sp in res.special_points if sp.transition == "first_order")
+    return Ratio("rubin_cavity: 100-point T sweep, tree level / cavity", seconds / cavity_seconds, 20.0, "×",
+                 note=f"{seconds:.2f} s; first order at T_c = {onset.parameter:.5f}")
+
+
 def bench_finite_sample(P: int) -> list[Ratio]:
     spec = SPEC.validate_python({"theory": "rubin_cavity", "mode": "finite_sample", "P": P, "P_test": 1000})
     rng = np.random.default_rng(0)
@@ -102,7 +116,8 @@ def bench_finite_sample(P: int) -> list[Ratio]:
 
 
 def measure(P: int = 3000) -> list[Ratio]:
-    return [*bench_sweep(), *bench_finite_sample(P)]
+    sweep = bench_sweep()
+    return [*sweep, bench_tree_level_sweep(sweep[0].value), *bench_finite_sample(P)]
 
 
 if __name__ == "__main__":

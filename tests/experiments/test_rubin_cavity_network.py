@@ -92,6 +92,23 @@ def test_network_sees_the_theory_training_set() -> None:
     assert float(est["aligned_fraction"]) == 1.0
 
 
+def test_test_set_projection_is_the_least_squares_fit_of_the_test_discrepancy() -> None:
+    """b_test, c_test: the readout's posterior mean by numpy, the discrepancy on the test inputs, np.linalg.lstsq."""
+    spec = _finite(N=4, P=30, P_test=25)
+    target = build_target(spec)
+    X, Xt = _inputs(spec)
+    theta = np.random.default_rng(4).standard_normal(target.dim) * 0.5
+    W = theta.reshape(4, spec.D)
+    phi, phi_t = erf(X @ W.T), erf(Xt @ W.T)
+    y = _teacher(X[:, 0], spec.epsilon)
+    mean = np.linalg.solve(np.eye(4) / spec.s_a2 + phi.T @ phi / spec.T, phi.T @ y) / spec.T
+    z = Xt[:, 0]
+    bc = np.linalg.lstsq(np.column_stack([z, z**3 - 3 * z]), _teacher(z, spec.epsilon) - phi_t @ mean, rcond=None)[0]
+    est = target.estimators(jnp.asarray(theta))
+    assert float(est["b_test"]) == pytest.approx(bc[0], rel=1e-10)
+    assert float(est["c_test"]) == pytest.approx(bc[1], rel=1e-10)
+
+
 def test_theory_names_match_the_estimators() -> None:
     for spec in (
         _finite(D=8, N=4, P=40, P_test=20),

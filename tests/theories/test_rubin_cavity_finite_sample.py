@@ -184,3 +184,13 @@ def test_seed_is_an_exactly_representable_integer() -> None:
         with pytest.raises(ValidationError) as err:
             spec(seed=bad)
         assert "seed" in str(err.value)
+
+
+@pytest.mark.parametrize("treatment", ["cavity", "tree_level"])
+def test_test_set_projection_of_an_unlearned_target_is_the_target(treatment: str) -> None:
+    """With a vanishing readout variance nothing is learned: the posterior mean is 0 on the test inputs, so the
+    least-squares projection of the test discrepancy y is exactly (1, ε), whatever the test set."""
+    cat = THEORY.solve(spec(P=40, D=6, N=10, s_a2=1e-12, T=0.3, P_test=30, treatment=treatment), SolverOptions())
+    notes = cat.notes.observables
+    assert notes["b_test"] == pytest.approx(1.0, abs=1e-8)
+    assert notes["c_test"] == pytest.approx(-0.3, abs=1e-8)

@@ -20,6 +20,8 @@ Estimators (names as in the theory's report):
 
     b, c                  least-squares projection of the training residual E[y − f(X) | W] = T(s_a2ΦΦᵀ + T)⁻¹y
                           on [H1(z_μ), H3(z_μ)], as ``finite_sample`` defines (b, c)
+    b_test, c_test        the same projection of the test discrepancy y0 − E[f(x0) | W] on the test inputs: the
+                          population discrepancy of the paper's Fig. 2, which the population theory predicts
     R                     (1/N) Σ_i ρ_i², ρ_i = w_i·e: the weight-covariance eigenvalue along e (prior σ_w²/D)
     weight_covariance.perpendicular   (1/(N(D − 1))) Σ_i |w_i⊥|², the covariance per orthogonal direction
     aligned_fraction      fraction of neurons with |ρ_i| > ``aligned_threshold`` (× N: aligned neurons)
@@ -66,8 +68,8 @@ def build_target(
         P_test, data_seed = sizes.P_test, seed
     X_np, Xt_np = draw_inputs(P, D, P_test, data_seed)
     y_np, yt_np = teacher(X_np[:, 0], spec.epsilon), teacher(Xt_np[:, 0], spec.epsilon)
-    H = np.column_stack([X_np[:, 0], X_np[:, 0] ** 3 - 3.0 * X_np[:, 0]])
-    proj = jnp.asarray(np.linalg.pinv(H))  # the theory's least-squares projector onto [H1, H3]
+    proj = jnp.asarray(_projector(X_np[:, 0]))  # the theory's least-squares projector onto [H1, H3]
+    proj_test = jnp.asarray(_projector(Xt_np[:, 0]))
     X_all, y, y_test = jnp.asarray(np.concatenate([X_np, Xt_np])), jnp.asarray(y_np), jnp.asarray(yt_np)
     s, T, sw2 = float(spec.s_a2), float(spec.T), float(spec.sigma_w2)
     prior_sd = math.sqrt(sw2 / D)
@@ -92,11 +94,14 @@ def build_target(
         post = GaussianReadout(phi, y, s, T).posterior()
         residual = y - phi @ post.mean  # = T (s ΦΦᵀ + T)⁻¹ y
         bc = proj @ residual
+        bc_test = proj_test @ (y_test - phi_test @ post.mean)
         rho = W[:, 0]
         counts = jnp.histogram(rho, bins=edges)[0]
         return {
             "b": bc[0],
             "c": bc[1],
+            "b_test": bc_test[0],
+            "c_test": bc_test[1],
             "R": jnp.mean(rho**2),
             "weight_covariance.perpendicular": jnp.sum(W[:, 1:] ** 2) / (N * max(D - 1, 1)),
             "aligned_fraction": jnp.mean(jnp.abs(rho) > threshold),
@@ -135,6 +140,11 @@ def build_target(
     )
 
 
+def _projector(z: np.ndarray) -> np.ndarray:
+    """Least-squares projector onto [H1(z), H3(z)] (minimum norm when fewer than two samples)."""
+    return np.linalg.pinv(np.column_stack([z, z**3 - 3.0 * z]))
+
+
 def _aligned_weight(wells: Any) -> float | None:
     if not wells:
         return None
@@ -146,8 +156,10 @@ def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Pr
 
     finite_sample: its (b, c, R), well weights and measured test error on the same data. self_consistent:
     the finite-D solution (the catalogue's ``finite_D`` note, at the network's D) when it converged, else the
-    D → ∞ saddle point. ``aligned_fraction`` is the theory's mass of the aligned wells (basins split at the
-    barrier), which the experiment counts with a fixed threshold.
+    D → ∞ saddle point; its (b, c) is also the prediction of ``b_test``, ``c_test`` (finite_sample: the projection of
+    its posterior mean's discrepancy on the same test inputs). ``aligned_fraction`` is the
+    theory's mass of the aligned wells (basins split at the barrier), which the experiment counts with a fixed
+    threshold.
     """
     found = catalogue.get(branch) if branch is not None else catalogue.equilibrium_branch
     if found is None or found.report is None:
@@ -165,6 +177,10 @@ def theory_observables(catalogue: Catalogue, *, branch: str | None = None) -> Pr
         b, c, R = op.get("b"), op.get("c"), op.get("R")
         wells, cov, test_mse = obs.get("potential_wells"), obs.get("weight_covariance"), obs.get("test_mse")
     out: dict[str, Any] = {"b": b, "c": c, "R": R, "test_mse": test_mse, "aligned_fraction": _aligned_weight(wells)}
+    if "finite_D" in notes:  # a population theory: its (b, c) is the discrepancy on fresh inputs
+        out["b_test"], out["c_test"] = b, c
+    else:  # finite_sample: its posterior mean's discrepancy projected on the same test inputs
+        out["b_test"], out["c_test"] = notes.get("b_test"), notes.get("c_test")
     if cov is not None:
         out["weight_covariance.perpendicular"] = cov.get("perpendicular")
     out["test_mse_measured"] = obs.get("test_mse_measured")

@@ -11,7 +11,7 @@ import math
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 #: Largest integer that JSON numbers (and the service's canonical cache key, RFC 8785) represent exactly.
 MAX_EXACT_INT = 2**53 - 1
@@ -22,7 +22,15 @@ SIGMA_W2 = "Hidden-weight prior variance σ_w² (w_i ~ N(0, σ_w²/D · I_D)); O
 EPSILON = "Cubic strength ε of the teacher y = H1(z) + ε H3(z), H3(z) = z³ − 3z. Paper: −0.3."
 SCALING = (
     "mean_field: the paper's reduced action Ŝ (eq. 13; the blog's U/D with L → 1). standard: the blog's cavity "
-    "potential U(ρ; b, c)/D keeping the ½ log L and 1/L factors, L = 1 + (s_a2 P/T) v(σ_w² + ρ²)."
+    "potential U(ρ; b, c)/D keeping the ½ log L and 1/L factors, L = 1 + (s_a2 P/T) v(σ_w² + ρ²). Selects between "
+    "the two cavity forms; the tree-level treatment has one form for every scaling."
+)
+TREATMENT = (
+    "cavity: one neuron against the residual of the others (the 2024 paper and the blog; its form chosen by "
+    "scaling). tree_level: the 2025 multi-scale theory at tree level: the readout integrated out and log N(y; 0, "
+    "K_W + T I) expanded to first order about the mean kernel K, which adds the variance term "
+    "−(s_a2/2) φᵀ(K + T I)⁻¹φ to the mean-field action; the same equations at every scaling (the scale enters "
+    "through s_a2 and T), so scaling must stay mean_field with it."
 )
 
 
@@ -91,6 +99,17 @@ class _NetworkSpec(BaseModel):
         "(paper: σ_a² = 8/N, so s_a2 = 8/N² = 8/700²).",
     )
     scaling: Literal["mean_field", "standard"] = Field("mean_field", description=SCALING)
+    treatment: Literal["cavity", "tree_level"] = Field("cavity", description=TREATMENT)
+
+    @field_validator("treatment")
+    @classmethod
+    def _one_tree_level_form(cls, treatment: str, info: ValidationInfo) -> str:
+        if treatment == "tree_level" and info.data.get("scaling", "mean_field") != "mean_field":
+            raise ValueError(
+                "scaling chooses between the cavity forms; the tree-level treatment has one form at every scaling "
+                "(set by s_a2 and T), so give tree_level with scaling mean_field (the default)"
+            )
+        return treatment
 
     @model_validator(mode="after")
     def _invariants_are_floats(self) -> _NetworkSpec:

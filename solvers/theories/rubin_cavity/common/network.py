@@ -12,7 +12,10 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
+from solvers.theories.rubin_cavity.common.erf_projections import FOUR_OVER_PI
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
+from solvers.theories.rubin_cavity.common.tree_level_potential import TreeLevelPotential
+from solvers.theories.rubin_cavity.common.variance_term import Learnability
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class Network:
     T: float
     s_a2: float
     scaling: str = "mean_field"
+    treatment: str = "cavity"
 
     @property
     def u(self) -> float:
@@ -51,8 +55,21 @@ class Network:
         """s_a2 P/T, the coefficient of L = 1 + λ v(q) (standard scaling only)."""
         return self.s_a2 * self.P / self.T if self.scaling == "standard" else None
 
+    @property
+    def kappa(self) -> float:
+        """s_a2 P/(T D) = η/N, the coefficient of the tree-level variance term per input dimension."""
+        return self.s_a2 * self.P / (self.T * self.D)
+
+    def perpendicular_m(self, inverse_h: float) -> float:
+        """m⊥ = (P/T) λ⊥ of the D − 1 linear modes x_j ⊥ e, λ⊥ = σ_a² (4/π)(σ_w²/D) ⟨1/h⟩ (prior w_j² = σ_w²/D)."""
+        return self.eta * FOUR_OVER_PI * self.sigma_w2 * inverse_h
+
     def potential(self, b: float, c: float) -> OverlapPotential:
+        """The cavity potential of this scaling (the tree level needs the learnabilities: :meth:`tree_level`)."""
         return OverlapPotential(self.sigma_w2, b, c, self.u, lam=self.lam, D=self.D)
+
+    def tree_level(self, b: float, c: float, learned: Learnability) -> TreeLevelPotential:
+        return TreeLevelPotential(self.sigma_w2, b, c, self.u, D=self.D, kappa=self.kappa, learned=learned)
 
     def with_u(self, u: float) -> Network:
         return replace(self, T=self.P * math.sqrt(self.s_a2 / (u * self.D)))
@@ -69,6 +86,7 @@ def network_of(spec: BaseModel, parameter: str | None = None, p: float = 0.0) ->
         T=spec.T,  # type: ignore[attr-defined]
         s_a2=spec.s_a2,  # type: ignore[attr-defined]
         scaling=spec.scaling,  # type: ignore[attr-defined]
+        treatment=spec.treatment,  # type: ignore[attr-defined]
     )
     return NetworkAt(net, parameter)(p)
 

@@ -21,7 +21,7 @@ from scipy.linalg import cho_factor, cho_solve
 from solvers.core.options import SolverOptions
 from solvers.core.solve import solve_at
 from solvers.theories.rubin_cavity.common.closure import gp_residual_b
-from solvers.theories.rubin_cavity.common.erf_projections import teacher
+from solvers.theories.rubin_cavity.common.erf_projections import h1, h3, teacher
 from solvers.theories.rubin_cavity.common.network import Network, NetworkAt, network_of
 from solvers.theories.rubin_cavity.finite_sample.data import Data, sample
 from solvers.theories.rubin_cavity.finite_sample.kernel import KernelGeometry, gauss_rule, geometry, kernels
@@ -95,13 +95,17 @@ class Evaluator:
             return self._state[1]
         net = self.net(p)
         rho, w, wb, wc = self.law_rule(net, key[0], key[1])
-        (Kmat,) = kernels(self.geometry(net), rho, [w], net.sigma_a2)
-        Kmat[np.diag_indices_from(Kmat)] += net.T
-        chol = cho_factor(Kmat, lower=True, overwrite_a=True, check_finite=False)
-        rbar = net.T * cho_solve(chol, self.targets(net.epsilon), check_finite=False)
+        chol, rbar = self.regression(net, rho, w)
         st = State(np.array(key[:2]), rho, w, wb, wc, chol, rbar, self.proj @ rbar)
         self._state = (key, st)
         return st
+
+    def regression(self, net: Network, rho: np.ndarray, w: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The Cholesky factor of K + T I for the law on the nodes ``rho`` (weights ``w``) and r̄ = T (K + T I)⁻¹ y."""
+        (Kmat,) = kernels(self.geometry(net), rho, [w], net.sigma_a2)
+        Kmat[np.diag_indices_from(Kmat)] += net.T
+        chol = cho_factor(Kmat, lower=True, overwrite_a=True, check_finite=False)
+        return chol, net.T * cho_solve(chol, self.targets(net.epsilon), check_finite=False)
 
     def fixed_point(self, x: np.ndarray, p: float) -> np.ndarray:
         return self.state(x, p).G
@@ -125,14 +129,19 @@ class Evaluator:
         return Kstar @ st.rbar / net.T
 
     def errors(self, x: np.ndarray, p: float) -> dict[str, Any]:
-        """Train error of the posterior mean, and its test error on fresh inputs (noise-free targets)."""
+        """Train error of the posterior mean, its test error on fresh inputs (noise-free targets), and the
+        least-squares projection of its test discrepancy on [H1, H3] of the test inputs (b_test, c_test)."""
         st = self.state(x, p)
         net = self.net(p)
         f_test = self.test_prediction(x, p)
-        y_test = teacher(self.data.test.z, net.epsilon)
+        z = self.data.test.z
+        y_test = teacher(z, net.epsilon)
+        bc_test = np.linalg.lstsq(np.column_stack([h1(z), h3(z)]), y_test - f_test, rcond=None)[0]
         return {
             "train_mse": float(np.mean(st.rbar**2)),
             "test_mse_measured": float(np.mean((y_test - f_test) ** 2)),
+            "b_test": float(bc_test[0]),
+            "c_test": float(bc_test[1]),
             "kernel_series_order": self.geometry(net).order,
             "kernel_series_tail_bound": self.geometry(net).tail_bound,
         }

@@ -2,11 +2,14 @@
 
 The evaluator (data set, kernel geometry, last state) is built once per problem. A single solve
 also reports the posterior mean's measured train and test errors (notes of the catalogue); a
-sweep does not, since each would cost a P_test x P kernel per point.
+sweep does not, since each would cost a P_test x P kernel per point. The cavity treatment solves for
+x = (b, c); the tree level for (b, c) and the learnabilities of its variance term (:mod:`.tree_level`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +18,7 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Notes, Report
 from solvers.theories.rubin_cavity.common.guards import guarded
-from solvers.theories.rubin_cavity.common.network import Network
+from solvers.theories.rubin_cavity.common.network import Network, NetworkAt, network_of
 from solvers.theories.rubin_cavity.common.observables import (
     law_wells,
     learned_fractions,
@@ -23,15 +26,30 @@ from solvers.theories.rubin_cavity.common.observables import (
     weight_covariance,
 )
 from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
-from solvers.theories.rubin_cavity.finite_sample.evaluator import evaluator, population_start
+from solvers.theories.rubin_cavity.common.potential import OverlapPotential
+from solvers.theories.rubin_cavity.finite_sample import tree_level
+from solvers.theories.rubin_cavity.finite_sample.evaluator import Evaluator, evaluator, population_start
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec
 
 BRANCH = "finite_sample"
 
 
-def report(net: Network, x: np.ndarray) -> Report:
+@dataclass(frozen=True)
+class Treatment:
+    """What the finite-sample problem of one treatment is made of."""
+
+    names: tuple[str, ...]
+    start: Callable[[Network, SolverOptions], np.ndarray]
+    potential: Callable[[Network, np.ndarray], OverlapPotential]
+
+
+CAVITY = Treatment(("b", "c"), population_start, lambda net, x: net.potential(float(x[0]), float(x[1])))
+TREE_LEVEL = Treatment(tree_level.NAMES, tree_level.population_start, tree_level.potential_of)
+
+
+def report(net: Network, x: np.ndarray, potential: OverlapPotential) -> Report:
     b, c = float(x[0]), float(x[1])
-    mom = overlap_moments(net.potential(b, c), net.D)
+    mom = overlap_moments(potential, net.D)
     aligned = [(wt, w.rho) for w, wt in zip(mom.wells, mom.weights, strict=True) if w.kind == "aligned"]
     rho_star = max(aligned)[1] if aligned else 0.0  # the most populated aligned well
     wells = law_wells(mom)
@@ -43,11 +61,23 @@ def report(net: Network, x: np.ndarray) -> Report:
         **learned_fractions(net.epsilon, b, c),
         "weight_covariance": weight_covariance(net, mom.R),
     }
+    if len(x) > 2:
+        observables["tree_level"] = {
+            "kappa": net.kappa,
+            "learnability": {"H1": float(x[2]), "H3": float(x[4]), "H1_H3": float(x[3]), "perpendicular": float(x[5])},
+        }
     return Report({"rho_star": rho_star, "b": b, "c": c, "R": mom.R}, observables)
 
 
 def finite_sample_problem(spec: FiniteSampleSpec, parameter: str | None, options: SolverOptions) -> Problem:
-    ev = evaluator(spec, parameter, options)
+    ev: Evaluator
+    if spec.treatment == "tree_level":
+        form = TREE_LEVEL
+        ev = tree_level.TreeLevelEvaluator(spec, NetworkAt(network_of(spec), parameter), options)
+    else:
+        form = CAVITY
+        ev = evaluator(spec, parameter, options)
+    dim = len(form.names)
 
     def notes(cat: Catalogue) -> Notes:
         eq = cat.get(cat.equilibrium)
@@ -57,15 +87,16 @@ def finite_sample_problem(spec: FiniteSampleSpec, parameter: str | None, options
 
     return Problem(
         residual=None,
-        fixed_point=guarded(ev.fixed_point, (2,)),
-        dim=2,
-        starts=lambda p: {"population": population_start(ev.net(p), options)},
-        jacobian=guarded(ev.jacobian, (2, 2)),
+        fixed_point=guarded(ev.fixed_point, (dim,)),
+        dim=dim,
+        starts=lambda p: {"population": form.start(ev.net(p), options)},
+        jacobian=guarded(ev.jacobian, (dim, dim)),
         kind="saddle",
         label=lambda x, p, start: BRANCH,
-        project=lambda x: np.array([max(x[0], 1e-12), x[1]]),
-        scale=np.array([1.0, 1.0]),
-        names=("b", "c"),
-        report=lambda x, p: report(ev.net(p), x),
+        # b is a residual fraction (no positive kernel over-learns); a learnability lies in [0, 1].
+        project=lambda x: np.array([max(x[0], 1e-12), *x[1:]]),
+        scale=np.ones(dim),
+        names=form.names,
+        report=lambda x, p: report(ev.net(p), x, form.potential(ev.net(p), x)),
         notes=notes if parameter is None else None,
     )

@@ -26,6 +26,8 @@ from solvers.theories.rubin_cavity.specs import FiniteSampleSpec
 #: the largest series order. Upper fits to peaks measured in fresh processes (P ≤ 3000, P_test ≤ 4000, D ≤ 1000).
 MEMORY_PER_P2, MEMORY_PER_P_PTEST, MEMORY_PER_INPUT = 6.0, 5.0, 2.0
 MEMORY_PER_SAMPLE = 2.0 * (MAX_ORDER + 1) * LAW_NODES
+#: The tree level keeps the training coordinates ⊥ e and solves (K + T I) against them: three P × D arrays.
+MEMORY_PER_PERP = 3.0
 #: Libraries' working buffers on top of the arrays.
 MEMORY_OVERHEAD = 64 * 2**20
 
@@ -54,6 +56,22 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
             (0.25, 0.3),
             "grid",
         ),
+        Example(
+            {
+                "theory": "rubin_cavity",
+                "mode": "finite_sample",
+                "treatment": "tree_level",
+                "P": 60,
+                "D": 10,
+                "N": 60.0,
+                "s_a2": 8 / 60**2,
+                "T": 0.3,
+                "P_test": 20,
+            },
+            "T",
+            (0.25, 0.3),
+            "grid",
+        ),
     )
     #: P x P kernels and factorisations from P x D inputs, and a P_test x P test kernel.
     size_limits: ClassVar[dict[str, float]] = {
@@ -71,10 +89,11 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
 
     def _memory_terms(self, spec: BaseModel) -> dict[tuple[str | int, ...], float]:
         P, Pt, D = float(spec.P), float(spec.P_test), float(spec.D)  # type: ignore[attr-defined]
+        tree_level = spec.treatment == "tree_level"  # type: ignore[attr-defined]
         return {
             ("P",): 8.0 * (MEMORY_PER_P2 * P * P + MEMORY_PER_SAMPLE * P),
             ("P_test",): 8.0 * (MEMORY_PER_P_PTEST * P * Pt + MEMORY_PER_SAMPLE * Pt),
-            ("D",): 8.0 * MEMORY_PER_INPUT * (P + Pt) * D,
+            ("D",): 8.0 * (MEMORY_PER_INPUT * (P + Pt) * D + (MEMORY_PER_PERP * P * D if tree_level else 0.0)),
         }
 
     def memory_bytes(self, spec: BaseModel) -> int:

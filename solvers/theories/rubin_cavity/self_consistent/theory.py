@@ -23,6 +23,15 @@ from solvers.theories.rubin_cavity.common.solving import auto_means_newton
 from solvers.theories.rubin_cavity.network_experiment import ErfNetworkExperiment
 from solvers.theories.rubin_cavity.self_consistent.problem import self_consistent_problem
 from solvers.theories.rubin_cavity.specs import SelfConsistentSpec
+from solvers.theories.rubin_cavity.tree_level.problem import tree_level_problem
+
+
+def _problem(
+    spec: SelfConsistentSpec, parameter: str | None, options: SolverOptions, values: Sequence[float]
+) -> Problem:
+    """The cavity or the tree-level population problem, as the spec's ``treatment`` says."""
+    build = tree_level_problem if spec.treatment == "tree_level" else self_consistent_problem
+    return build(spec, parameter, options, values)
 
 
 class SelfConsistentTheory(ErfNetworkExperiment, Theory):
@@ -35,6 +44,7 @@ class SelfConsistentTheory(ErfNetworkExperiment, Theory):
     sweepable: ClassVar[tuple[str, ...]] = ("T", "P", "N", "u", "sigma_w2", "epsilon", "s_a2", "D")
     examples: ClassVar[tuple[Example, ...]] = (
         Example({"theory": "rubin_cavity", "mode": "self_consistent"}, "T", (0.15, 0.18, 0.21)),
+        Example({"theory": "rubin_cavity", "mode": "self_consistent", "treatment": "tree_level"}, "T", (0.15, 0.21)),
     )
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
@@ -44,7 +54,7 @@ class SelfConsistentTheory(ErfNetworkExperiment, Theory):
 
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         options = auto_means_newton(options or SolverOptions())
-        return self_consistent_problem(spec, parameter, options, [self.control_value(spec, parameter)])  # type: ignore[arg-type]
+        return _problem(spec, parameter, options, [self.control_value(spec, parameter)])  # type: ignore[arg-type]
 
     def solve(self, spec: BaseModel, options: SolverOptions) -> Catalogue:
         return super().solve(spec, auto_means_newton(options))
@@ -63,5 +73,5 @@ class SelfConsistentTheory(ErfNetworkExperiment, Theory):
     ) -> Sweep:
         """The engine's sweep with Newton for ``auto``, on a problem whose finite-D rule fits every value."""
         options = auto_means_newton(options)
-        problem = self_consistent_problem(spec, parameter, options, values)  # type: ignore[arg-type]
+        problem = _problem(spec, parameter, options, values)  # type: ignore[arg-type]
         return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)
