@@ -217,9 +217,8 @@ def bench_numpy_step(target, parts, steps: int = 2000, repeat: int = 5) -> Ratio
 
 
 def bench_numpy_ess(target, parts) -> tuple[Ratio, float]:
-    import arviz as az
-
     from solvers.experiments import SamplerOptions, sample
+    from solvers.experiments.diagnostics import mcse_ess_rhat
 
     step, thin, kept = 2e-5, 20, 1500
     loop, w0, a0 = _numpy_loop(target, parts, step)
@@ -227,7 +226,7 @@ def bench_numpy_ess(target, parts) -> tuple[Ratio, float]:
     _, w, a = loop.run(w0, a0, 2000, thin=2000)  # burn-in, as SaddleLab's warmup below
     mse, _, _ = loop.run(w, a, kept * thin, thin=thin)
     numpy_seconds = time.perf_counter() - t0
-    numpy_rate = float(az.ess(mse[None, :], method="bulk")) / numpy_seconds
+    numpy_rate = float(mcse_ess_rhat(np.asarray(mse, dtype=float)[None, :, None])["ess_bulk"][0]) / numpy_seconds
     options = SamplerOptions(method="langevin", step_size=step, chains=1, warmup=2000, draws=kept, thin=thin,
                              block_size=kept, seed=2)
     sample(target, options.model_copy(update={"seed": 3}))  # compiles

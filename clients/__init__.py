@@ -1,10 +1,13 @@
-"""Thin Python client of a SaddleLab server (HTTP only; needs httpx, optionally tqdm and matplotlib).
+"""Thin Python client of a SaddleLab server (HTTP only: needs httpx; optional extras: ``arrays`` for xarray,
+netCDF and ArviZ output, ``plot`` for matplotlib, ``progress`` for tqdm).
 
     from clients import Client
     lab = Client("http://lab-server:8000", api_key="...")
     result = lab.sweep({"theory": "rubin_cavity", "mode": "potential"}, "u", {"start": 20, "stop": 40, "num": 41})
+    series(result, "rho_star")                     # any quantity by its dotted name: "class_distance.D2"
+    tree = lab.to_xarray(result)                   # labelled arrays, with the papers' symbols as attributes
     run = lab.experiment(spec, sampler={"chains": 4, "draws": 2000}, sizes={"d": 64})   # the finite network
-    run.to_inference_data()                                                            # ArviZ
+    run.to_datatree()                              # ArviZ DataTree: posterior, sample_stats, theory, summary
 """
 
 from clients.client import Client, values_spec
@@ -22,8 +25,9 @@ from clients.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from clients.experiments import ExperimentResult, inference_data, points_of
-from clients.tables import experiment_csv, experiment_rows, rows, series, to_csv
+from clients.experiments import ExperimentResult, inference_data, points_of, to_datatree
+from clients.names import UnknownQuantity
+from clients.tables import experiment_csv, experiment_rows, quantity_names, rows, series, to_csv
 
 __all__ = [
     "Client",
@@ -40,12 +44,15 @@ __all__ = [
     "ServiceUnavailable",
     "TooManyRequests",
     "Unauthorized",
+    "UnknownQuantity",
     "experiment_csv",
     "experiment_rows",
     "inference_data",
     "points_of",
+    "quantity_names",
     "rows",
     "series",
     "to_csv",
+    "to_datatree",
     "values_spec",
 ]

@@ -57,6 +57,7 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.poll_interval = poll_interval
         self.last_job_id: str | None = None
+        self._tables: dict[str, dict[str, dict[str, Any]]] | None = None
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout),
                                   transport=transport)
 
@@ -94,8 +95,29 @@ class Client:
         return self._request("GET", "/healthz")
 
     def theories(self) -> list[dict[str, Any]]:
-        """Installed theories: name, summary, JSON schema of the spec, sweepable fields."""
-        return self._request("GET", "/v1/theories")
+        """Installed theories: name, summary, JSON schema of the spec, sweepable fields, table of quantities."""
+        theories = self._request("GET", "/v1/theories")
+        self._tables = {t["name"]: {q["name"]: q for q in t.get("quantities", [])} for t in theories}
+        return theories
+
+    def quantities(self, theory: str) -> dict[str, dict[str, Any]]:
+        """The theory's quantity table: dotted name -> ``{"name", "symbol", "description", "groups", "dims"}``
+        (fetched once per client, with :meth:`theories`). The one source of labels and symbols."""
+        if self._tables is None:
+            self.theories()
+        assert self._tables is not None
+        if theory not in self._tables:
+            raise KeyError(f"the server has no theory {theory!r}; it has {', '.join(sorted(self._tables))}")
+        return self._tables[theory]
+
+    def to_xarray(self, result: Mapping[str, Any]) -> Any:
+        """The result as labelled arrays (``clients.arrays.to_xarray``) with the theory's symbols and dims; an
+        experiment as its ArviZ ``DataTree`` (:meth:`ExperimentResult.to_datatree`). Needs the ``arrays`` extra."""
+        if isinstance(result, ExperimentResult):
+            return result.to_datatree()
+        from clients.arrays import to_xarray
+
+        return to_xarray(result, self.quantities(result["theory"]))
 
     def solve(self, model: Mapping[str, Any], solver: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Solve one spec: every branch, the equilibrium, diagnostics (``cached`` says if it was computed before)."""
@@ -154,7 +176,8 @@ class Client:
         return status
 
     def _join_pages(self, path: str, params: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
-        """``status`` with the points of every later page appended; None if the job changed meanwhile."""
+        """``status`` with the points (and traced curves) of every later page appended; None if the job changed
+        meanwhile."""
         page = status.get("page")
         if not page:
             return status
@@ -162,13 +185,26 @@ class Client:
         holder = status["result"] if which == "result.points" else status["partial"]
         points = list(holder["points"])
         while page["next"] is not None:
-            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"]})
+            more = self._request("GET", path, params={**params, "offset": page["next"], "limit": page["limit"],
+                                                      "curve_limit": 0})
             page = more.get("page")
             if not page or page["of"] != which:
                 return None
             points.extend((more["result"] if which == "result.points" else more["partial"])["points"])
         holder["points"] = points
         status["page"] = {**page, "offset": 0, "returned": len(points), "next": None}
+        curve_page = status.get("curve_page")
+        if curve_page:
+            curves = list(status["result"]["curves"])
+            while curve_page["next"] is not None:
+                more = self._request("GET", path, params={**params, "limit": 0, "curve_offset": curve_page["next"],
+                                                          "curve_limit": curve_page["limit"]})
+                curve_page = more.get("curve_page")
+                if not curve_page or more.get("result") is None:
+                    return None
+                curves.extend(more["result"]["curves"])
+            status["result"]["curves"] = curves
+            status["curve_page"] = {**curve_page, "offset": 0, "returned": len(curves), "next": None}
         return status
 
     def cancel(self, job_id: str) -> dict[str, Any]:
@@ -273,13 +309,23 @@ class Client:
         """Sample the spec's finite network to the end, with a progress bar in draws; returns the result.
 
         ``result["observables"][name]`` holds ``mean``, ``stderr``, ``ess``, ``rhat``; ``result["theory"]`` the
-        solve of the same spec with a ``comparison`` per branch; ``result.to_inference_data()`` ArviZ output.
+        solve of the same spec with a ``comparison`` per branch; ``result.to_datatree()`` the ArviZ ``DataTree``.
         """
         accepted = self.submit_experiment(model, sampler, sizes=sizes, parameter=parameter, values=values,
                                           network_seed=network_seed, solver=solver)
         job_id = accepted["job_id"]
         data = self.wait(job_id, progress=progress, timeout=timeout, status=self.experiment_status, unit="draw")
-        return ExperimentResult(data, job_id, lambda point: self.experiment_draws(job_id, point))
+        request = {"model": dict(model), "sampler": dict(sampler or {}), "sizes": dict(sizes or {}),
+                   "network_seed": network_seed}
+        return self.experiment_result(job_id, data, request)
+
+    def experiment_result(self, job_id: str, data: Mapping[str, Any],
+                          request: Mapping[str, Any] | None = None) -> ExperimentResult:
+        """A finished experiment's result that fetches its draws and symbols from this server (``request``: what was
+        submitted, kept with the arrays)."""
+        theory = str(data.get("theory_name") or (request or {}).get("model", {}).get("theory"))
+        return ExperimentResult(data, job_id, lambda point: self.experiment_draws(job_id, point), request,
+                                lambda: self.quantities(theory))
 
     def boundaries(
         self,

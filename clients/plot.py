@@ -11,7 +11,9 @@
 - :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside
   experiment, one row per α.
 
-Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given).
+Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given). A quantity is named by
+its dotted name (``class_distance.D2``); a name the result does not report raises
+:class:`~clients.names.UnknownQuantity`, which lists the names it does, before anything is drawn.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from clients.tables import branch_names, parameter_names, series, value_of
+from clients.names import UnknownQuantity, is_number
+from clients.tables import branch_names, branch_of, check_scalar, parameter_names, series, value_of
 
 LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
 FIRST_ORDER_STYLE = {"color": "crimson", "linestyle": "--", "linewidth": 1.2}
@@ -80,8 +83,9 @@ def learning_curve(
         quantity = next((q for q in LEARNING_QUANTITIES if value_of(first, q) is not None), None)
         if quantity is None:
             raise ValueError(f"no learning quantity among {LEARNING_QUANTITIES}; pass quantity=")
-    ax = _axes(ax)
+    check_scalar(result, quantity)
     xs, ys = series(result, quantity)
+    ax = _axes(ax)
     ax.plot(xs, [float("nan") if y is None else y for y in ys], marker=".", label=label or quantity)
     if transitions:
         mark_transitions(ax, result)
@@ -91,6 +95,11 @@ def learning_curve(
     ax.set_ylabel(quantity)
     ax.legend(loc="best", fontsize=8)
     return ax
+
+
+def _converged_branch(point: dict[str, Any], name: str) -> dict[str, Any] | None:
+    b = branch_of(point, name)
+    return b if b is not None and b.get("converged") else None
 
 
 def _runs(xs: list[float], ys: list[Any], stable: list[Any]) -> list[tuple[list[float], list[float], Any]]:
@@ -121,15 +130,16 @@ def branch_diagram(
 ) -> Any:
     """Every branch's ``quantity`` along the sweep: stable solid, unstable dashed; equilibrium highlighted."""
     parameter = _one_parameter(result)
+    check_scalar(result, quantity)
     ax = _axes(ax)
     colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     for k, name in enumerate(branch_names(result)):
         xs, ys, st = [], [], []
         for pt in result["points"]:
-            b = next((b for b in pt.get("branches", []) if b["name"] == name and b.get("converged")), None)
+            b = _converged_branch(pt, name)
             v = value_of(b, quantity) if b is not None else None
             xs.append(pt["parameter"])
-            ys.append(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+            ys.append(v if is_number(v) else None)
             st.append(b.get("stable") if b is not None else None)
         color = colors[k % len(colors)]
         labelled = False
@@ -140,8 +150,7 @@ def branch_diagram(
     if equilibrium:
         ex, ey = [], []
         for pt in result["points"]:
-            eq = next((b for b in pt.get("branches", []) if b["name"] == pt.get("equilibrium")), None)
-            v = value_of(eq, quantity) if eq is not None else None
+            v = value_of(pt, quantity) if pt.get("equilibrium") is not None else None
             ex.append(pt["parameter"])
             ey.append(float("nan") if not isinstance(v, (int, float)) else v)
         ax.plot(ex, ey, color="k", alpha=0.18, linewidth=6, label="equilibrium", zorder=0)
@@ -302,13 +311,19 @@ def theory_vs_experiment(
     result (e.g. two initialisations), each drawn as its own markers with ±``sigmas`` Monte-Carlo standard errors.
     The theory's lines are each branch's value at the experiments' parameter values (from each point's
     ``theory.comparison``), or, with ``sweep`` (a ``/v1/sweeps`` result in the same parameter), every branch of
-    the sweep, stable solid and unstable dashed, for the quantity ``sweep_quantity`` (dotted path into the
-    branch's order parameters / observables, e.g. ``class_distance.D2``; default: ``observable``).
+    the sweep, stable solid and unstable dashed, for the quantity ``sweep_quantity`` (a dotted name, e.g.
+    ``class_distance.D2``; default: ``observable``). An observable the experiment does not estimate, or a quantity
+    the sweep does not report, raises :class:`~clients.names.UnknownQuantity`.
     """
     from clients.experiments import points_of
 
-    ax = _axes(ax)
     runs = dict(results) if isinstance(results, dict) and "kind" not in results else {"experiment": results}
+    estimated = sorted({n for r in runs.values() for pt in points_of(r) for n in (pt.get("observables") or {})})
+    if observable not in estimated:
+        raise UnknownQuantity(observable, estimated)
+    if sweep is not None:
+        check_scalar(sweep, sweep_quantity or observable)
+    ax = _axes(ax)
     colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     if sweep is not None:
         quantity = sweep_quantity or observable
@@ -317,9 +332,10 @@ def theory_vs_experiment(
                 continue
             xs, ys, st = [], [], []
             for pt in sweep["points"]:
-                b = next((b for b in pt.get("branches", []) if b["name"] == name and b.get("converged")), None)
+                b = _converged_branch(pt, name)
                 xs.append(pt["parameter"])
-                ys.append(_path_value(b, quantity) if b is not None else None)
+                v = value_of(b, quantity) if b is not None else None
+                ys.append(float(v) if is_number(v) else None)
                 st.append(b.get("stable") if b is not None else None)
             labelled = False
             for rx, ry, stable in _runs(xs, ys, st):
@@ -362,15 +378,6 @@ def theory_vs_experiment(
     ax.set_ylabel(observable if component is None else f"{observable}[{component}]")
     ax.legend(loc="best", fontsize=8)
     return ax
-
-
-def _path_value(entry: dict[str, Any], path: str) -> float | None:
-    """A dotted path into a branch's order parameters or observables (``class_distance.D2``)."""
-    head, *rest = path.split(".")
-    value = value_of(entry, head)
-    for key in rest:
-        value = value.get(key) if isinstance(value, dict) else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _bin_means(x: list[float], y: list[float], edges: list[float]) -> tuple[list[float], list[float]]:

@@ -1,48 +1,162 @@
-"""Sweep results as tables: one row per point (the equilibrium's scalars), and series for plotting."""
+"""Results as tables: one row per point (or per point and branch), series for plotting, CSV text.
+
+Every quantity is reached by its dotted name (:mod:`clients.names`: ``class_distance.D2``,
+``potential_wells.depth``); a name the result does not report raises :class:`~clients.names.UnknownQuantity`,
+which lists the names it does. A sweep point is compact: each branch lists only what differs from the point's
+tables (the equilibrium's), so a branch's value is read through :func:`branch_of`.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clients.names import GROUPS, UnknownQuantity, flatten, is_number, quantities_of
+
 SCALAR = (bool, int, float, str, type(None))
+#: ``branch=`` value of :func:`rows` and :func:`to_csv` asking for every branch (long format).
+ALL_BRANCHES = "all"
 
 
-def parameter_names(result: dict[str, Any]) -> list[str]:
+def parameter_names(result: Mapping[str, Any]) -> list[str]:
     """The swept field(s): ``[p]`` for a sweep, ``[p1, p2]`` for a phase diagram."""
     if "parameters" in result:
         return list(result["parameters"])
     return [result.get("parameter") or "parameter"]
 
 
-def rows(result: dict[str, Any], branch: str | None = None) -> list[dict[str, Any]]:
-    """One dict per point: the swept value(s), ``equilibrium``, ``converged``, then the scalar order
-    parameters and observables of the equilibrium (or of ``branch``; empty where it does not exist).
-    A name that is already a column is prefixed (``order_parameters.b``, ``observables.u``)."""
-    names = parameter_names(result)
-    out = []
-    for pt in result["points"]:
-        coords = pt["parameter"] if isinstance(pt["parameter"], list) else [pt["parameter"]]
-        row: dict[str, Any] = dict(zip(names, coords, strict=True))
-        row["equilibrium"] = pt.get("equilibrium")
-        row["converged"] = pt.get("converged")
-        if branch is None:
-            source = pt
-        else:
-            source = next((b for b in pt.get("branches", []) if b["name"] == branch), {})
-            row["branch"] = branch
-            row["stable"] = source.get("stable")
-            row["free_entropy"] = source.get("free_entropy")
-        for group in ("order_parameters", "observables"):
-            for key, value in (source.get(group) or {}).items():
-                if isinstance(value, SCALAR):
-                    row[f"{group}.{key}" if key in row else key] = value
-        out.append(row)
+def branch_of(point: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """Branch ``name`` of a sweep point (or a solve) with complete tables. A sweep point is compact: each branch
+    lists only the entries that differ from the point's tables (null for one it lacks), so a quantity's value on a
+    branch is the branch's entry when it lists one, else the point's."""
+    b = next((b for b in point.get("branches", []) if b["name"] == name), None)
+    if b is None:
+        return None
+    out = dict(b)
+    for group in GROUPS:
+        base, own = point.get(group) or {}, b.get(group) or {}
+        merged = {**base, **own}
+        out[group] = {k: v for k, v in merged.items() if not (v is None and k in own and base.get(k) is not None)}
     return out
 
 
-def line_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+def branch_names(result: Mapping[str, Any]) -> list[str]:
+    """Every branch that appears anywhere in the result, in order of first appearance."""
+    names: list[str] = []
+    for pt in _points(result):
+        for b in pt.get("branches", []):
+            if b["name"] not in names:
+                names.append(b["name"])
+    return names
+
+
+def _points(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The points of a sweep or phase diagram; a single solve as one point."""
+    return list(result["points"]) if "points" in result else [result]
+
+
+def quantity_names(result: Mapping[str, Any]) -> list[str]:
+    """Every quantity the result reports anywhere (a point's tables or a branch's), by dotted name, sorted."""
+    names: set[str] = set()
+    for pt in _points(result):
+        names.update(quantities_of(pt))
+        for b in pt.get("branches", []):
+            names.update(quantities_of(b))
+    return sorted(names)
+
+
+def check_quantity(result: Mapping[str, Any], name: str) -> None:
+    """:class:`UnknownQuantity` (listing the names there are) unless the result reports ``name`` somewhere."""
+    names = quantity_names(result)
+    if name not in names:
+        raise UnknownQuantity(name, names)
+
+
+def check_scalar(result: Mapping[str, Any], name: str) -> None:
+    """:func:`check_quantity`, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
+    check_quantity(result, name)
+    for pt in _points(result):
+        for entry in [pt, *pt.get("branches", [])]:
+            if isinstance(quantities_of(entry).get(name), list):
+                raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
+
+
+def value_of(entry: Mapping[str, Any] | None, quantity: str) -> Any:
+    """``quantity`` (dotted name) of a point or branch: its order parameters first, then its observables; None
+    where this entry does not report it."""
+    return quantities_of(entry).get(quantity)
+
+
+def _source(point: Mapping[str, Any], branch: str | None) -> Mapping[str, Any] | None:
+    return point if branch is None else branch_of(point, branch)
+
+
+def series(result: Mapping[str, Any], quantity: str, branch: str | None = None) -> tuple[list[float], list[Any]]:
+    """(swept values, ``quantity`` of the equilibrium or of ``branch``) along a one-parameter sweep; None where the
+    branch does not exist or does not report it. ``quantity`` is a dotted name; one the sweep does not report
+    anywhere raises :class:`UnknownQuantity`. Numbers stay numbers, a vector-valued quantity gives its lists."""
+    if any(isinstance(pt["parameter"], list) for pt in result["points"]):
+        raise ValueError("series() takes a one-parameter sweep; this is a phase diagram")
+    check_quantity(result, quantity)
+    if branch is not None and branch not in branch_names(result):
+        raise KeyError(f"no branch {branch!r} in this sweep; branches: {', '.join(branch_names(result))}")
+    xs, ys = [], []
+    for pt in result["points"]:
+        value = value_of(_source(pt, branch), quantity)
+        xs.append(pt["parameter"])
+        ys.append(None if isinstance(value, bool) or not (is_number(value) or isinstance(value, list)) else value)
+    return xs, ys
+
+
+def _row(names: list[str], point: Mapping[str, Any]) -> dict[str, Any]:
+    coords = point["parameter"] if isinstance(point["parameter"], list) else [point["parameter"]]
+    row: dict[str, Any] = dict(zip(names, coords, strict=True))
+    row["equilibrium"] = point.get("equilibrium")
+    row["converged"] = point.get("converged")
+    return row
+
+
+def _add_quantities(row: dict[str, Any], source: Mapping[str, Any] | None) -> None:
+    fixed, seen = set(row), set()
+    for group in GROUPS:
+        for key, value in flatten((source or {}).get(group)).items():
+            if key not in seen:  # a name reported in both groups keeps the order parameter's value
+                seen.add(key)
+                row[f"{group}.{key}" if key in fixed else key] = value
+
+
+def rows(result: Mapping[str, Any], branch: str | None = None) -> list[dict[str, Any]]:
+    """One dict per point: the swept value(s), ``equilibrium``, ``converged``, then every quantity by dotted name
+    (nested ones included; a vector or a record table's column is a list) of the equilibrium, or of ``branch``
+    (with its ``stable`` and ``free_entropy``; empty where it does not exist). ``branch="all"``: one row per point
+    and branch, in long format with a ``branch`` column. A name that is already a column (the swept field itself,
+    ``equilibrium``…) is prefixed with its group (``observables.u``)."""
+    names = parameter_names(result)
+    wanted = branch_names(result) if branch == ALL_BRANCHES else [branch]
+    if branch not in (None, ALL_BRANCHES) and branch not in branch_names(result):
+        raise KeyError(f"no branch {branch!r} in this result; branches: {', '.join(branch_names(result))}")
+    out = []
+    for pt in result["points"]:
+        for name in wanted:
+            row = _row(names, pt)
+            if name is None:
+                _add_quantities(row, pt)
+            else:
+                source = branch_of(pt, name)
+                if source is None and branch == ALL_BRANCHES:
+                    continue
+                row["branch"] = name
+                row["stable"] = (source or {}).get("stable")
+                row["free_entropy"] = (source or {}).get("free_entropy")
+                _add_quantities(row, source)
+            out.append(row)
+    return out
+
+
+def line_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One dict per point of every traced line of a boundary job: line index, kind, type, branches, p1, p2."""
     p1, p2 = parameter_names(result)
     out = []
@@ -53,53 +167,31 @@ def line_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def to_csv(result: dict[str, Any], branch: str | None = None) -> str:
-    """CSV text of :func:`rows` (columns: the union over points, in first-seen order); for a boundary job,
-    of :func:`line_rows`."""
-    table = line_rows(result) if result.get("method") == "boundary" else rows(result, branch)
+def _cell(value: Any) -> Any:
+    """A CSV cell: scalars as they are, lists (vectors, record-table columns) as JSON arrays."""
+    return value if isinstance(value, SCALAR) else json.dumps(value, separators=(",", ":"))
+
+
+def csv_text(table: Iterable[Mapping[str, Any]]) -> str:
+    """CSV of dicts (columns: the union over rows, in first-seen order)."""
+    table = list(table)
     columns: list[str] = []
     for r in table:
         columns.extend(k for k in r if k not in columns)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(table)
+    writer.writerows({k: _cell(v) for k, v in r.items()} for r in table)
     return buf.getvalue()
 
 
-def value_of(entry: dict[str, Any], quantity: str) -> Any:
-    """``quantity`` from a point or branch: its order parameters first, then its observables."""
-    for group in ("order_parameters", "observables"):
-        values = entry.get(group) or {}
-        if quantity in values:
-            return values[quantity]
-    return None
+def to_csv(result: Mapping[str, Any], branch: str | None = None) -> str:
+    """CSV text of :func:`rows` (``branch="all"``: every branch, long format); for a boundary job, of
+    :func:`line_rows`. Vector-valued quantities are JSON arrays in their cells."""
+    return csv_text(line_rows(result) if result.get("method") == "boundary" else rows(result, branch))
 
 
-def series(result: dict[str, Any], quantity: str, branch: str | None = None) -> tuple[list[float], list[float | None]]:
-    """(swept values, ``quantity`` of the equilibrium or of ``branch``) along a one-parameter sweep."""
-    xs, ys = [], []
-    for pt in result["points"]:
-        if isinstance(pt["parameter"], list):
-            raise ValueError("series() takes a one-parameter sweep; this is a phase diagram")
-        source = pt if branch is None else next((b for b in pt.get("branches", []) if b["name"] == branch), None)
-        value = value_of(source, quantity) if source is not None else None
-        xs.append(pt["parameter"])
-        ys.append(value if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
-    return xs, ys
-
-
-def branch_names(result: dict[str, Any]) -> list[str]:
-    """Every branch that appears anywhere along the sweep, in order of first appearance."""
-    names: list[str] = []
-    for pt in result["points"]:
-        for b in pt.get("branches", []):
-            if b["name"] not in names:
-                names.append(b["name"])
-    return names
-
-
-def experiment_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+def experiment_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One dict per point and scalar observable of an experiment: the parameter value, the estimate with its
     figures, and per branch of the theory its value and z (``theory:<branch>``, ``z:<branch>``)."""
     points = result.get("points") or [result]
@@ -119,14 +211,6 @@ def experiment_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def experiment_csv(result: dict[str, Any]) -> str:
+def experiment_csv(result: Mapping[str, Any]) -> str:
     """CSV text of :func:`experiment_rows`."""
-    table = experiment_rows(result)
-    columns: list[str] = []
-    for r in table:
-        columns.extend(k for k in r if k not in columns)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(table)
-    return buf.getvalue()
+    return csv_text(experiment_rows(result))

@@ -2,19 +2,22 @@
 
     saddlelab serve                      # the API on $SADDLELAB_HOST:$SADDLELAB_PORT (embedded, or Redis via REDIS_URL)
     saddlelab worker                     # an RQ worker on $REDIS_URL
-    saddlelab solve SPEC.json            # one solve, JSON on stdout
-    saddlelab sweep SPEC.json --parameter u --start 20 --stop 40 --num 41 [--format csv] [-o out.csv]
+    saddlelab solve SPEC.json [--format netcdf -o solve.nc]      # one solve, JSON on stdout
+    saddlelab sweep SPEC.json --parameter u --start 20 --stop 40 --num 41 [--format csv|netcdf] [-o out.csv]
     saddlelab sweep SPEC.json --parameter b --values 0.25,0.3 --parameter u --start 20 --stop 40 --num 81
                                                                           # phase diagram: each --parameter takes
                                                                           # --values or --start/--stop/--num
     saddlelab sweep SPEC.json --method boundary --parameter b --start 0.25 --stop 0.4 \
         --parameter u --start 10 --stop 60                                    # traced transition lines
-    saddlelab experiment SPEC.json --chains 4 --draws 2000 [--sizes '{"d": 64}'] [--parameter T --values 0.1,1]
+    saddlelab experiment SPEC.json --chains 4 --draws 2000 [--sizes '{"d": 64}'] [--parameter T --values 0.1,1] \
+        [--format csv | --format netcdf -o run.nc]                          # netCDF: the ArviZ DataTree
     saddlelab job ID | cancel ID | theories | health
 
 The client commands talk to ``--url`` (default $SADDLELAB_URL or http://127.0.0.1:8000) with
 ``--api-key`` (default $SADDLELAB_API_KEY). SPEC.json holds a model (``{"theory": …}``) or a whole
-request (``{"model": …, "solver": …}``); ``-`` reads it from stdin.
+request (``{"model": …, "solver": …}``); ``-`` reads it from stdin. ``--format netcdf`` writes the result's
+labelled arrays (``clients.arrays``; an experiment's ArviZ DataTree) to the ``-o`` file; it needs the client's
+``arrays`` extra (xarray, h5netcdf and h5py, arviz-base).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clients import Client, SaddleLabError, experiment_csv, to_csv
+from clients.tables import ALL_BRANCHES
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -69,7 +73,10 @@ def _axis_options(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def _output_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    p.add_argument("-o", "--output", default=None, help="write here instead of stdout (required with netcdf)")
+
+
+NETCDF_HELP = "netcdf: the labelled arrays (xarray) as a netCDF-4 file, to -o"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -89,6 +96,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("solve", help="solve one spec")
     p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
     p.add_argument("--solver", default=None, help="JSON file with solver options")
+    p.add_argument("--format", choices=["json", "netcdf"], default="json", help=f"default: json; {NETCDF_HELP}")
     _client_options(p)
     _output_option(p)
 
@@ -100,8 +108,11 @@ def parser() -> argparse.ArgumentParser:
                    "[start, stop], looked for in p2 within [start, stop] (no --num needed)")
     p.add_argument("--lines", default=None, help="JSON file with line options (method boundary)")
     p.add_argument("--solver", default=None, help="JSON file with solver options")
-    p.add_argument("--format", choices=["json", "csv"], default="json", help="output format (default: json)")
-    p.add_argument("--branch", default=None, help="CSV: columns of this branch instead of the equilibrium")
+    p.add_argument("--format", choices=["json", "csv", "netcdf"], default="json",
+                   help=f"output format (default: json); {NETCDF_HELP}")
+    p.add_argument("--branch", default=None,
+                   help=f"CSV: columns of this branch instead of the equilibrium; '{ALL_BRANCHES}': every branch, one "
+                   "row per point and branch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
     _client_options(p)
@@ -120,7 +131,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default=None, help="the network's finite sizes: inline JSON or a JSON file")
     p.add_argument("--network-seed", type=int, default=None, help="seed of the teacher and data (default 0)")
     _axis_options(p, "a learning curve in this field")
-    p.add_argument("--format", choices=["json", "csv"], default="json", help="csv: one row per point and observable")
+    p.add_argument("--format", choices=["json", "csv", "netcdf"], default="json",
+                   help=f"csv: one row per point and observable; {NETCDF_HELP} (the ArviZ DataTree)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
     _client_options(p)
@@ -230,6 +242,28 @@ def _client(args: argparse.Namespace) -> Client:
     return Client(args.url, api_key=args.api_key, timeout=args.timeout)
 
 
+def _netcdf_target(args: argparse.Namespace) -> str | None:
+    """The file a ``--format netcdf`` run writes (checked before anything is submitted)."""
+    if getattr(args, "format", None) != "netcdf":
+        return None
+    if not args.output:
+        raise UsageError("--format netcdf writes a file: give -o FILE")
+    try:
+        import h5netcdf  # noqa: F401
+        import h5py  # noqa: F401
+        import xarray  # noqa: F401
+    except ImportError:
+        raise UsageError('--format netcdf needs xarray, h5netcdf and h5py: pip install "saddlelab-client[arrays]"'
+                         ) from None
+    return args.output
+
+
+def _write_netcdf(c: Client, result: Any, path: str) -> None:
+    from clients.arrays import to_netcdf
+
+    to_netcdf(c.to_xarray(result), path)
+
+
 def _summary(result: dict[str, Any]) -> str:
     if result.get("method") == "boundary":
         out = [f"# {ln['kind']} ({ln.get('type')}, {'/'.join(ln['branches'])}): {len(ln['points'])} points, ends "
@@ -275,8 +309,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     model, solver, _ = _request_parts(args.spec, args.solver)
+    netcdf = _netcdf_target(args)
     with _client(args) as c:
-        _emit(_dump(c.solve(model, solver)), args.output)
+        result = c.solve(model, solver)
+        if netcdf:
+            _write_netcdf(c, result, netcdf)
+        else:
+            _emit(_dump(result), args.output)
     return 0
 
 
@@ -285,6 +324,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     parameter, values = sweep_axes(args, rest)
     method = args.method or rest.get("method") or "continuation"
     lines = _read_json(args.lines) if args.lines else rest.get("lines")
+    netcdf = _netcdf_target(args)
     with _client(args) as c:
         accepted = c.submit_sweep(model, parameter, values, method=method, solver=solver, lines=lines)
         if args.detach:
@@ -296,7 +336,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"\ninterrupted; the job goes on: saddlelab job {accepted['job_id']} "
                   f"(or saddlelab cancel {accepted['job_id']})", file=sys.stderr)
             return 130
-    if args.format == "csv":
+        if netcdf:
+            _write_netcdf(c, result, netcdf)
+    if netcdf:
+        summary = _summary(result)
+        if summary:
+            print(summary, file=sys.stderr)
+    elif args.format == "csv":
         _emit(to_csv(result, args.branch), args.output)
         summary = _summary(result)
         if summary:
@@ -344,6 +390,7 @@ def experiment_request(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     body = experiment_request(args)
+    netcdf = _netcdf_target(args)
     with _client(args) as c:
         accepted = c.submit_experiment(body["model"], body["sampler"], sizes=body.get("sizes"),
                                        parameter=body.get("parameter"), values=body.get("values"),
@@ -357,6 +404,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print(f"\ninterrupted; the experiment goes on: GET /v1/experiments/{accepted['job_id']}", file=sys.stderr)
             return 130
+        if netcdf:
+            _write_netcdf(c, c.experiment_result(accepted["job_id"], result, body), netcdf)
+            return 0
     _emit(experiment_csv(result) if args.format == "csv" else _dump(result), args.output)
     return 0
 

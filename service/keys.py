@@ -1,4 +1,5 @@
-"""Cache keys: sha256 of the RFC 8785 canonical JSON of (spec, solver options, solver version)."""
+"""Cache and job keys: sha256 of the RFC 8785 canonical JSON of (spec, solver options, solver version, source
+fingerprint): two code versions on one Redis never share an answer (:mod:`service.provenance`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import rfc8785
 from pydantic import BaseModel
 
+from service.provenance import SOURCE_FINGERPRINT
 from solvers import SOLVER_VERSION
 from solvers.core.options import SolverOptions
 
@@ -18,6 +20,7 @@ def canonical_payload(model: BaseModel, options: SolverOptions, **extra: Any) ->
         "model": model.model_dump(mode="json"),
         "solver": options.model_dump(mode="json"),
         "version": SOLVER_VERSION,
+        "source": SOURCE_FINGERPRINT,
         **extra,
     }
 

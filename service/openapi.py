@@ -1,8 +1,11 @@
-"""The OpenAPI document with one ``operationId`` per operation.
+"""The OpenAPI document with one ``operationId`` per operation, and the papers' symbols on the spec fields.
 
 FastAPI names an operation after its route, so a route serving several methods (``/v1/jobs/{id}``: GET
 and DELETE, one route so that a 405 there lists both in ``Allow``) gets one id for all of them, which
 OpenAPI forbids: client generators then merge or drop operations. Each repeated id gets its method.
+
+Each theory's spec schema gets the symbols of its quantity table on the fields the table declares (``x-symbol``,
+and the description starting with the symbol), so /docs shows the papers' notation.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from collections import Counter
 from typing import Any
 
 from fastapi import FastAPI
+
+from solvers.theories import registry
+from solvers.theories.quantities import annotate_schema
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -36,5 +42,23 @@ def unique_operation_ids(app: FastAPI) -> dict[str, Any]:
         for method, op in _operations(schema):
             if counts[op.get("operationId")] > 1:
                 op["operationId"] = _with_method(op["operationId"], method)
+        with_symbols(schema)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _theory_of(component: Any) -> str | None:
+    prop = component.get("properties", {}).get("theory") if isinstance(component, dict) else None
+    if not isinstance(prop, dict):
+        return None
+    name = prop.get("const", (prop.get("enum") or [None])[0])
+    return name if isinstance(name, str) else None
+
+
+def with_symbols(schema: dict[str, Any]) -> None:
+    """Annotate every theory spec among the document's component schemas with its theory's symbols."""
+    theories = registry()
+    for component in schema.get("components", {}).get("schemas", {}).values():
+        name = _theory_of(component)
+        if name in theories:
+            annotate_schema(component, theories[name].quantities)

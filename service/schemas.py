@@ -135,6 +135,27 @@ class BranchOut(BaseModel):
     observables: dict[str, Any]
 
 
+class Provenance(BaseModel):
+    """What produced a result (a cached answer carries the provenance of the computation that made it)."""
+
+    model_config = ConfigDict(extra="allow")
+    saddlelab: str = Field(description="SaddleLab's human version (SOLVER_VERSION).")
+    source: str = Field(
+        description="sha256 fingerprint of the source that computed the result: every file of solvers/ and the "
+        "service modules that decide what is computed and shape the JSON (docs/architecture.md). Part of every "
+        "cache and job key."
+    )
+    libraries: dict[str, str | None] = Field(
+        description="Versions installed where the result was computed: python, numpy, scipy, jax, jaxlib, "
+        "blackjax, arviz, scikit-learn (null: not installed)."
+    )
+    spec_hash: str = Field(description="The key of the solve, sweep, phase diagram or experiment.")
+    seeds: dict[str, Any] = Field(
+        description="Every seed, by dotted name: the spec's (e.g. model.data.seed); for an experiment also "
+        "network_seed, sampler.seed and sampler.chain_seeds."
+    )
+
+
 class SolveResponse(BaseModel):
     model_config = ConfigDict(extra="allow")
     theory: str
@@ -146,6 +167,7 @@ class SolveResponse(BaseModel):
     branches: list[BranchOut]
     equilibrium: str | None
     diagnostics: Diagnostics
+    provenance: Provenance | None = None
 
 
 class JobAccepted(BaseModel):
@@ -171,7 +193,8 @@ class Chunks(BaseModel):
 
 
 class PageOut(BaseModel):
-    of: Literal["result.points", "partial.points"] = Field(description="Which list of points this page is of.")
+    of: Literal["result.points", "partial.points", "result.curves"] = Field(
+        description="Which list this page is of.")
     offset: int = Field(description="Index of the first point of the page.")
     limit: int = Field(description="Most points a page holds (at most the instance's result_page_size).")
     returned: int = Field(description="Points in this page.")
@@ -194,19 +217,71 @@ class TransitionOut(BaseModel):
 
 
 class PointOut(BaseModel):
+    """One requested value of a sweep. Compact: a quantity is written once per point. ``order_parameters`` and
+    ``observables`` are the equilibrium's, complete; each branch lists only the entries whose value differs
+    from the point's (null where the branch has no such entry). The value of a quantity on a branch is the
+    branch's entry when it lists one, else the point's."""
+
     model_config = ConfigDict(extra="allow")
-    parameter: float | list[float] | None
+    parameter: float | list[float] | None = Field(description="The swept value; [p1, p2] on a phase diagram.")
     converged: bool
-    equilibrium: str | None
-    branches: list[BranchOut]
-    order_parameters: dict[str, Any]
-    observables: dict[str, Any]
+    equilibrium: str | None = Field(description="The equilibrium branch's name (null: none).")
+    branches: list[BranchOut] = Field(
+        description="Every branch at this value; its order_parameters / observables hold only what differs from "
+        "the point's."
+    )
+    order_parameters: dict[str, Any] = Field(description="The equilibrium's order parameters (complete).")
+    observables: dict[str, Any] = Field(
+        description="The equilibrium's observables and what the theory reports about the whole catalogue (complete)."
+    )
+
+
+class CurveSpecialOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    index: int = Field(description="Index of the special point in the curve's columns (the first of two rows where "
+                                   "the curve changes branch there).")
+    kind: Literal["first_order", "spinodal"]
+    type: str = Field(description="fold, stability_loss, bifurcation, first_order or event.")
+    parameter: float | None
+    branches: list[str]
+
+
+class CurveOut(BaseModel):
+    """One traced curve of a continuation, in columns (one entry per point, in order along the curve). At most 200
+    points, every one a solution: special points, the points at the ends of the requested range, and traced
+    points (all, or those nearest to equally spaced arclengths). Where the curve changes branch (fold, stability
+    loss) the special point appears twice in a row, once per branch."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(description="The curve: the branch it was started from.")
+    branches: list[str] = Field(description="Branches the curve passes through, in order along it.")
+    traced: int = Field(description="Points the continuation made (before clipping to the range and resampling).")
+    branch: list[str] = Field(description="Branch of each point.")
+    parameter: list[float | None] = Field(description="Swept value at each point.")
+    arclength: list[float | None] = Field(
+        description="Length along the curve from its first point, in the continuation's coordinates "
+        "(x, (p - p_lo)/(p_hi - p_lo)); never decreases."
+    )
+    stable: list[bool | None] = Field(description="Sign of the stability margin (null: unknown).")
+    free_entropy: list[float | None] = Field(description="Free entropy (null where the theory has none).")
+    order_parameters: dict[str, list[Any]] = Field(
+        description="Scalar order parameters by name (a short numeric list by indexed name, Qbar.0)."
+    )
+    observables: dict[str, list[Any]] = Field(
+        description="Scalar observables by dotted name (class_distance.D2); long lists and tables stay in points."
+    )
+    special: list[CurveSpecialOut] = Field(description="The sweep's special points on this curve.")
 
 
 class SweepResult(BaseModel):
     model_config = ConfigDict(extra="allow")
     points: list[PointOut]
     transitions: list[TransitionOut]
+    curves: list[CurveOut] | None = Field(
+        None, description="Continuation: the traced curves (one page, see curve_page); grid: null, with "
+        "curves_reason."
+    )
+    provenance: Provenance | None = None
 
 
 class LineEndOut(BaseModel):
@@ -239,6 +314,7 @@ class BoundaryResult(BaseModel):
     lines: list[LineOut]
     critical_points: list[CriticalPointOut]
     reason: str = Field("", description="Why lines is empty, when it is.")
+    provenance: Provenance | None = None
 
 
 class JobStatus(BaseModel):
@@ -258,6 +334,10 @@ class JobStatus(BaseModel):
     page: PageOut | None = Field(
         None, description="Which points `result.points` (or `partial.points`) holds: results come in pages "
         "(`?offset=&limit=`)."
+    )
+    curve_page: PageOut | None = Field(
+        None, description="Which curves `result.curves` holds: a continuation's curves come in pages too "
+        "(`?curve_offset=&curve_limit=`)."
     )
     partial: dict[str, Any] | None = Field(
         None, description="With ?detail=true: one page of the points computed so far."
@@ -279,10 +359,23 @@ class Health(BaseModel):
     auth: Literal["api_key", "open"] = "open"
 
 
+class QuantityInfo(BaseModel):
+    """One quantity of a theory's table: the name used everywhere (results, tables, arrays, plots)."""
+
+    name: str = Field(description="Dotted name (`class_distance.D2`; a record table's column: `potential_wells.rho`).")
+    symbol: str = Field(description="The papers' symbol, as matplotlib mathtext (`$D^2$`).")
+    description: str = Field(description="What the quantity is, in one line.")
+    groups: list[Literal["parameters", "order_parameters", "observables"]] = Field(
+        description="Where it appears: a spec field (`parameters`), an order parameter, an observable.")
+    dims: list[str] = Field(description="Dimension names of an array-valued quantity (empty for a scalar).")
+
+
 class TheoryInfo(BaseModel):
     name: str
     summary: str
     schema_: dict[str, Any] = Field(alias="schema", serialization_alias="schema")
     sweepable: list[str] = []
+    quantities: list[QuantityInfo] = Field(
+        default=[], description="Every quantity the theory reports and every field it is swept in, with its symbol.")
 
     model_config = ConfigDict(populate_by_name=True)

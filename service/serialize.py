@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from service.jsonsafe import json_safe, result_diagnostics
+from solvers.core.curve_tables import CurveTable
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Report, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
@@ -90,10 +91,43 @@ def solution_json(theory: str, cat: Catalogue) -> dict[str, Any]:
     return json_safe(body)
 
 
+def differences(own: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+    """A branch's table as the compact point writes it: the entries whose value differs from the point's, and
+    null for an entry the point has and the branch has not."""
+    out = {k: v for k, v in own.items() if k not in point or point[k] != v}
+    out.update({k: None for k in point if k not in own})
+    return out
+
+
+def _compact_branch(b: dict[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+    out = {**b, "order_parameters": differences(b["order_parameters"], point["order_parameters"]),
+           "observables": differences(b["observables"], point["observables"])}
+    diag = b["diagnostics"]
+    status = diag.get("status")
+    if status is not None and diag.get("message") == Status(status).message:
+        out["diagnostics"] = {k: v for k, v in diag.items() if k != "message"}
+    return out
+
+
 def point_json(value: float, cat: Catalogue) -> dict[str, Any]:
-    """One point of a sweep: the catalogue at ``parameter = value``."""
+    """One point of a sweep: the catalogue at ``parameter = value``, compact (``docs/architecture.md``): the
+    point's tables are the equilibrium's, each branch's hold what differs from them."""
     body = _catalogue_body(cat)
-    return json_safe({"parameter": float(value), **{k: body[k] for k in POINT_KEYS[1:]}})
+    point = json_safe({"parameter": float(value), **{k: body[k] for k in POINT_KEYS[1:]}})
+    point["branches"] = [_compact_branch(b, point) for b in point["branches"]]
+    return point
+
+
+def branch_tables(point: Mapping[str, Any], branch: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A branch's complete (order_parameters, observables) from a compact point (or a complete one): the point's
+    entries, overridden by the branch's own; an entry the branch lists as null where the point has a value is
+    one the branch does not have."""
+    out = []
+    for group in ("order_parameters", "observables"):
+        base, own = point.get(group) or {}, branch.get(group) or {}
+        merged = {**base, **own}
+        out.append({k: v for k, v in merged.items() if not (v is None and k in own and base.get(k) is not None)})
+    return out[0], out[1]
 
 
 def bifurcation_json(bp: BifurcationPoint) -> dict[str, Any]:
@@ -125,6 +159,78 @@ def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
     if sp.state:
         out["state"] = dict(sp.state)
     return out
+
+
+#: Longest numeric list a curve column takes element by element (``Qbar.0``, ``Qbar.1``); longer ones stay in points.
+CURVE_LIST_MAX = 16
+NUMBER_TYPES = (int, float, np.integer, np.floating)
+SCALAR_TYPES = (*NUMBER_TYPES, bool, str, np.bool_)
+
+
+def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The scalar entries of a report table, nested ones by dotted name (``class_distance.D2``) and short numeric
+    lists by indexed name (``Qbar.0``); long lists, lists of tables and missing (null) values are left out."""
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, SCALAR_TYPES):  # most entries: checked first, the Mapping (ABC) check is slow
+            out[name] = v
+        elif isinstance(v, (list, tuple, np.ndarray)):
+            if not 0 < np.size(v) <= CURVE_LIST_MAX:
+                continue  # a long list (a predictor at every test point) stays in the points
+            items = np.asarray(v).ravel().tolist() if isinstance(v, np.ndarray) else list(v)
+            if all(isinstance(e, NUMBER_TYPES) and not isinstance(e, bool) for e in items):
+                out.update({f"{name}.{i}": e for i, e in enumerate(items)})
+        elif isinstance(v, Mapping):
+            out.update(scalars(v, f"{name}."))
+    return out
+
+
+def _columns(tables: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    names = list(dict.fromkeys(n for t in tables for n in t))
+    return {n: [t.get(n) for t in tables] for n in names}
+
+
+def curve_json(table: CurveTable, special_points: tuple[SpecialPoint, ...]) -> dict[str, Any]:
+    """One traced curve in columns (``docs/architecture.md``, "curves")."""
+    rows = table.rows
+    reports = [r.report or Report() for r in rows]
+    special = []
+    for i, r in enumerate(rows):
+        if r.special is not None and (i == 0 or rows[i - 1].special != r.special):
+            sp = special_points[r.special]
+            special.append({"index": i, "kind": sp.transition, "type": sp.kind.value, "parameter": sp.parameter,
+                            "branches": list(sp.branches)})
+    return json_safe({
+        "name": table.name,
+        "branches": list(table.branches),
+        "traced": table.traced,
+        "message": table.message,
+        "branch": [r.branch for r in rows],
+        "parameter": [r.p for r in rows],
+        "arclength": [r.arclength for r in rows],
+        "stable": [r.stable for r in rows],
+        "free_entropy": [r.free_entropy for r in rows],
+        "order_parameters": _columns([scalars(rep.order_parameters) for rep in reports]),
+        "observables": _columns([scalars(rep.observables) for rep in reports]),
+        "special": special,
+    })
+
+
+def curves_json(sweep: Sweep) -> list[dict[str, Any]] | None:
+    """The sweep's traced curves as tables; None for a grid sweep (it traces none)."""
+    if sweep.tables is None:
+        return None
+    return [curve_json(t, sweep.special_points) for t in sweep.tables]
+
+
+def no_curves_reason(sweep: Sweep, method: str) -> str:
+    """Why a sweep has no curves (``method``: the one requested)."""
+    if method == "grid":
+        return "a grid sweep solves each value on its own and traces no curves; use method continuation"
+    if len(set(sweep.values)) <= 1:
+        return "a single value: there is no curve to trace"
+    return "this theory sweeps this spec on a grid (one branch, or a solve too costly to trace): no curves"
 
 
 def sweep_diagnostics(sweep: Sweep) -> dict[str, Any]:
@@ -159,10 +265,18 @@ def sweep_summary(theory: str, parameter: str, sweep: Sweep) -> dict[str, Any]:
 
 
 def sweep_json(theory: str, parameter: str, sweep: Sweep, points: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A whole sweep; ``points`` are the already-serialised points where the caller has them."""
+    """A whole sweep, curves included; ``points`` are the already-serialised points where the caller has them."""
     if points is None:
         points = [point_json(v, c) for v, c in zip(sweep.values, sweep.catalogues, strict=True)]
-    return {**sweep_summary(theory, parameter, sweep), "points": points}
+    return {**sweep_summary(theory, parameter, sweep), **curves_fields(sweep), "points": points}
+
+
+def curves_fields(sweep: Sweep, method: str | None = None) -> dict[str, Any]:
+    """``{"curves": [...]}``, or ``{"curves": null, "curves_reason": ...}`` for a sweep that traced none."""
+    curves = curves_json(sweep)
+    if curves is None:
+        return {"curves": None, "curves_reason": no_curves_reason(sweep, method or sweep.method)}
+    return {"curves": curves}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,7 +342,8 @@ def _float_or_none(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def branch_from_json(d: Mapping[str, Any]) -> Branch:
+def branch_from_json(d: Mapping[str, Any], point: Mapping[str, Any] | None = None) -> Branch:
+    """A branch of a stored point (``point``: the compact point it belongs to, whose tables complete it)."""
     diag = d.get("diagnostics") or {}
     status = Status(diag.get("status", Status.CONVERGED.value if d.get("converged") else Status.MAX_ITERATIONS.value))
     x = np.asarray(d["state"], dtype=float)
@@ -250,13 +365,15 @@ def branch_from_json(d: Mapping[str, Any]) -> Branch:
         stability_margin=_float_or_none(diag.get("stability_margin")),
         free_entropy=_float_or_none(d.get("free_entropy")),
         starts=tuple(diag.get("starts") or ()),
-        report=Report(dict(d.get("order_parameters") or {}), dict(d.get("observables") or {})),
+        report=Report(*branch_tables(point or {}, d)),
     )
 
 
-def catalogue_from_json(point: Mapping[str, Any]) -> Catalogue:
-    """A stored sweep point as a catalogue; raises KeyError/ValueError when the point carries no states."""
-    branches = tuple(branch_from_json(b) for b in point.get("branches", []))
+def catalogue_from_json(point: Mapping[str, Any], *, compact: bool = True) -> Catalogue:
+    """A stored sweep point as a catalogue (``compact``: its branches hold differences from the point's tables,
+    as :func:`point_json` writes them; else they are complete, as in a solve); raises KeyError/ValueError when
+    the point carries no states."""
+    branches = tuple(branch_from_json(b, point if compact else None) for b in point.get("branches", []))
     return Catalogue(
         parameter=float(point["parameter"] if not isinstance(point["parameter"], list) else point["parameter"][-1]),
         branches=branches,
@@ -272,7 +389,7 @@ def catalogue_from_solution(body: Mapping[str, Any]) -> Catalogue:
     The notes' observables are the top-level observables that are not the equilibrium branch's own (that is
     how :func:`solution_json` merged them); values come back as plain JSON (lists, not arrays).
     """
-    cat = catalogue_from_json({**body, "parameter": 0.0})
+    cat = catalogue_from_json({**body, "parameter": 0.0}, compact=False)
     eq = cat.equilibrium_branch
     own = eq.report.observables if eq is not None and eq.report is not None else {}
     noted = {k: v for k, v in (body.get("observables") or {}).items() if k not in own}

@@ -76,6 +76,8 @@ class Settings:
     )
     #: Points per page of a job result (``GET /v1/jobs/{id}?offset=&limit=``).
     result_page_size: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_SIZE", 5000))
+    #: Most traced curves (each at most 200 points) one result page carries.
+    result_page_curves: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_CURVES", 100))
     #: Concurrent unfinished jobs per key (0 = unlimited).
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Seconds between attempts to reach Redis again after an outage.

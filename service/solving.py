@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 from service.cache import Cache
 from service.isolation import ChildDied, ChildFailed, ChildKilled, ChildOutOfMemory, run_child
 from service.keys import spec_hash
+from service.provenance import provenance, seeds_in
 from service.schemas import SolveResponse
 from service.serialize import catalogue_from_solution, solution_json
 from service.settings import Settings
@@ -71,6 +72,11 @@ def answer(model: BaseModel, options: SolverOptions, settings: Settings) -> tupl
     """(response body without ``spec_hash``/``cached``, whether it may be cached)."""
     cat = compute(model, options, settings)
     return solution_json(model.theory, cat), cat.cacheable  # type: ignore[attr-defined]
+
+
+def stamped(body: dict[str, Any], key: str, model: BaseModel) -> dict[str, Any]:
+    """A solve's body with its key and its provenance (this process computed it)."""
+    return {**body, "spec_hash": key, "provenance": provenance(key, seeds_in(model.model_dump(mode="json"), "model"))}
 
 
 def _answer_in_child(send: Any, model: BaseModel, options: SolverOptions, settings: Settings) -> tuple[Any, bool]:
@@ -134,7 +140,8 @@ class SolveService:
         return limit + self.settings.solve_kill_grace if limit else None
 
     def compute_answer(self, key: str, model: BaseModel, options: SolverOptions) -> tuple[dict[str, Any], bool]:
-        """(body with ``spec_hash``, cacheable), computed in a child process (or in this thread without slots)."""
+        """(body with ``spec_hash`` and ``provenance``, cacheable), computed in a child process (or in this thread
+        without slots)."""
         with self._count_lock:
             self.computations += 1
         theory = model.theory  # type: ignore[attr-defined]
@@ -144,7 +151,7 @@ class SolveService:
             except Exception:
                 log.exception("solve of spec %s (theory %s) raised", key, theory)
                 raise
-            return {**body, "spec_hash": key}, cacheable
+            return stamped(body, key, model), cacheable
         limit = self._hard_limit_for(options)
         memory = self.settings.max_solve_memory_bytes or None
         try:
@@ -152,7 +159,7 @@ class SolveService:
                                         memory_bytes=memory)
         except ChildKilled as exc:
             log.warning("solve of spec %s (theory %s) killed at its hard limit of %.1f s", key, theory, exc.seconds)
-            return {**stopped_answer(model, exc.seconds, limit or exc.seconds), "spec_hash": key}, False
+            return stamped(stopped_answer(model, exc.seconds, limit or exc.seconds), key, model), False
         except ChildOutOfMemory as exc:
             raise SolveRefused(422, f"the solve needed more memory than the limit max_solve_memory_bytes="
                                     f"{self.settings.max_solve_memory_bytes} of this instance ({exc})") from None
@@ -162,7 +169,7 @@ class SolveService:
         except ChildFailed as exc:
             log.error("solve of spec %s (theory %s) raised %s\n%s", key, theory, exc, exc.remote_traceback)
             raise
-        return {**body, "spec_hash": key}, cacheable
+        return stamped(body, key, model), cacheable
 
     # ---- one request ------------------------------------------------------------------------------
     def _state(self) -> _LoopState:
@@ -235,7 +242,7 @@ class SolveService:
         except Exception:
             log.exception("solve of spec %s (theory %s) raised", key, model.theory)  # type: ignore[attr-defined]
             raise
-        result = {**solution_json(model.theory, cat), "spec_hash": key}  # type: ignore[attr-defined]
+        result = stamped(solution_json(model.theory, cat), key, model)  # type: ignore[attr-defined]
         if cat.cacheable:
             self.cache.set(key, result)
         return {**result, "cached": False}, cat

@@ -11,6 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from service.errors import field_error, relocate
 from service.keys import spec_hash
 from service.limits import check_sizes
+from service.provenance import SOURCE_FINGERPRINT
 from service.schemas import Range, SweepRequest
 from service.settings import Settings
 from solvers.core.lines.options import LineOptions
@@ -113,6 +114,8 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         "axes": axes,
         "method": req.method,
         "solver": options.model_dump(mode="json"),
+        # The code the key was made for: a worker running other code refuses the job.
+        "source": SOURCE_FINGERPRINT,
         # The instance's per-solve cap travels with the job to the workers; it is not part of the key.
         "solve_time_limit": settings.solve_time_limit,
     }

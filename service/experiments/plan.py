@@ -17,6 +17,7 @@ from service.errors import field_error, relocate
 from service.experiments.schemas import ExperimentRequest
 from service.keys import spec_hash
 from service.limits import check_limits, check_sizes
+from service.provenance import SOURCE_FINGERPRINT
 from service.schemas import Range
 from service.settings import Settings
 from service.sweep_plan import expand
@@ -134,6 +135,8 @@ def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
         "values": values,
         "solver": solver.model_dump(mode="json"),
         "precision": precision,
+        # The code the key was made for: a worker running other code refuses the job.
+        "source": SOURCE_FINGERPRINT,
         # The instance's caps travel with the job to the workers; they are not part of the key.
         "time_limit": min(limit, cap) if cap else limit,
         "solve_time_limit": settings.solve_time_limit,

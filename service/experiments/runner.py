@@ -25,12 +25,13 @@ from pydantic import BaseModel, TypeAdapter
 
 from service.experiments.store import ExperimentStore
 from service.keys import spec_hash
+from service.provenance import check_source, provenance, seeds_in
 from service.schemas import ModelSpec
 from service.serialize import comparison_json, draws_series_json, experiment_point_json
 from service.settings import get_settings
 from service.solving import SolveService
 from solvers.core.options import SolverOptions
-from solvers.experiments.chains import chain_options, join_chains, time_spent
+from solvers.experiments.chains import chain_options, chain_seed, join_chains, time_spent
 from solvers.experiments.checkpoint import Checkpoint
 from solvers.experiments.draws import Draws
 from solvers.experiments.options import SamplerOptions
@@ -155,6 +156,7 @@ def run_chain(
     raise an exception of its own, e.g. to hand the chain back to the queue).
     """
     job_id = payload["key"]
+    check_source(payload)
     use_precision(payload["precision"])
     if chain in store.chains_done(job_id, point):
         return {"outcome": "already complete"}
@@ -228,6 +230,18 @@ def assemble_point(payload: dict[str, Any], point: int, store: ExperimentStore, 
     return True
 
 
+def experiment_provenance(payload: dict[str, Any]) -> dict[str, Any]:
+    """Provenance of an experiment: every seed — the spec's, the network's, the sampler's and each chain's."""
+    sampler = payload["sampler"]
+    seeds = {
+        **seeds_in(payload["model"], "model"),
+        "network_seed": payload["network_seed"],
+        "sampler.seed": sampler["seed"],
+        "sampler.chain_seeds": [chain_seed(int(sampler["seed"]), c) for c in range(n_chains(payload))],
+    }
+    return provenance(payload["key"], seeds)
+
+
 def _worst(statuses: list[str]) -> str:
     return next((s.value for s in _SEVERITY if s.value in statuses), Status.CONVERGED.value)
 
@@ -254,6 +268,7 @@ def finalize(payload: dict[str, Any], store: ExperimentStore, started: float | N
         "seconds": sum(p["seconds"] for p in points),
         "wall_seconds": None if started is None else time.time() - started,
         "device": ",".join(dict.fromkeys(d for p in points for d in p["device"].split(","))),
+        "provenance": experiment_provenance(payload),
     }
     if payload["values"] is None:
         result = dumps({**points[0], **summary})

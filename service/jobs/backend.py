@@ -91,13 +91,17 @@ class Page:
     def describe(self, total: int, returned: int, of: str) -> dict[str, Any]:
         end = self.offset + returned
         return {"of": of, "offset": self.offset, "limit": self.limit, "returned": returned, "total": total,
-                "next": end if end < total else None}
+                "next": end if end < total and self.limit > 0 else None}
 
 
-def with_points(summary: str, points: list[str]) -> RawJSON:
-    """A stored result summary (JSON text of an object) with a page of stored point texts spliced in."""
+def with_points(summary: str, points: list[str], curves: list[str] | None = None) -> RawJSON:
+    """A stored result summary (JSON text of an object) with a page of stored point texts spliced in, and a page of
+    stored curve texts where the result keeps its curves apart (None: it has none, its summary says why)."""
     head = summary[:-1] + ("," if summary != "{}" else "")
-    return RawJSON(head + '"points":[' + ",".join(points) + "]}")
+    tail = '"points":[' + ",".join(points) + "]"
+    if curves is not None:
+        tail += ',"curves":[' + ",".join(curves) + "]"
+    return RawJSON(head + tail + "}")
 
 
 class JobBackend(Protocol):
@@ -110,9 +114,10 @@ class JobBackend(Protocol):
         ...
 
     def status(self, job_id: str, owner: str | None = None, detail: bool = False,
-               page: Page | None = None) -> dict[str, Any] | None:
+               page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
         """The job's state as its owner sees it; None when ``owner`` holds no job ``job_id``. A finished result
-        (and, with ``detail``, the partial points) is one page, as :class:`RawJSON`; ``page`` describes it."""
+        (and, with ``detail``, the partial points) is one page of points and one of curves, as :class:`RawJSON`;
+        ``page`` and ``curve_page`` describe them."""
         ...
 
     def cancel(self, job_id: str, owner: str | None = None) -> bool:

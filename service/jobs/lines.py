@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from service.jobs.boundary import run_boundary
+from service.provenance import check_source, provenance, seeds_in
 from service.schemas import ModelSpec
-from service.serialize import catalogue_from_json, point_json, sweep_summary
+from service.serialize import catalogue_from_json, curves_fields, point_json, sweep_summary
 from solvers.core.options import SolverOptions
 from solvers.core.results import Catalogue
 from solvers.theories import get as get_theory
@@ -82,6 +83,7 @@ def run_line(
     every continuation step and at every point; True raises :class:`Cancelled` (it may also raise
     an exception of its own).
     """
+    check_source(payload)
     spec = line_spec(payload, fixed)
     theory = get_theory(payload["theory"])
     options = line_options(payload)
@@ -94,8 +96,9 @@ def run_line(
             raise Cancelled()
 
     check()
+    stamp = {"provenance": provenance(payload["key"], seeds_in(payload["model"], "model"))}
     if is_boundary(payload):
-        return {**run_boundary(payload, spec, options, check), "points": [], "reused": 0, "computed": 0}
+        return {**run_boundary(payload, spec, options, check), **stamp, "points": [], "reused": 0, "computed": 0}
     new: dict[int, dict[str, Any]] = {}
 
     def take(index: int, cat: Catalogue) -> None:
@@ -107,8 +110,8 @@ def run_line(
     sweep = theory.sweep(spec, parameter, values, payload["method"], options, on_point=take, on_step=check,
                          stored=_stored_catalogues(done))
     points = [done[i] if i in done else new[i] for i in range(len(values))]
-    return {**sweep_summary(theory.name, parameter, sweep), "points": points, "reused": len(done),
-            "computed": len(new)}
+    return {**sweep_summary(theory.name, parameter, sweep), **curves_fields(sweep, payload["method"]), **stamp,
+            "points": points, "reused": len(done), "computed": len(new)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +126,22 @@ def tag_point(payload: dict[str, Any], row: int | None, point: dict[str, Any]) -
     return {**point, "parameter": [float(payload["axes"][0][row]), point["parameter"]]}
 
 
-def diagram_summary(payload: dict[str, Any], row_transitions: list[list[dict[str, Any]]]) -> dict[str, Any]:
+def joined_provenance(outcomes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The provenance of a job from its lines': theirs when they agree (the source always does: a worker refuses
+    a job of other source), else the first line's with ``varies``: every distinct one (e.g. library versions of
+    workers on different machines)."""
+    seen: list[dict[str, Any]] = []
+    for o in outcomes:
+        p = o.get("provenance")
+        if p is not None and p not in seen:
+            seen.append(p)
+    if not seen:
+        return None
+    return seen[0] if len(seen) == 1 else {**seen[0], "varies": seen}
+
+
+def diagram_summary(payload: dict[str, Any], row_transitions: list[list[dict[str, Any]]],
+                    provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything of a phase diagram's result but its points: the transitions of every row and their lines.
 
     Every transition found along a row carries ``at = {p1: value}`` and its location in ``p2``;
@@ -151,17 +169,20 @@ def diagram_summary(payload: dict[str, Any], row_transitions: list[list[dict[str
             {"name": k, "kind": k.split(":", 1)[0], "points": sorted(v, key=lambda q: (q[p1], q[p2]))}
             for k, v in sorted(lines.items())
         ],
+        "provenance": provenance,
     }
 
 
 def assemble_diagram(payload: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Phase diagram from its rows (one line result per value of the first parameter, in order)."""
     points = [tag_point(payload, r, pt) for r, row in enumerate(rows) for pt in row.get("points", [])]
-    return {**diagram_summary(payload, [row.get("transitions", []) for row in rows]), "points": points}
+    return {**job_summary(payload, rows), "curves": job_curves(payload, rows), "points": points}
 
 
 #: What a line's result holds besides its summary.
 LINE_ONLY = ("points", "reused", "computed")
+#: What a job's result keeps apart from its summary (stored and paged like its points).
+CURVES = ("curves", "curves_reason")
 
 
 def line_outcome(line: dict[str, Any]) -> dict[str, Any]:
@@ -170,9 +191,9 @@ def line_outcome(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def line_summary(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
-    """Everything of a one-parameter sweep's result but its points."""
+    """Everything of a one-parameter sweep's result but its points and curves."""
     return {
-        **line_outcome(line),
+        **{k: v for k, v in line_outcome(line).items() if k not in CURVES},
         "theory": payload["theory"],
         "parameter": payload["parameters"][0],
         "method": payload["method"],
@@ -183,7 +204,7 @@ def line_summary(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any
 
 def assemble_line(payload: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
     """The result of a one-parameter sweep (what ``GET /v1/jobs/{id}`` returns)."""
-    return {**line_summary(payload, line), "points": line["points"]}
+    return {**job_summary(payload, [line]), "curves": job_curves(payload, [line]), "points": line["points"]}
 
 
 def expected_points(payload: dict[str, Any]) -> int:
@@ -191,13 +212,31 @@ def expected_points(payload: dict[str, Any]) -> int:
     return 0 if is_boundary(payload) else len(payload["axes"][-1])
 
 
+def job_curves(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The traced curves of a job, from its lines (in order): a phase diagram's each tagged with its row,
+    ``at = {p1: value}``. None when no line traced any (a grid; a boundary job has lines instead)."""
+    if is_boundary(payload) or all(o.get("curves") is None for o in outcomes):
+        return None
+    if len(payload["parameters"]) == 1:
+        return list(outcomes[0]["curves"])
+    p1 = payload["parameters"][0]
+    return [{**c, "at": {p1: float(v1)}} for v1, o in zip(payload["axes"][0], outcomes, strict=True)
+            for c in o.get("curves") or []]
+
+
 def job_summary(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Everything of a job's result but its points, from the outcomes of its lines (in order)."""
+    """Everything of a job's result but its points and curves, from the outcomes of its lines (in order); a job
+    without curves says why (``curves: null``, ``curves_reason``)."""
     if is_boundary(payload):
         return outcomes[0]
     if len(payload["parameters"]) == 2:
-        return diagram_summary(payload, [o["transitions"] for o in outcomes])
-    return line_summary(payload, outcomes[0])
+        summary = diagram_summary(payload, [o["transitions"] for o in outcomes], joined_provenance(outcomes))
+    else:
+        summary = line_summary(payload, outcomes[0])
+    if job_curves(payload, outcomes) is None:
+        reason = next((o["curves_reason"] for o in outcomes if o.get("curves_reason")), None)
+        summary.update(curves=None, curves_reason=reason)
+    return summary
 
 
 def assemble_job(payload: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:

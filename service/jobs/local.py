@@ -46,6 +46,7 @@ from service.jobs.lines import (
     Cancelled,
     expected_points,
     fixed_for_row,
+    job_curves,
     job_summary,
     line_outcome,
     run_line,
@@ -105,6 +106,7 @@ class _Computation:
     outcomes: dict[int, dict[str, Any]] = field(default_factory=dict)
     summary: str | None = None
     result_points: list[str] | None = None
+    result_curves: list[str] | None = None
     log: list[dict[str, Any]] = field(default_factory=list)
     updated: float = field(default_factory=time.time)
 
@@ -340,15 +342,20 @@ class LocalJobs:
                 return
         outcomes = [comp.outcomes[c] for c in range(comp.lines)]
         summary = job_summary(payload, outcomes)
+        curves = job_curves(payload, outcomes)
         comp.summary = dumps(summary)
         comp.result_points = [pts[i] for pts in comp.points for i in range(expected)]
+        comp.result_curves = None if curves is None else [dumps(c) for c in curves]
+        for outcome in outcomes:
+            outcome.pop("curves", None)  # the result holds them now
         comp.points = [{} for _ in range(comp.lines)]  # the result holds them now
         comp.status, comp.updated = "finished", time.time()
 
     # ---- status -----------------------------------------------------------------------------
     def status(self, job_id: str, owner: str | None = None, detail: bool = False,
-               page: Page | None = None) -> dict[str, Any] | None:
+               page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
         page = page or Page(0, self.settings.result_page_size)
+        curve_page = curve_page or Page(0, self.settings.result_page_curves)
         with self._lock:
             handle = self._handles.get(job_id)
             if handle is None or handle.owner != owner_tag(owner, self.secret):
@@ -374,7 +381,11 @@ class LocalJobs:
             }
             if status == "finished" and comp.summary is not None and comp.result_points is not None:
                 points = comp.result_points[page.offset:page.offset + page.limit]
-                out["result"] = with_points(comp.summary, points)
+                curves = None
+                if comp.result_curves is not None:
+                    curves = comp.result_curves[curve_page.offset:curve_page.offset + curve_page.limit]
+                    out["curve_page"] = curve_page.describe(len(comp.result_curves), len(curves), "result.curves")
+                out["result"] = with_points(comp.summary, points, curves)
                 out["page"] = page.describe(len(comp.result_points), len(points), "result.points")
                 out["progress"] = {"done": total, "total": total}
             else:

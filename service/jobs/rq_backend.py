@@ -134,7 +134,7 @@ class RQJobs:
                     pipe.sadd(keys.owners, tag)
                     pipe.expire(keys.owners, ttl)
                     if not shared:
-                        pipe.delete(keys.meta, keys.result, keys.result_points)
+                        pipe.delete(keys.meta, keys.result, keys.result_points, keys.result_curves)
                         meta = {
                             "payload": dumps(payload),
                             "status": "queued",
@@ -188,12 +188,14 @@ class RQJobs:
 
     # ---- status -----------------------------------------------------------------------------
     def status(self, job_id: str, owner: str | None = None, detail: bool = False,
-               page: Page | None = None) -> dict[str, Any] | None:
+               page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
         """The owner's job (JobStatus shape); a finished result is one page of its stored JSON text
         (:class:`RawJSON`), sent on without parsing and re-serialising a large diagram."""
-        return self._guard(lambda: self._status(job_id, owner, detail, page or Page(0, self.settings.result_page_size)))
+        return self._guard(lambda: self._status(job_id, owner, detail, page or Page(0, self.settings.result_page_size),
+                                                curve_page or Page(0, self.settings.result_page_curves)))
 
-    def _status(self, job_id: str, owner: str | None, detail: bool, page: Page) -> dict[str, Any] | None:
+    def _status(self, job_id: str, owner: str | None, detail: bool, page: Page,
+                curve_page: Page) -> dict[str, Any] | None:
         handle = self._handle(job_id, owner)
         if handle is None:
             return None
@@ -222,14 +224,17 @@ class RQJobs:
             "queue_position": None,
         }
         if status == "finished":
-            stored = self.store.result_page(key, page.offset, page.limit)
+            stored = self.store.result_page(key, page.offset, page.limit, curve_page.offset, curve_page.limit)
             if stored is None:  # the result expired before the job's record did
                 out.update(status="failed", error="the result has expired (result_ttl); submit the sweep again")
                 out["progress"] = {"done": 0, "total": total}
             else:
-                summary, points, count = stored
-                out["result"] = with_points(summary, points)
+                summary, points, count, curves, n_curves = stored
+                apart = meta.get("curves") == "1"
+                out["result"] = with_points(summary, points, curves if apart else None)
                 out["page"] = page.describe(count, len(points), "result.points")
+                if apart:
+                    out["curve_page"] = curve_page.describe(n_curves, len(curves), "result.curves")
                 out["progress"] = {"done": total, "total": total}
             out["chunks"] = {"done": n, "total": n}
         else:

@@ -14,10 +14,11 @@ RQ's keys are only the transport; everything that matters lives here, with the i
   each point once; progress is the number of stored points;
 - ``saddlelab:job:<key>:line:<line>`` (string): the line's transitions and diagnostics, written once
   when the line completes (``SET NX``), and ``saddlelab:job:<key>:done`` (set): the completed lines;
-- ``saddlelab:job:<key>:result`` (string): the result without its points, and
-  ``saddlelab:job:<key>:result:points`` (list): the points' JSON in order, written when every line is
-  complete (the per-point hashes are then dropped). A page of the result is one ``LRANGE``, sent on
-  as stored text;
+- ``saddlelab:job:<key>:result`` (string): the result without its points and curves,
+  ``saddlelab:job:<key>:result:points`` (list): the points' JSON in order, and
+  ``saddlelab:job:<key>:result:curves`` (list): each traced curve's JSON, written when every line is
+  complete (the per-point hashes are then dropped). A page of the result is one ``LRANGE`` of each list,
+  sent on as stored text;
 - ``saddlelab:job:<key>:log`` (list): one record per start and end of a line's execution.
 
 Writes made by workers go through :meth:`JobStore.write`: retried with bounded backoff while Redis is
@@ -36,7 +37,7 @@ from typing import Any, TypeVar
 import redis
 
 from service.jobs.backend import ACTIVE
-from service.jobs.lines import expected_points, job_summary
+from service.jobs.lines import expected_points, job_curves, job_summary
 from service.redis_link import RedisUnavailable, retrying
 from service.serialize import dumps
 
@@ -58,17 +59,20 @@ end
 return 0
 """
 # Store the assembled result only while the computation is still active (not cancelled or failed meanwhile).
-# KEYS: meta, result, result points, the staged points list. ARGV: summary, ttl, time.
+# KEYS: meta, result, result points, the staged points list, result curves, the staged curves list.
+# ARGV: summary, ttl, time, whether the result keeps curves apart ('1') or has none ('0').
 _FINISH = """
 local cur = redis.call('HGET', KEYS[1], 'status')
 if cur ~= 'queued' and cur ~= 'running' then return 0 end
 redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
-redis.call('DEL', KEYS[3])
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('RENAME', KEYS[4], KEYS[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
+for i = 3, 5, 2 do
+  redis.call('DEL', KEYS[i])
+  if redis.call('EXISTS', KEYS[i + 1]) == 1 then
+    redis.call('RENAME', KEYS[i + 1], KEYS[i])
+    redis.call('EXPIRE', KEYS[i], ARGV[2])
+  end
 end
-redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished', ARGV[3])
+redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished', ARGV[3], 'curves', ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
@@ -100,6 +104,7 @@ class JobKeys:
         self.owners = f"{self.meta}:owners"
         self.result = f"{self.meta}:result"
         self.result_points = f"{self.meta}:result:points"
+        self.result_curves = f"{self.meta}:result:curves"
         self.log = f"{self.meta}:log"
         self.done = f"{self.meta}:done"
 
@@ -184,17 +189,21 @@ class JobStore:
     def stored_count(self, key: str, lines: int) -> int:
         return sum(self.line_counts(key, lines))
 
-    def result_page(self, key: str, offset: int, limit: int) -> tuple[str, list[str], int] | None:
-        """(result without points, the page's point texts, number of points), None when the result is gone."""
+    def result_page(self, key: str, offset: int, limit: int, curve_offset: int = 0,
+                    curve_limit: int = 0) -> tuple[str, list[str], int, list[str], int] | None:
+        """(result without points and curves, the page's point texts, number of points, the curve page's texts,
+        number of curves), None when the result is gone."""
         keys = JobKeys(key)
         with self.r.pipeline(transaction=False) as p:
             p.get(keys.result)
             p.lrange(keys.result_points, offset, offset + limit - 1)
             p.llen(keys.result_points)
-            summary, page, total = p.execute()
+            p.lrange(keys.result_curves, curve_offset, curve_offset + curve_limit - 1)
+            p.llen(keys.result_curves)
+            summary, page, total, curves, n_curves = p.execute()
         if summary is None:
             return None
-        return _text(summary), [_text(x) for x in page], int(total)
+        return _text(summary), [_text(x) for x in page], int(total), [_text(x) for x in curves], int(n_curves)
 
     def executions(self, key: str) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.r.lrange(JobKeys(key).log, 0, -1)]
@@ -283,18 +292,23 @@ class JobStore:
                 return False
             points.extend(pts[i] for i in range(expected))
         summary = job_summary(payload, outcomes)
+        traced = job_curves(payload, outcomes)
+        curves = [dumps(c) for c in traced or []]
         # The points are stored as JSON already (tagged with their coordinates): staged as a list, never re-parsed.
-        staged = f"{keys.result_points}:staged:{uuid.uuid4().hex[:8]}"
+        tag = uuid.uuid4().hex[:8]
+        staged, staged_curves = f"{keys.result_points}:staged:{tag}", f"{keys.result_curves}:staged:{tag}"
         with self.r.pipeline(transaction=False) as p:
-            for i in range(0, len(points), 1000):
-                p.rpush(staged, *points[i:i + 1000])
-            p.expire(staged, 3600)
+            for name, texts in ((staged, points), (staged_curves, curves)):
+                for i in range(0, len(texts), 1000):
+                    p.rpush(name, *texts[i:i + 1000])
+                p.expire(name, 3600)
             p.execute()
-        done = bool(self._finish(keys=[keys.meta, keys.result, keys.result_points, staged],
-                                 args=[dumps(summary), self.ttl, time.time()]))
+        done = bool(self._finish(keys=[keys.meta, keys.result, keys.result_points, staged, keys.result_curves,
+                                       staged_curves],
+                                 args=[dumps(summary), self.ttl, time.time(), "0" if traced is None else "1"]))
         if done:
             # The result holds every point now; the per-point hashes are no longer needed.
             self.r.delete(*(keys.points(c) for c in range(n)))
         else:
-            self.r.delete(staged)
+            self.r.delete(staged, staged_curves)
         return done

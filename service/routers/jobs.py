@@ -18,7 +18,11 @@ DETAIL = Query(False, description="Also return a page of the points computed so 
                                   "executions (worker, process).")
 OFFSET = Query(0, ge=0, description="Index of the first point of the page (of `result.points`, or of "
                                     "`partial.points` with ?detail=true).")
-LIMIT = Query(None, ge=1, description="Points per page (at most, and by default, the instance's result_page_size).")
+LIMIT = Query(None, ge=0, description="Points per page (at most, and by default, the instance's result_page_size; "
+                                     "0: none, e.g. to read further pages of curves).")
+CURVE_OFFSET = Query(0, ge=0, description="Index of the first traced curve of the page (of `result.curves`).")
+CURVE_LIMIT = Query(None, ge=0, description="Curves per page (at most, and by default, the instance's "
+                                            "result_page_curves; 0: none, e.g. to read further pages of points).")
 
 
 def _unavailable(exc: QueueUnavailable) -> HTTPException:
@@ -64,14 +68,16 @@ def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(
     },
 )
 def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int = OFFSET, limit: int | None = LIMIT,
+        curve_offset: int = CURVE_OFFSET, curve_limit: int | None = CURVE_LIMIT,
         state: AppState = Depends(get_state)) -> Any:
     owner = _owner(request)
-    size = state.settings.result_page_size
-    page = Page(offset, min(limit or size, size))
+    size, curves = state.settings.result_page_size, state.settings.result_page_curves
+    page = Page(offset, size if limit is None else min(limit, size))
+    curve_page = Page(curve_offset, curves if curve_limit is None else min(curve_limit, curves))
     try:
         if request.method == "DELETE" and not state.jobs.cancel(job_id, owner):
             raise HTTPException(404, detail=f"no job {job_id}")
-        status = state.jobs.status(job_id, owner, detail=detail, page=page)
+        status = state.jobs.status(job_id, owner, detail=detail, page=page, curve_page=curve_page)
     except QueueUnavailable as exc:
         raise _unavailable(exc) from None
     if status is None:

@@ -3,13 +3,15 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import TypeAdapter
 
-from service.schemas import TheoryInfo
+from service.schemas import QuantityInfo, TheoryInfo
 from solvers.theories import registry
+from solvers.theories.quantities import annotate_schema
 
 router = APIRouter(prefix="/v1", tags=["theories"])
 
 
-@router.get("/theories", response_model=list[TheoryInfo], summary="Installed theories and their spec schemas")
+@router.get("/theories", response_model=list[TheoryInfo],
+            summary="Installed theories: spec schemas, sweepable fields, and the table of quantities with symbols")
 def theories() -> list[TheoryInfo]:
     out = []
     for name, theory in registry().items():
@@ -17,8 +19,9 @@ def theories() -> list[TheoryInfo]:
             TheoryInfo(
                 name=name,
                 summary=theory.summary,
-                schema=TypeAdapter(theory.spec_model).json_schema(),
+                schema=annotate_schema(TypeAdapter(theory.spec_model).json_schema(), theory.quantities),
                 sweepable=sorted(theory.sweepable),
+                quantities=[QuantityInfo(**q) for q in theory.quantities.to_json()],
             )
         )
     return out

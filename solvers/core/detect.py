@@ -29,7 +29,7 @@ import numpy as np
 
 from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
-from solvers.core.continuation import CurvePoint, Frame, refine_along
+from solvers.core.continuation import Curve, CurvePoint, Frame, refine_along
 from solvers.core.errors import is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem
@@ -89,6 +89,35 @@ class Track:
         if first is None and len(self.points) == 1 and self.points[0].p == p:
             return self.points[0].x.copy()
         return first
+
+
+def curve_cuts(curve: Curve) -> list[tuple[int, SpecialKind]]:
+    """Where a curve is cut into tracks: after point ``index``, at a fold or a stability change."""
+    pts = curve.points
+    cuts: list[tuple[int, SpecialKind]] = [(f.index, SpecialKind.FOLD) for f in curve.folds]
+    fold_idx = {f.index for f in curve.folds}
+    for i in range(len(pts) - 1):
+        a, b = pts[i].stable, pts[i + 1].stable
+        if a is not None and b is not None and a != b and not ({i - 1, i, i + 1} & fold_idx):
+            cuts.append((i, SpecialKind.STABILITY_LOSS))
+    return sorted(cuts)
+
+
+def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKind]]) -> list[tuple[int, Track]]:
+    """The curve's pieces between cuts, named by the theory at their middle; with their first point's index."""
+    pieces: list[tuple[int, tuple[CurvePoint, ...]]] = []
+    start = 0
+    for idx, _ in cuts:
+        pieces.append((start, curve.points[start : idx + 1]))
+        start = idx + 1
+    pieces.append((start, curve.points[start:]))
+    pieces = [(s, pc) for s, pc in pieces if pc]
+    out = []
+    for k, (s, pc) in enumerate(pieces):
+        mid = pc[len(pc) // 2]
+        default = curve.name if len(pieces) == 1 else f"{curve.name}#{k}"
+        out.append((s, Track(problem.name_of(mid.x, mid.p, default), pc)))
+    return out
 
 
 def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:

@@ -28,11 +28,14 @@ import numpy as np
 from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
 from solvers.core.catalogue import build_catalogue, same_solution, solve_catalogue
 from solvers.core.continuation import Curve, CurvePoint, Frame, OnStep, trace_curve
+from solvers.core.curve_tables import CurveTable, curve_tables
 from solvers.core.detect import (
     CurveRefiner,
     Detector,
     Refiner,
     Track,
+    curve_cuts,
+    curve_tracks,
     interpolations,
     merge_branch_points,
     polish,
@@ -69,6 +72,8 @@ class Sweep:
     #: Indices of the values taken from stored points rather than solved.
     reused: tuple[int, ...] = ()
     notes: Notes | None = None
+    #: The curves as bounded tables within the range, special points on them, reported (None: a grid).
+    tables: tuple[CurveTable, ...] | None = None
 
     @property
     def converged(self) -> bool:
@@ -105,20 +110,27 @@ def run_sweep(
     vals = [float(v) for v in values]
     stored = {int(i): c for i, c in (stored or {}).items() if 0 <= int(i) < len(vals)}
     t0 = time.perf_counter()
-    if method == "grid" or max(vals) == min(vals):
-        sweep = _grid(problem, vals, options, on_point, stored)
-    else:
+    traced = method != "grid" and max(vals) != min(vals)
+    if traced:
         sweep = _continuation(problem, vals, options, on_point, on_step, stored)
+    else:
+        sweep = _grid(problem, vals, options, on_point, stored)
+    # a point found by an event indicator (typed first_order when the theory says so) is looked for as an event
+    special = tuple(sp for sp in sweep.special_points
+                    if problem.looks_for(SpecialKind.EVENT if sp.event is not None else sp.kind))
+    tables = None
+    if traced:
+        tables = curve_tables(problem, sweep.curves, special, min(vals), max(vals), options,
+                              catalogues=sweep.catalogues)
     sweep = Sweep(
         method=method,
         values=tuple(vals),
         catalogues=sweep.catalogues,
-        # a point found by an event indicator (typed first_order when the theory says so) is looked for as an event
-        special_points=tuple(sp for sp in sweep.special_points
-                             if problem.looks_for(SpecialKind.EVENT if sp.event is not None else sp.kind)),
+        special_points=special,
         curves=sweep.curves,
         seconds=time.perf_counter() - t0,
         reused=tuple(sorted(stored)),
+        tables=tables,
     )
     if problem.sweep_notes is not None:
         sweep = Sweep(**{**sweep.__dict__, "notes": problem.sweep_notes(sweep)})
@@ -252,35 +264,6 @@ def _trace_all(
                 continue
             curves.append(curve)
     return curves
-
-
-def curve_cuts(curve: Curve) -> list[tuple[int, SpecialKind]]:
-    """Where a curve is cut into tracks: after point ``index``, at a fold or a stability change."""
-    pts = curve.points
-    cuts: list[tuple[int, SpecialKind]] = [(f.index, SpecialKind.FOLD) for f in curve.folds]
-    fold_idx = {f.index for f in curve.folds}
-    for i in range(len(pts) - 1):
-        a, b = pts[i].stable, pts[i + 1].stable
-        if a is not None and b is not None and a != b and not ({i - 1, i, i + 1} & fold_idx):
-            cuts.append((i, SpecialKind.STABILITY_LOSS))
-    return sorted(cuts)
-
-
-def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKind]]) -> list[tuple[int, Track]]:
-    """The curve's pieces between cuts, named by the theory at their middle; with their first point's index."""
-    pieces: list[tuple[int, tuple[CurvePoint, ...]]] = []
-    start = 0
-    for idx, _ in cuts:
-        pieces.append((start, curve.points[start : idx + 1]))
-        start = idx + 1
-    pieces.append((start, curve.points[start:]))
-    pieces = [(s, pc) for s, pc in pieces if pc]
-    out = []
-    for k, (s, pc) in enumerate(pieces):
-        mid = pc[len(pc) // 2]
-        default = curve.name if len(pieces) == 1 else f"{curve.name}#{k}"
-        out.append((s, Track(problem.name_of(mid.x, mid.p, default), pc)))
-    return out
 
 
 def _track_at(tracks: list[tuple[int, Track]], index: int) -> tuple[Track, Track | None]:
@@ -459,6 +442,7 @@ def _continuation(
     p_lo, p_hi = min(vals), max(vals)
     curves = _trace_all(problem, vals, options, on_step)
     tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi, on_step=on_step)
+    tracks = [*tracks, *_bridges(problem, curves)]
     cats: list[Catalogue] = []
     by_value: dict[float, Catalogue] = {}
     for i, v in enumerate(vals):
@@ -472,6 +456,18 @@ def _continuation(
                 on_point(i, cat)
         cats.append(cat)
     return Sweep("continuation", tuple(vals), tuple(cats), special, tuple(curves))
+
+
+def _bridges(problem: Problem, curves: list[Curve]) -> list[Track]:
+    """The curves' steps across their cuts, as two-point tracks: a value between the last point of one track and
+    the first of the next (e.g. just past a stability loss) is on the curve, but on neither track."""
+    out = []
+    for curve in curves:
+        for idx, _ in curve_cuts(curve):
+            a, b = curve.points[idx], curve.points[idx + 1]
+            mid = a if abs(a.margin or 0.0) >= abs(b.margin or 0.0) else b
+            out.append(Track(problem.name_of(mid.x, mid.p, curve.name), (a, b)))
+    return out
 
 
 def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOptions) -> Catalogue:

@@ -6,7 +6,7 @@ load without it, and the samplers load JAX when first used (``from solvers.exper
     run_block(target, options, checkpoint | None, n_draws) -> (checkpoint, draws)   # one job step
     sample(target, options) -> Run(result, draws, checkpoint)                        # all of it, in-process
     summarize(target, options, checkpoint, draws) -> ExperimentResult
-    to_inference_data(draws) -> arviz.InferenceData
+    to_inference_data(draws) -> xarray.DataTree (ArviZ layout: posterior, sample_stats)
     chain_options(options, c), join_chains(checkpoints, blocks)                       # chains run apart, joined
 """
 

@@ -1,13 +1,14 @@
-"""From draws to estimates: means with Monte-Carlo errors, ESS and R-hat (ArviZ), and the convergence rule.
+"""From draws to estimates: means with Monte-Carlo errors, ESS and R-hat (arviz-stats), and the convergence rule.
 
-Per observable (and per component of a vector observable): the mean over all kept draws, its Monte-Carlo
-standard error (``arviz.mcse``, method "mean"), bulk and tail ESS (``arviz.ess``) and rank-normalised split R-hat
-(``arviz.rhat``, Vehtari et al. 2021). A run is converged when every component has R-hat ≤ ``rhat_max`` and bulk
-ESS ≥ ``ess_bulk_min`` (defaults 1.01 and 400). A component that is exactly constant over every draw of every
-chain carries no Monte-Carlo error (stderr 0; ESS and R-hat undefined, NaN) and is left out of the rule; a chain
-whose log-density never changes did not move, and fails it. R-hat compares chains: with one chain ArviZ leaves it
-undefined, so a one-chain run is never judged converged. A non-finite estimate or log-density in any draw
-makes the run a numerical error.
+Per observable (and per component of a vector observable): the mean over all kept draws, its Monte-Carlo standard
+error (arviz-stats ``mcse``, method "mean"), bulk ESS and tail ESS (arviz-stats ``ess``; the tail ESS is the smaller
+of the ESS of the indicators of the 5 % and 95 % quantiles, as in Vehtari et al. 2021 and Stan) and rank-normalised
+split R-hat (``rhat``, method "rank", Vehtari et al. 2021). A run is converged when every component has R-hat ≤
+``rhat_max`` and bulk ESS ≥ ``ess_bulk_min`` (defaults 1.01 and 400). A component that is exactly constant over
+every draw of every chain carries no Monte-Carlo error (stderr 0; ESS and R-hat undefined, NaN) and is left out of
+the rule; a chain whose log-density never changes did not move, and fails it. R-hat compares chains: with one chain
+ArviZ leaves it undefined, so a one-chain run is never judged converged. A non-finite estimate or log-density in any
+draw makes the run a numerical error.
 
 A Target's derived observables (``Target.derived``: smooth functions g of the posterior means, such as a
 predictive variance E[f²] − E[f]²) are estimated at the means of the draws, g(m̂), with the Monte-Carlo error,
@@ -47,10 +48,27 @@ class _Component:
     constant: bool
 
 
+#: Quantiles whose indicator series set the tail ESS (Vehtari et al. 2021); arviz-stats' own default follows its
+#: credible-interval setting (0.89, i.e. the 11 % and 89 % quantiles) instead.
+TAIL_PROBABILITIES = (0.05, 0.95)
+
+
+def mcse_ess_rhat(flat: np.ndarray) -> dict[str, np.ndarray]:
+    """MCSE of the mean, bulk and tail ESS and rank R-hat of each component of ``flat`` (chains, draws, components)."""
+    import arviz_stats  # noqa: F401 - registers the ``azstats`` accessor of xarray objects
+    import xarray as xr
+
+    stats = xr.Dataset({"v": (("chain", "draw", "component"), flat)}).azstats
+    return {
+        "stderr": np.asarray(stats.mcse(method="mean")["v"].values, dtype=np.float64),
+        "ess_bulk": np.asarray(stats.ess(method="bulk")["v"].values, dtype=np.float64),
+        "ess_tail": np.asarray(stats.ess(method="tail", prob=TAIL_PROBABILITIES)["v"].values, dtype=np.float64),
+        "rhat": np.asarray(stats.rhat(method="rank")["v"].values, dtype=np.float64),
+    }
+
+
 def estimate(values: np.ndarray) -> tuple[Estimate, list[_Component]]:
     """Estimate of one observable from its draws (chains, draws, *shape); also its per-component figures."""
-    import arviz as az
-
     chains, n = values.shape[:2]
     shape = values.shape[2:]
     flat = values.reshape(chains, n, -1).astype(np.float64)
@@ -65,11 +83,8 @@ def estimate(values: np.ndarray) -> tuple[Estimate, list[_Component]]:
     figures["stderr"][constant] = 0.0
     if judged.any():
         # ArviZ sees the components with a Monte-Carlo error only; the others keep the figures above.
-        data = az.convert_to_dataset({"v": flat[:, :, judged]})
-        figures["stderr"][judged] = np.asarray(az.mcse(data, method="mean")["v"].values).reshape(-1)
-        figures["ess_bulk"][judged] = np.asarray(az.ess(data, method="bulk")["v"].values).reshape(-1)
-        figures["ess_tail"][judged] = np.asarray(az.ess(data, method="tail")["v"].values).reshape(-1)
-        figures["rhat"][judged] = np.asarray(az.rhat(data, method="rank")["v"].values).reshape(-1)
+        for name, value in mcse_ess_rhat(flat[:, :, judged]).items():
+            figures[name][judged] = value
     labels = [""] if not shape else ["[" + ",".join(map(str, i)) + "]" for i in itertools.product(*map(range, shape))]
     components = [
         _Component(label, float(figures["rhat"][k]), float(figures["ess_bulk"][k]), float(figures["ess_tail"][k]),

@@ -1,4 +1,5 @@
-"""ArviZ ``InferenceData`` of a run: the per-draw estimates as the posterior group, the sampler's statistics."""
+"""ArviZ output of a run (an ``xarray.DataTree`` in ArviZ's layout): the per-draw estimates as the posterior group,
+the sampler's statistics as sample_stats."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from solvers.experiments.draws import Draws
 
 
 def to_inference_data(draws: Draws, *, method: str | None = None) -> Any:
-    """``arviz.InferenceData`` of a run's draws.
+    """ArviZ ``DataTree`` (arviz-base) of a run's draws.
 
     ``posterior``: one variable per observable, and ``position`` when positions were kept. ``sample_stats``:
     ``lp``, ``acceptance_rate`` (adjusted methods), ``diverging`` (any divergence), ``n_steps`` (gradient
     evaluations) and ``nonfinite``, each over the ``thin`` steps behind a kept draw. Dimensions: ``chain``,
     ``draw`` (numbered from the run's first kept draw), ``<name>_dim_k`` for vector observables, ``parameter``.
+    The sampler's name (``method``) is an attribute of the tree.
     """
-    import arviz as az
+    import arviz_base
 
     posterior: dict[str, np.ndarray] = dict(draws.estimates)
     dims: dict[str, list[str]] = {}
@@ -35,5 +37,7 @@ def to_inference_data(draws: Draws, *, method: str | None = None) -> Any:
     if not np.all(np.isnan(draws.acceptance)):
         stats["acceptance_rate"] = draws.acceptance
     coords = {"chain": np.arange(draws.chains), "draw": np.arange(draws.start, draws.stop)}
-    attrs = {"sampler": method} if method else {}
-    return az.from_dict(posterior=posterior, sample_stats=stats, coords=coords, dims=dims, attrs=attrs)
+    tree = arviz_base.from_dict({"posterior": posterior, "sample_stats": stats}, coords=coords, dims=dims)
+    if method:
+        tree.attrs["sampler"] = method
+    return tree

@@ -42,6 +42,7 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep, run_sweep
+from solvers.theories.quantities import QuantityTable
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -96,6 +97,9 @@ class Theory(ABC):
     size_limits: ClassVar[dict[str, float]] = {}
     #: Cheap specs and sweeps that exercise the theory (run by the contract tests and shown in the docs).
     examples: ClassVar[tuple[Example, ...]] = ()
+    #: Every quantity the theory reports and every field it is swept in: dotted name, symbol, description
+    #: (``solvers/theories/<name>/quantities.py``; the one source of plot labels and schema symbols).
+    quantities: ClassVar[QuantityTable] = QuantityTable(())
 
     @abstractmethod
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:

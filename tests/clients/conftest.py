@@ -19,6 +19,7 @@ from tests.redis_server import free_port, start_redis
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "client-test-key"
 RESULT_PAGE_SIZE = 16
+RESULT_PAGE_CURVES = 1
 
 POTENTIAL: dict[str, Any] = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3,
                              "u": 29.45}
@@ -49,6 +50,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "SADDLELAB_RATE_LIMIT_PER_MINUTE": "0",
         # Small result pages, so that every result the client and the CLI read here spans several pages.
         "SADDLELAB_RESULT_PAGE_SIZE": str(RESULT_PAGE_SIZE),
+        "SADDLELAB_RESULT_PAGE_CURVES": str(RESULT_PAGE_CURVES),
         "SADDLELAB_WORKER_HEARTBEAT": "1",
         "SADDLELAB_WORKER_MAINTENANCE": "2",
         "PYTHONWARNINGS": "ignore",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from service import cli
 from tests.clients.conftest import POTENTIAL, U_FIRST_ORDER, Lab
@@ -156,3 +157,63 @@ def test_serve_and_worker_start_the_real_entry_points(monkeypatch) -> None:
     assert app == "service.app:app" and kw["port"] == 8123
     assert cli.main(["worker", "--url", "redis://x:6379/0", "--burst"]) == 0
     assert calls["worker"] == ["--url", "redis://x:6379/0", "--burst"]
+
+
+DIGITS = {"theory": "kernel_renormalization", "activation": "erf", "N1": 50, "T": 0.1,
+          "data": {"kind": "digits", "classes": [3, 8], "P": 40, "P_test": 10}}
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_netcdf_of_a_digits_T_sweep_holds_the_jsons_class_distance(lab: Lab, tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "digits.json"
+    spec.write_text(json.dumps(DIGITS))
+    flags = ["sweep", str(spec), "--parameter", "T", "--values", "0.0001,0.1,1,10", "--no-progress", *_remote(lab)]
+    assert cli.main(flags) == 0
+    result = json.loads(capsys.readouterr().out)
+    out = tmp_path / "digits.nc"
+    assert cli.main([*flags, "--format", "netcdf", "-o", str(out)]) == 0
+    tree = xr.open_datatree(out, engine="h5netcdf")
+    d2 = tree["equilibrium"]["class_distance.D2"]
+    np.testing.assert_array_equal(d2.values, [p["observables"]["class_distance"]["D2"] for p in result["points"]])
+    np.testing.assert_array_equal(tree["T"].values, [1e-4, 0.1, 1.0, 10.0])
+    assert d2.attrs["symbol"] == "$D^2$" and tree["T"].attrs["symbol"] == "$T$"
+    curve = tree["curves/0"]
+    np.testing.assert_array_equal(curve["class_distance.D2"].values,
+                                  result["curves"][0]["observables"]["class_distance.D2"])
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_netcdf_of_a_solve_a_grid_and_a_boundary_job(lab: Lab, spec_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "solve.nc"
+    assert cli.main(["solve", str(spec_file), "--format", "netcdf", "-o", str(out), *_remote(lab)]) == 0
+    assert cli.main(["solve", str(spec_file), *_remote(lab)]) == 0
+    body = json.loads(capsys.readouterr().out)
+    solve = xr.open_datatree(out, engine="h5netcdf")
+    for b in body["branches"]:
+        assert float(solve["free_entropy"].sel(branch=b["name"])) == b["free_entropy"]
+    grid = ["sweep", str(spec_file), "--parameter", "b", "--values", "0.28,0.3", "--parameter", "u", "--values",
+            "20,30,40", "--method", "grid", "--no-progress", *_remote(lab)]
+    assert cli.main([*grid, "--format", "netcdf", "-o", str(tmp_path / "grid.nc")]) == 0
+    assert cli.main(grid) == 0
+    diagram = json.loads(capsys.readouterr().out)
+    tree = xr.open_datatree(tmp_path / "grid.nc", engine="h5netcdf")
+    assert tree["rho_star"].dims == ("b", "u", "branch")
+    for p in diagram["points"]:
+        b, u = p["parameter"]
+        assert float(tree["equilibrium"]["rho_star"].sel(b=b, u=u)) == p["order_parameters"]["rho_star"]
+    boundary = ["sweep", str(spec_file), "--method", "boundary", "--parameter", "b", "--start", "0.25", "--stop",
+                "0.4", "--parameter", "u", "--start", "10", "--stop", "60", "--no-progress", *_remote(lab)]
+    assert cli.main([*boundary, "--format", "netcdf", "-o", str(tmp_path / "lines.nc")]) == 0
+    assert cli.main(boundary) == 0
+    traced = json.loads(capsys.readouterr().out)
+    lines = xr.open_datatree(tmp_path / "lines.nc", engine="h5netcdf")
+    for k, line in enumerate(traced["lines"]):
+        np.testing.assert_array_equal(lines[f"lines/{k}"]["points"].values, line["points"])
+
+
+def test_netcdf_needs_an_output_file(spec_file: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["solve", str(spec_file), "--format", "netcdf", "--url", "http://127.0.0.1:9"])
+    assert exc.value.code == 2

@@ -17,7 +17,7 @@ from clients import (
     to_csv,
     values_spec,
 )
-from tests.clients.conftest import POTENTIAL, RESULT_PAGE_SIZE, U_FIRST_ORDER, Lab
+from tests.clients.conftest import POTENTIAL, RESULT_PAGE_CURVES, RESULT_PAGE_SIZE, U_FIRST_ORDER, Lab
 from tests.redis_server import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -61,6 +61,10 @@ def test_sweep_blocks_with_a_progress_bar_and_returns_the_result(client: Client,
     table = rows(result)
     assert table[0]["u"] == 20 and table[0]["equilibrium"] == "center" and "rho_star" in table[0]
     assert to_csv(result).splitlines()[0].startswith("u,equilibrium,converged")
+    # The traced curves come one per page here: the client joins them.
+    assert [c["name"] for c in result["curves"]] == ["center", "aligned"] and RESULT_PAGE_CURVES == 1
+    assert min(result["curves"][1]["parameter"]) == pytest.approx(28.322495, abs=1e-6)
+    assert result["provenance"]["spec_hash"] and len(result["provenance"]["source"]) == 64
 
 
 def test_phase_diagram_through_the_client(client: Client) -> None:
@@ -71,6 +75,8 @@ def test_phase_diagram_through_the_client(client: Client) -> None:
     assert [q["b"] for q in line["points"]] == [0.28, 0.3]
     assert line["points"][1]["u"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
     assert rows(result)[0].keys() >= {"b", "u", "equilibrium"}
+    # Each row's traced curves, tagged with the row.
+    assert sorted({c["at"]["b"] for c in result["curves"]}) == [0.28, 0.3]
 
 
 def test_a_result_of_several_pages_is_read_whole_or_one_page_at_a_time(client: Client) -> None:
@@ -85,6 +91,8 @@ def test_a_result_of_several_pages_is_read_whole_or_one_page_at_a_time(client: C
     assert one["page"] == {"of": "result.points", "offset": 16, "limit": 16, "returned": 16, "total": 41,
                            "next": 32}
     assert one["result"]["points"] == result["points"][16:32]
+    # A grid traces no curves, and says so.
+    assert result["curves"] is None and "grid" in result["curves_reason"] and "curve_page" not in whole
 
 
 def test_submit_job_and_cancel(client: Client) -> None:

@@ -14,10 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
+from clients.tables import branch_of
 from service.app import create_app
+from service.jsonsafe import json_safe
 from service.schemas import ModelSpec
-from service.serialize import catalogue_from_json, point_json, solution_json
+from service.serialize import catalogue_from_json, curves_json, point_json, solution_json
 from service.settings import Settings
+from solvers.core.curve_tables import MAX_POINTS
 from solvers.core.options import SolverOptions
 from solvers.core.results import Catalogue
 from solvers.core.special_points import SpecialKind
@@ -93,11 +96,25 @@ def test_solve_typed_invariants_and_json(name: str, k: int) -> None:
     assert keys <= set(body)
     assert {"residual", "iterations", "method", "seconds", "status", "message", "complete"} <= set(body["diagnostics"])
     # A stored point turns back into the same catalogue (what resuming a sweep relies on).
-    back = catalogue_from_json(point_json(0.0, cat))
+    point = point_json(0.0, cat)
+    back = catalogue_from_json(point)
     assert [b.name for b in back.branches] == [b.name for b in cat.branches]
     for b0, b1 in zip(cat.branches, back.branches, strict=True):
         np.testing.assert_array_equal(b0.x, b1.x)
         assert (b0.stable, b0.converged) == (b1.stable, b1.converged)
+        # The compact point's reading rule (the branch's entry, else the point's) gives each branch's whole
+        # report, on the server (resume) and in the client alike.
+        assert b0.report is not None and b1.report is not None
+        for group in ("order_parameters", "observables"):
+            complete = _plain(getattr(b0.report, group))
+            assert _plain(getattr(b1.report, group)) == complete, (b0.name, group)
+            read = branch_of(point, b0.name)
+            assert read is not None and _plain(read[group]) == complete, (b0.name, group)
+
+
+def _plain(table: Any) -> dict[str, Any]:
+    """A report table as JSON carries it, without entries that carry no value (null)."""
+    return {k: v for k, v in json_safe(dict(table)).items() if v is not None and k != "non_finite"}
 
 
 @pytest.mark.parametrize(("name", "k"), CASES)
@@ -119,6 +136,36 @@ def test_sweep_typed_invariants(name: str, k: int) -> None:
         assert isinstance(sp.kind, SpecialKind)
         assert lo - 1e-6 * max(1.0, abs(lo)) <= sp.parameter <= hi + 1e-6 * max(1.0, abs(hi))
         assert sp.refined or sp.uncertainty > 0
+    assert_curve_tables(sweep, lo, hi)
+
+
+def assert_curve_tables(sweep: Sweep, lo: float, hi: float) -> None:
+    """The served curves: within the range, in arclength order, bounded, every refined special point on one."""
+    curves = curves_json(sweep)
+    if sweep.tables is None:
+        assert curves is None
+        return
+    assert curves is not None and len(curves) == len(sweep.tables)
+    json.dumps(curves, allow_nan=False)
+    tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+    for table, curve in zip(sweep.tables, curves, strict=True):
+        rows = table.rows
+        specials = sum(r.special is not None for r in rows)
+        assert 0 < len(rows) <= MAX_POINTS + specials
+        assert all(lo - tol <= r.p <= hi + tol for r in rows)
+        s = [r.arclength for r in rows]
+        assert s == sorted(s) and s[0] == 0.0
+        n = len(rows)
+        columns = [curve[k] for k in ("branch", "parameter", "arclength", "stable", "free_entropy")]
+        columns += [*curve["order_parameters"].values(), *curve["observables"].values()]
+        assert all(len(c) == n for c in columns)
+        for i, r in enumerate(rows[:-1]):  # a special point written twice is the same solution both times
+            if r.special is not None and rows[i + 1].special == r.special:
+                assert rows[i + 1].p == r.p and np.array_equal(rows[i + 1].x, r.x)
+    on_curves = {r.special for t in sweep.tables for r in t.rows}
+    for k, sp in enumerate(sweep.special_points):
+        if sp.refined:
+            assert k in on_curves, f"the refined special point {sp} is on no served curve"
 
 
 @pytest.mark.parametrize(("name", "k"), CASES)

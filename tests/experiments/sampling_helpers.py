@@ -2,7 +2,7 @@
 
 For the tests only, not the project's sampler: Stan's window adaptation per chain, then NUTS
 transitions with the target's estimators evaluated on every draw (positions are never stored).
-Monte-Carlo errors, ESS and split R-hat come from ArviZ; a derived observable g(posterior means) gets
+Monte-Carlo errors, ESS and split R-hat come from ArviZ (arviz-stats); a derived observable g(posterior means) gets
 the error of its linearised per-draw series (delta method).
 """
 
@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-import arviz as az
 import blackjax
 import jax
 import jax.numpy as jnp
@@ -21,6 +20,7 @@ import numpy as np
 from blackjax.adaptation.window_adaptation import base as window_base
 from blackjax.adaptation.window_adaptation import build_schedule
 
+from solvers.experiments.diagnostics import mcse_ess_rhat
 from solvers.experiments.target import Target
 
 T = TypeVar("T")
@@ -73,14 +73,11 @@ class Run:
 
 
 def _diagnose(x: np.ndarray) -> Estimate:
-    ds = az.convert_to_dataset({"x": np.asarray(x, dtype=float)})
+    x = np.asarray(x, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):  # a constant component (an empty histogram bin): NaN
-        return Estimate(
-            mean=np.asarray(x.mean(axis=(0, 1)), dtype=float),
-            mcse=np.asarray(az.mcse(ds)["x"].values, dtype=float),
-            ess=np.asarray(az.ess(ds)["x"].values, dtype=float),
-            rhat=np.asarray(az.rhat(ds)["x"].values, dtype=float),
-        )
+        figures = {k: v.reshape(x.shape[2:]) for k, v in mcse_ess_rhat(x.reshape(*x.shape[:2], -1)).items()}
+    return Estimate(mean=np.asarray(x.mean(axis=(0, 1)), dtype=float), mcse=figures["stderr"],
+                    ess=figures["ess_bulk"], rhat=figures["rhat"])
 
 
 def product(targets: Mapping[str, Target], init: Mapping[str, str] | None = None) -> Target:

@@ -10,10 +10,10 @@ import jax
 
 jax.config.update("jax_enable_x64", True)  # global: the exact comparisons below are made in float64
 
-import arviz as az  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from solvers.experiments.diagnostics import mcse_ess_rhat  # noqa: E402
 from solvers.experiments.target import Target  # noqa: E402
 
 #: Agreement is required within this many Monte-Carlo standard errors.
@@ -92,7 +92,7 @@ def langevin_stationary_cov(precision: np.ndarray, step: float) -> np.ndarray:
 
 def mcse_mean(draws: np.ndarray) -> float:
     """ArviZ MCSE of the mean of (chains, draws) values."""
-    return float(az.mcse(az.convert_to_dataset({"v": draws}), method="mean")["v"].values)
+    return float(mcse_ess_rhat(np.asarray(draws, dtype=float)[:, :, None])["stderr"][0])
 
 
 def assert_moments(x: np.ndarray, mean: np.ndarray, cov: np.ndarray, *, n_se: float = N_SE) -> dict[str, float]:

@@ -1,7 +1,9 @@
 """Diagnostics and the honesty of the result: a non-mixing run is reported as such, non-finite log-densities are
 counted (never raised) and rejected, gradient evaluations are counted exactly (against an independent counter in
 the log-density's backward pass), a stuck chain and a one-chain run are not called converged, the time limit
-returns the draws so far, and the ArviZ output agrees with the estimates."""
+returns the draws so far, and the ArviZ output agrees with the estimates. The figures themselves (MCSE, bulk and
+tail ESS, rank R-hat) are checked against the definitions written out in ``reference_diagnostics`` and against the
+closed-form autocorrelation time of an AR(1) chain."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 from solvers.experiments import SamplerOptions, Status, diagnostics, sample, summarize, to_inference_data
 from solvers.experiments.target import Target
+from tests.experiments import reference_diagnostics as ref
 from tests.experiments.targets import ADJUSTED, BLOCK, LANGEVIN, LANGEVIN_STEP, N_SE, PRODUCT, mcse_mean
 
 SEPARATION = 6.0
@@ -147,9 +150,49 @@ def test_time_limit_returns_the_draws_so_far():
     assert f"{BLOCK} of {3 * BLOCK}" in result.message
 
 
-def test_result_and_inference_data():
-    import arviz as az
+def _ar1(rng: np.random.Generator, phi: float, chains: int, draws: int) -> np.ndarray:
+    """Stationary AR(1) chains x_t = φ x_{t−1} + ε_t, ε ~ N(0, 1)."""
+    x = np.empty((chains, draws))
+    x[:, 0] = rng.standard_normal(chains) / np.sqrt(1 - phi**2)
+    noise = rng.standard_normal((chains, draws))
+    for t in range(1, draws):
+        x[:, t] = phi * x[:, t - 1] + noise[:, t]
+    return x
 
+
+@pytest.mark.parametrize("case", range(8))
+def test_figures_are_those_of_the_definitions(case):
+    """Odd and even lengths, offsets between chains (R-hat well above 1), ties (discrete values), anticorrelation."""
+    rng = np.random.default_rng(100 + case)
+    chains, draws = 2 + case % 4, 41 + 37 * case
+    phi = (-0.4, 0.0, 0.5, 0.9)[case % 4]
+    x = _ar1(rng, phi, chains, draws) + rng.normal(0.0, 0.5 * (case % 3), (chains, 1))
+    if case % 2:
+        x = np.round(x, 1)
+    est, _ = diagnostics.estimate(x)
+    assert est.mean == pytest.approx(x.mean(), rel=1e-12)
+    assert est.stderr == pytest.approx(ref.mcse_mean(x), rel=1e-10)
+    assert est.ess_bulk == pytest.approx(ref.ess_bulk(x), rel=1e-10)
+    assert est.ess_tail == pytest.approx(ref.ess_tail(x), rel=1e-10)
+    assert est.rhat == pytest.approx(ref.rhat_rank(x), rel=1e-10)
+
+
+def test_ess_and_error_of_ar1_chains_match_the_closed_form():
+    """For AR(1) the integrated autocorrelation time is τ = (1 + φ)/(1 − φ), so ESS = S/τ and the error of the mean
+    is √(τ/S) σ_x with σ_x² = 1/(1 − φ²). Over 4 × 20 000 draws, across 50 independent runs, the bulk ESS had a
+    relative spread of 2.5 % and the error 1.5 % (means 1.0001 and 0.9998 of the closed forms): each is required
+    within four spreads."""
+    phi, chains, draws = 0.6, 4, 20_000
+    tau = (1 + phi) / (1 - phi)
+    x = _ar1(np.random.default_rng(7), phi, chains, draws)
+    est, _ = diagnostics.estimate(x)
+    assert est.ess_bulk == pytest.approx(chains * draws / tau, rel=0.10)
+    assert est.stderr == pytest.approx(np.sqrt(tau / (chains * draws) / (1 - phi**2)), rel=0.06)
+    assert est.rhat == pytest.approx(1.0, abs=0.01)
+    assert abs(est.mean) < N_SE * est.stderr
+
+
+def test_result_and_inference_data():
     options = SamplerOptions(**{**KEEP, "seed": 10})
     run = sample(PRODUCT, options)
     result = run.result
@@ -160,9 +203,12 @@ def test_result_and_inference_data():
     assert idata.posterior["x"].shape == (4, 400, 4) and idata.posterior["position"].shape == (4, 400, 7)
     np.testing.assert_array_equal(idata.posterior["position"].values, run.draws.positions)
     assert set(idata.sample_stats.data_vars) == {"lp", "acceptance_rate", "diverging", "n_steps", "nonfinite"}
-    np.testing.assert_allclose(az.rhat(idata, var_names=["x"], method="rank")["x"].values, result.estimates["x"].rhat)
-    np.testing.assert_allclose(az.ess(idata, var_names=["x"], method="tail")["x"].values,
-                               result.estimates["x"].ess_tail)
+    # the tree holds the draws the figures were computed from
+    x = idata.posterior["x"].values
+    np.testing.assert_allclose([ref.rhat_rank(x[:, :, k]) for k in range(4)], result.estimates["x"].rhat, rtol=1e-10)
+    np.testing.assert_allclose([ref.ess_tail(x[:, :, k]) for k in range(4)], result.estimates["x"].ess_tail,
+                               rtol=1e-10)
+    assert list(idata.children) == ["posterior", "sample_stats"] and idata.attrs["sampler"] == "mala"
     # R-hat compares chains: one chain of the same run leaves it undefined, and is not judged converged
     one = replace(run.draws, estimates={k: v[:1] for k, v in run.draws.estimates.items()},
                   **{k: getattr(run.draws, k)[:1] for k in ("logdensity", "acceptance", "divergences",

@@ -56,6 +56,6 @@ def test_importing_solvers_does_not_import_jax():
     code = (
         "import sys, solvers, solvers.experiments\n"
         "from solvers.experiments import SamplerOptions, ExperimentResult, posterior_of\n"
-        "assert 'jax' not in sys.modules and 'arviz' not in sys.modules, sorted(sys.modules)\n"
+        "assert not {'jax', 'arviz_base', 'arviz_stats', 'xarray'} & set(sys.modules), sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

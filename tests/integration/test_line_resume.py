@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from clients.tables import branch_of
 from service.jobs.lines import Cancelled, assemble_diagram, run_line
 from service.schemas import SweepRequest
 from service.settings import Settings
@@ -26,7 +27,8 @@ def _summary(transitions: list[dict[str, Any]]) -> list[tuple]:
 
 
 def _rho(points: list[dict[str, Any]]) -> list[list[tuple[str, float]]]:
-    return [sorted((b["name"], b["order_parameters"]["rho"]) for b in p["branches"]) for p in points]
+    return [sorted((b["name"], branch_of(p, b["name"])["order_parameters"]["rho"]) for b in p["branches"])  # type: ignore[index]
+            for p in points]
 
 
 @pytest.mark.parametrize("method", ["continuation", "grid"])
@@ -51,6 +53,9 @@ def test_resumed_line_equals_the_uninterrupted_one(method: str, stored_count: in
     assert _summary(resumed["transitions"]) == _summary(full["transitions"])
     first = [t for t in resumed["transitions"] if t["kind"] == "first_order"]
     assert len(first) == 1 and first[0]["parameter"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
+    # The curves are traced again whole: the same as the uninterrupted line's.
+    assert resumed["curves"] == full["curves"]
+    assert (resumed["curves"] is None) == (method == "grid")
 
 
 def test_values_out_of_order_and_repeated_are_mapped_back_to_their_indices() -> None:

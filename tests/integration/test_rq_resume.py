@@ -43,6 +43,10 @@ def _check_complete(job: dict, num: int) -> None:
     for p in points:
         assert p["equilibrium"] == ("center" if p["parameter"] < first[0]["parameter"] else "aligned")
         assert p["converged"]
+    # The resumed line traced its curves again: every refined spinodal is a row of them.
+    marked = [c["parameter"][m["index"]] for c in job["result"]["curves"] for m in c["special"]]
+    for t in job["result"]["transitions"]:
+        assert any(u == pytest.approx(t["parameter"], abs=1e-8) for u in marked), t
 
 
 def test_sigkilled_worker_the_sweep_resumes_on_another_worker(api: TestClient, start_worker) -> None:

@@ -60,6 +60,8 @@ def test_a_boundary_job_returns_the_three_lines_of_the_potential(traced) -> None
     assert centre["bifurcation"]["type"] == "pitchfork" and centre["bifurcation"]["criticality"] == "subcritical"
     assert next(line for line in traced["lines"] if line["kind"] == "spinodal")["type"] == "fold"
     assert traced["critical_points"] == []
+    assert len(traced["provenance"]["source"]) == 64 and traced["provenance"]["spec_hash"]
+    assert "curves" not in traced  # a boundary job has traced lines instead
 
 
 def test_every_line_agrees_with_the_grid_phase_diagram_of_the_same_spec(client: TestClient, traced) -> None:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -81,6 +82,18 @@ def test_an_experiment_is_a_job_with_the_theory_beside_it(api: TestClient, finis
         assert row["experiment"] == est["mean"] and row["stderr"] == est["stderr"]
         assert row["z"] == pytest.approx((row["experiment"] - row["theory"]) / row["stderr"])
     no_nan(api.get(f"/v1/experiments/{finished['job_id']}").text)
+
+
+def test_an_experiment_states_its_provenance_with_every_seed(finished: dict[str, Any]) -> None:
+    result = finished["result"]
+    prov = result["provenance"]
+    assert prov["spec_hash"] == result["experiment_hash"] and len(prov["source"]) == 64
+    assert set(prov["libraries"]) >= {"numpy", "scipy", "jax", "jaxlib", "blackjax", "arviz-base", "arviz-stats"}
+    assert prov["libraries"]["jax"] is not None  # installed here: the chains ran on it
+    # Each chain ran with the word its SeedSequence([seed, chain]) gives.
+    words = [int(np.random.SeedSequence([1, c]).generate_state(1, dtype=np.uint32)[0]) for c in range(2)]
+    assert prov["seeds"] == {"network_seed": 0, "sampler.seed": 1, "sampler.chain_seeds": words}
+    assert result["theory"]["provenance"]["source"] == prov["source"]
 
 
 def test_the_draws_are_served_bounded(api: TestClient, finished: dict[str, Any]) -> None:

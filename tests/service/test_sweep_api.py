@@ -45,3 +45,27 @@ def test_identical_sweeps_are_deduplicated(client: TestClient) -> None:
     a = client.post("/v1/sweeps", json=req).json()
     b = client.post("/v1/sweeps", json=req).json()
     assert a["job_id"] == b["job_id"] and b["deduplicated"] is True
+
+
+def test_a_continuation_sweep_serves_its_curves_in_pages_and_its_provenance(client: TestClient) -> None:
+    r = client.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": "u",
+                                        "values": {"start": 20, "stop": 40, "num": 41}})
+    job = wait(client, r.json()["status_url"])
+    result = job["result"]
+    assert job["curve_page"] == {"of": "result.curves", "offset": 0, "limit": 100, "returned": 2, "total": 2,
+                                 "next": None}
+    assert [c["name"] for c in result["curves"]] == ["center", "aligned"]
+    prov = result["provenance"]
+    assert prov["spec_hash"] and prov["saddlelab"]
+    assert set(prov["libraries"]) >= {"numpy", "scipy", "jax", "arviz-base", "arviz-stats"}
+    url = r.json()["status_url"]
+    second = client.get(url, params={"curve_offset": 1, "curve_limit": 1, "limit": 0}).json()
+    assert second["result"]["points"] == [] and second["page"]["next"] is None
+    assert second["result"]["curves"] == result["curves"][1:]
+    assert second["curve_page"] == {"of": "result.curves", "offset": 1, "limit": 1, "returned": 1, "total": 2,
+                                    "next": None}
+    grid = client.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": "u", "values": [25.0, 30.0],
+                                           "method": "grid"})
+    done = wait(client, grid.json()["status_url"])
+    assert done["result"]["curves"] is None and "grid" in done["result"]["curves_reason"]
+    assert "curve_page" not in done and done["result"]["provenance"]["source"] == prov["source"]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize_scalar
 
+from clients.tables import branch_of
 from solvers.core.options import SolverOptions
 from solvers.numerics.hermite import gauss_hermite
 from solvers.theories import get
@@ -92,7 +93,8 @@ def test_equilibrium_switches_at_the_transition(reference, sweep) -> None:
 def test_learning_curve_values(sweep) -> None:
     """On the specialised branch the solver's ε solves the 1-D equation of the module docstring."""
     for pt in sweep["points"]:
-        for b in pt["branches"]:
+        for b in (branch_of(pt, b["name"]) for b in pt["branches"]):
+            assert b is not None
             Q = b["order_parameters"]["Q"]
             if b["name"] == "universal":
                 assert Q == 0.0 and b["observables"]["generalization_error"] == pytest.approx(G1, rel=1e-10)
@@ -118,3 +120,21 @@ def test_delta_and_gamma_sweeps_find_the_spinodal() -> None:
     assert a_min(d_sp) == pytest.approx(6.0, rel=1e-6)
     res = sweep_json(THEORY, spec, "gamma", list(np.linspace(0.3, 1.5, 25)), "continuation", OPTIONS)
     assert any(t["kind"] == "spinodal" for t in res["transitions"])
+
+
+def test_curves_meet_at_the_spinodal(reference, sweep) -> None:
+    """The specialised and unstable branches are one traced curve, turning at the spinodal: the fold is a row
+    of both branches, at the independent α_sp and its Q; every row of the curve solves α(Q) = α."""
+    a_sp, _ = reference
+    (curve,) = [c for c in sweep["curves"] if "specialized" in c["branches"]]
+    (unstable,) = [b for b in curve["branches"] if b.endswith("_unstable")]
+    (fold,) = [m for m in curve["special"] if m["type"] == "fold"]
+    i = fold["index"]
+    assert curve["parameter"][i] == curve["parameter"][i + 1] == pytest.approx(a_sp, rel=1e-7)
+    assert min(curve["parameter"]) == curve["parameter"][i]
+    assert {curve["branch"][i], curve["branch"][i + 1]} == {"specialized", unstable}
+    assert curve["stable"][i] != curve["stable"][i + 1]
+    assert curve["branch"][i - 1] == curve["branch"][i] and curve["branch"][i + 1] == curve["branch"][i + 2]
+    assert curve["parameter"][i - 1] > a_sp and curve["parameter"][i + 2] > a_sp
+    for Q, alpha in zip(curve["order_parameters"]["Q"], curve["parameter"], strict=True):
+        assert alpha_of(Q) == pytest.approx(alpha, rel=1e-8)

@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from scipy.integrate import quad
 from scipy.optimize import brentq, minimize_scalar
 
+from clients.tables import branch_of
 from solvers.core.options import SolverOptions
 from solvers.theories import get
 from solvers.theories.rubin_cavity.common.erf_moments import erf_variance
@@ -239,3 +240,41 @@ def test_sweep_without_first_order_point_when_side_wells_grow_continuously() -> 
     center_loss = math.pi * (1 + 2 * SW) / (4 * SW * B**2)
     spin = [t["parameter"] for t in _transitions(res, "spinodal")]
     assert any(abs(s - center_loss) < 1e-5 for s in spin)
+
+
+def _blog_slope(rho: float, u: float) -> float:
+    h = 1e-6
+    return (blog_potential(rho + h, u) - blog_potential(rho - h, u)) / (2 * h)
+
+
+def test_sweep_curves_turn_at_the_spinodal_and_are_solutions() -> None:
+    """The README's sweep serves its traced curves: the aligned S-curve turns at the birth of the side wells (its
+    smallest u), with points of both branches beside the fold; every row is a stationary point of the blog's
+    potential; the two curves through the first-order point have equal free entropies there."""
+    res = sweep_json(THEORY, spec(), "u", list(np.linspace(20.0, 40.0, 41)), "continuation", SolverOptions())
+    birth = _side_well_birth(SW, B, C)
+    curves = res["curves"]
+    assert curves, "a continuation sweep serves its curves"
+    for c in curves:
+        assert min(c["parameter"]) >= 20.0 and max(c["parameter"]) <= 40.0
+        for rho, u in zip(c["order_parameters"]["rho"], c["parameter"], strict=True):
+            assert abs(_blog_slope(rho, u)) < 1e-7, (c["name"], rho, u)
+    (s_curve,) = [c for c in curves if {"aligned", "barrier"} <= set(c["branches"])]
+    assert min(s_curve["parameter"]) == pytest.approx(birth, abs=1e-4)
+    (fold,) = [t for t in _transitions(res, "spinodal") if abs(t["parameter"] - birth) < 1e-5]
+    marked = [m for m in s_curve["special"] if m["type"] == "fold"]
+    assert marked, "the fold is a point of its curve"
+    for m in marked:
+        i = m["index"]
+        assert s_curve["parameter"][i] == s_curve["parameter"][i + 1] == pytest.approx(fold["parameter"], abs=1e-9)
+        assert {s_curve["branch"][i], s_curve["branch"][i + 1]} == {"aligned", "barrier"}
+        assert s_curve["stable"][i] != s_curve["stable"][i + 1]
+        # the curve turns here: larger u on both sides, one side on each branch
+        assert s_curve["parameter"][i - 1] > fold["parameter"] < s_curve["parameter"][i + 2]
+        assert s_curve["branch"][i - 1] == s_curve["branch"][i] and s_curve["branch"][i + 1] == s_curve["branch"][i + 2]
+    at_fo = [c["free_entropy"][m["index"]] for c in curves for m in c["special"] if m["kind"] == "first_order"]
+    assert len(at_fo) >= 2 and max(at_fo) - min(at_fo) < 1e-10
+    # ρ = 0 is a stationary point of the even potential at every u: every point lists it, also just past the
+    # centre's loss of stability, between two traced points of its curve
+    for pt in res["points"]:
+        assert any(branch_of(pt, b["name"])["order_parameters"]["rho"] == 0.0 for b in pt["branches"]), pt["parameter"]

@@ -15,7 +15,9 @@ from solvers.core.results import Catalogue
 from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.hciz_mlp import experiment_sizes
 from solvers.theories.hciz_mlp.problems import deep_problem, plane_problem, shallow_problem, two_layer_problem
+from solvers.theories.hciz_mlp.quantities import QUANTITIES
 from solvers.theories.hciz_mlp.spec import HCIZSpec
+from solvers.theories.quantities import QuantityTable
 from solvers.theories.two_parameter import field_bounds, lift
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ class HCIZTheory(Theory):
         "a rectangular denoising channel); reduced deep model for L hidden layers."
     )
     spec_model: ClassVar[Any] = HCIZSpec
+    quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = ("alpha", "Delta", "gamma")
     size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
     examples: ClassVar[tuple[Example, ...]] = (

@@ -202,13 +202,14 @@ def weight_correlations(
     return out
 
 
-def extreme_eigenvalues(m: np.ndarray) -> tuple[float, float]:
+def extreme_eigenvalues(m: np.ndarray, lower_only: bool = False) -> tuple[float, float]:
     """Smallest and largest eigenvalue of a symmetric matrix: one tridiagonal reduction, then bisection for
-    the two ends only (the reduction is the part of a full eigvalsh that needs all of them)."""
+    the two ends only (the reduction is the part of a full eigvalsh that needs all of them). ``lower_only``:
+    only the lower triangle of ``m`` is set (and ``m`` may be overwritten)."""
     n = m.shape[0]
     if n == 1:
         return float(m[0, 0]), float(m[0, 0])
-    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 32 * n))
+    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 32 * n), overwrite_a=int(lower_only))
     if info != 0:
         raise np.linalg.LinAlgError(f"tridiagonal reduction failed (info = {info})")
     ends = []
@@ -226,9 +227,12 @@ def _extreme_eigenvalues(
     """Smallest and largest eigenvalue of pref·(−Zᵀ D^(-1) Z + b bᵀ) (N0 × N0)."""
     n0 = z.shape[1]
     if n0 <= DENSE_EIGEN_MAX_N0:
-        w = z * np.sqrt(inv)[:, None]
-        m = pref * (np.outer(bvec, bvec) - w.T @ w)  # wᵀw is a symmetric rank-k update (syrk)
-        return extreme_eigenvalues(m)
+        # One symmetric rank-k update into the lower triangle, pref·b bᵀ − pref·wᵀw, which is all the tridiagonal
+        # reduction reads: no product of the full matrix, no copy of the other triangle.
+        w = np.asfortranarray(z * np.sqrt(inv)[:, None])
+        m = scipy.linalg.blas.dsyrk(-pref, w, beta=1.0, c=np.asfortranarray(pref * np.outer(bvec, bvec)), trans=1,
+                                    lower=1, overwrite_c=1)
+        return extreme_eigenvalues(m, lower_only=True)
 
     def matvec(v: np.ndarray) -> np.ndarray:
         v = np.ravel(v)

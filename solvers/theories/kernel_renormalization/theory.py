@@ -13,7 +13,9 @@ from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.kernel_renormalization import experiment_sizes
 from solvers.theories.kernel_renormalization.model import SWEEPABLE, Model
 from solvers.theories.kernel_renormalization.problem import KernelRenormalizationProblem
+from solvers.theories.kernel_renormalization.quantities import QUANTITIES
 from solvers.theories.kernel_renormalization.spec import ArraysData, KernelRenormalizationSpec, TeacherData
+from solvers.theories.quantities import QuantityTable
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -43,6 +45,7 @@ class KernelRenormalizationTheory(Theory):
         "class-manifold distance and first-layer weight correlations (Corti et al. 2025)."
     )
     spec_model: ClassVar[Any] = KernelRenormalizationSpec
+    quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = SWEEPABLE
     size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
     examples: ClassVar[tuple[Example, ...]] = (

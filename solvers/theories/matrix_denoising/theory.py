@@ -24,8 +24,10 @@ from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Report
 from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.matrix_denoising import experiment_sizes
+from solvers.theories.matrix_denoising.quantities import QUANTITIES
 from solvers.theories.matrix_denoising.spec import MatrixDenoisingSpec
 from solvers.theories.matrix_denoising.values import DenoisingValues, rectangular_values_at, values_at
+from solvers.theories.quantities import QuantityTable
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -42,6 +44,7 @@ class MatrixDenoisingTheory(Theory):
         "rotation-invariant estimator), the product-matrix channel of two-hidden-layer networks."
     )
     spec_model: ClassVar[Any] = MatrixDenoisingSpec
+    quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = ("snr", "gamma", "eta")
     examples: ClassVar[tuple[Example, ...]] = (
         Example({"theory": "matrix_denoising", "gamma": 0.5, "readout": "ones", "snr": 2.0}, "snr", (0.5, 1.0, 4.0)),

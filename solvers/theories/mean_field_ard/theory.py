@@ -31,8 +31,10 @@ from solvers.core.sweep import OnPoint, Sweep
 from solvers.theories.base import Example, Predictions, Sizes, Theory
 from solvers.theories.mean_field_ard import experiment_sizes, particle_report
 from solvers.theories.mean_field_ard.events import onset_event
+from solvers.theories.mean_field_ard.quantities import QUANTITIES
 from solvers.theories.mean_field_ard.reduced import SWEEPABLE, ReducedModel
 from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec
+from solvers.theories.quantities import QuantityTable
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -100,6 +102,7 @@ class MeanFieldARDTheory(Theory):
         "transitions, and a BlackJAX particle solver on any data."
     )
     spec_model: ClassVar[Any] = MeanFieldARDSpec
+    quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = ("kappa", "P", "N", "sigma_a2", "sigma_w2", "gamma")
     size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
     examples: ClassVar[tuple[Example, ...]] = (

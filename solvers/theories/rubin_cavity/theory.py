@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from solvers.theories.modes import Modes
+from solvers.theories.quantities import QuantityTable
 from solvers.theories.rubin_cavity.finite_sample import FiniteSampleTheory
 from solvers.theories.rubin_cavity.potential import PotentialTheory
+from solvers.theories.rubin_cavity.quantities import QUANTITIES
 from solvers.theories.rubin_cavity.self_consistent import SelfConsistentTheory
 from solvers.theories.rubin_cavity.specs import RubinCavitySpec
 
@@ -22,6 +24,7 @@ class RubinCavityTheory(Modes):
         "phases, first-order transition and spinodals, learning curves, and the same loop on a finite training set."
     )
     spec_model: ClassVar[Any] = RubinCavitySpec
+    quantities: ClassVar[QuantityTable] = QUANTITIES
     modes: ClassVar[dict[str, Any]] = {
         "potential": PotentialTheory(),
         "self_consistent": SelfConsistentTheory(),

@@ -1,0 +1,380 @@
+"""Results as labelled arrays (xarray; the client's ``arrays`` extra) and netCDF files.
+
+- a solve: a ``Dataset`` along ``branch``;
+- a sweep: a ``DataTree`` whose root holds every quantity on (swept parameter × branch) at the requested values,
+  ``equilibrium`` the equilibrium's values along the parameter, ``curves/<k>`` each traced curve along its own
+  ``arclength`` dimension, and ``special_points`` the transitions as a table;
+- a phase diagram: the same on (p1 × p2 × branch), with the transition lines located row by row under
+  ``lines/<k>``: ``points``, an array of (p1, p2) pairs (point × parameter);
+- a boundary job: each traced line under ``lines/<k>`` (``points`` likewise) and ``critical_points``.
+
+A curve's branch at each point is ``curve_branch`` (a child group sees its parents' coordinates, and the sweep's
+root has a ``branch`` dimension).
+
+Every quantity is one variable named by its dotted name (``class_distance.D2``); with the theory's quantity table
+(``Client.quantities``) each variable carries its ``symbol`` (mathtext) and ``long_name``. Vector quantities get
+the dimensions the table names (else ``<name>_dim_k``); ragged ones (a varying number of wells) are padded with
+NaN (numbers) or "" (text). Missing values are NaN; a boolean with missing values is stored as 1.0/0.0/NaN. The
+result's ``provenance`` and settings are attributes (JSON text where they are not scalars), so a netCDF file
+(:func:`to_netcdf`, engine h5netcdf) is self-describing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from clients.names import GROUPS, flatten, is_number
+from clients.tables import branch_names, branch_of, parameter_names
+
+#: name -> {"symbol", "description", "dims", ...}: a theory's quantity table as served by ``GET /v1/theories``.
+Quantities = Mapping[str, Mapping[str, Any]]
+
+
+def _xr() -> Any:
+    try:
+        import xarray as xr
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError('labelled arrays need xarray: pip install "saddlelab-client[arrays]"') from exc
+    return xr
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+# ---------------------------------------------------------------------------------------------
+# values → arrays
+# ---------------------------------------------------------------------------------------------
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    """The (padded) shape of a nested list: the longest length at each depth."""
+    if not isinstance(value, list):
+        return ()
+    inner = [_shape(v) for v in value]
+    depth = max((len(s) for s in inner), default=0)
+    return (len(value), *(max((s[k] for s in inner if len(s) > k), default=0) for k in range(depth)))
+
+
+def _kind(values: list[Any]) -> str:
+    """How a quantity's values are stored: "str", "bool" (no value missing), "float"."""
+    leaves: list[Any] = []
+
+    def collect(v: Any) -> None:
+        if isinstance(v, list):
+            for x in v:
+                collect(x)
+        elif v is not None:
+            leaves.append(v)
+
+    for v in values:
+        collect(v)
+    if leaves and all(isinstance(v, str) for v in leaves):
+        return "str"
+    if leaves and all(isinstance(v, bool) for v in leaves) and not _has_missing(values):
+        return "bool"
+    return "float"
+
+
+def _has_missing(values: list[Any]) -> bool:
+    return any(v is None or (isinstance(v, list) and _has_missing(v)) for v in values)
+
+
+def _fill(target: Any, index: tuple[int, ...], value: Any, kind: str) -> None:
+    if isinstance(value, list):
+        for k, v in enumerate(value):
+            _fill(target, (*index, k), v, kind)
+        return
+    if value is None:
+        return
+    if kind == "float" and not (is_number(value) or isinstance(value, bool)):
+        return  # text among numbers: not representable, left missing
+    target[index] = float(value) if kind == "float" else value
+
+
+def _array(values: list[Any], outer: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:
+    """An array of shape ``outer + inner`` from ``values`` (flat list over the outer cells, None = missing)."""
+    np = _np()
+    inner: tuple[int, ...] = ()
+    for v in values:
+        s = _shape(v)
+        inner = tuple(max(a, b) for a, b in zip(s, inner, strict=False)) + s[len(inner):] + inner[len(s):]
+    kind = _kind(values)
+    fill = {"str": "", "bool": False, "float": np.nan}[kind]
+    dtype = {"str": object, "bool": bool, "float": float}[kind]
+    out = np.full(outer + inner, fill, dtype=dtype)
+    for flat, v in enumerate(values):
+        _fill(out, np.unravel_index(flat, outer) if outer else (), v, kind)
+    if kind == "str":
+        out = out.astype(str)
+    return out, inner
+
+
+class _Labels:
+    """Dimension names and attributes of quantities, from the theory's table when there is one."""
+
+    def __init__(self, quantities: Quantities | None):
+        self.quantities = dict(quantities or {})
+
+    def entry(self, name: str) -> Mapping[str, Any]:
+        if name in self.quantities:
+            return self.quantities[name]
+        head, _, last = name.rpartition(".")
+        if last.isdigit() and head in self.quantities:  # an indexed component (``Qbar.0``)
+            return self.quantities[head]
+        return {}
+
+    def attrs(self, name: str) -> dict[str, Any]:
+        q = self.entry(name)
+        out: dict[str, Any] = {"quantity": name}
+        if q:
+            out["symbol"] = q["symbol"]
+            out["long_name"] = q["description"]
+        head, _, last = name.rpartition(".")
+        if last.isdigit() and head in self.quantities:
+            out["index"] = int(last)
+        return out
+
+    def dims(self, name: str, ndim: int) -> list[str]:
+        declared = list(self.entry(name).get("dims") or [])
+        if len(declared) == ndim:
+            return declared
+        return [f"{name}_dim_{k}" for k in range(ndim)]
+
+
+def _variables(
+    entries: list[Mapping[str, Any] | None], outer_dims: Sequence[str], outer: tuple[int, ...], labels: _Labels,
+    sizes: dict[str, int],
+) -> dict[str, Any]:
+    """Every quantity of ``entries`` (one per outer cell; None where absent) as (dims, array, attrs) triples.
+
+    A quantity named like one of the outer dimensions (``u``, reported beside a sweep in u) is prefixed with its
+    group (``observables.u``)."""
+    flat = [_flat(e) for e in entries]
+    names: dict[str, str] = {}
+    for f in flat:
+        for name, (group, _) in f.items():
+            names.setdefault(name, group)
+    out = {}
+    for name, group in names.items():
+        array, inner = _array([f[name][1] if name in f else None for f in flat], outer)
+        dims = labels.dims(name, len(inner))
+        if any(sizes.get(d, n) != n for d, n in zip(dims, inner, strict=True)) or set(dims) & set(outer_dims):
+            dims = [f"{name}_dim_{k}" for k in range(len(inner))]
+        sizes.update(zip(dims, inner, strict=True))
+        out[f"{group}.{name}" if name in outer_dims else name] = ([*outer_dims, *dims], array, labels.attrs(name))
+    return out
+
+
+def _flat(entry: Mapping[str, Any] | None) -> dict[str, tuple[str, Any]]:
+    """dotted name -> (group, value); a name reported in both groups keeps the order parameter's value."""
+    out: dict[str, tuple[str, Any]] = {}
+    for group in GROUPS:
+        for name, value in flatten((entry or {}).get(group)).items():
+            out.setdefault(name, (group, value))
+    return out
+
+
+def _attr(value: Any) -> Any:
+    """A netCDF attribute: numbers and text as they are, anything else (and None) as JSON text."""
+    if isinstance(value, str) or is_number(value):
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _attrs(result: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {k: _attr(result[k]) for k in keys if k in result and result[k] is not None}
+
+
+def _coord(name: str, values: Sequence[Any], labels: _Labels) -> tuple[Any, ...]:
+    return (name, _np().asarray(values, dtype=float), labels.attrs(name))
+
+
+def _dataset(variables: dict[str, Any], coords: dict[str, Any], attrs: dict[str, Any] | None = None) -> Any:
+    xr = _xr()
+    return xr.Dataset({k: xr.Variable(*v) for k, v in variables.items()}, coords=coords, attrs=attrs or {})
+
+
+def _branch_variables(points: list[Mapping[str, Any]], names: list[str], outer_dims: list[str],
+                      outer: tuple[int, ...]) -> dict[str, Any]:
+    """``stable``, ``free_entropy``, ``converged`` of each branch at each cell (cells × branches)."""
+    out = {}
+    for key in ("stable", "free_entropy", "converged"):
+        values = [(branch_of(pt, b) or {}).get(key) if pt is not None else None for pt in points for b in names]
+        array, _ = _array(values, (*outer, len(names)))
+        out[key] = ([*outer_dims, "branch"], array, {"quantity": key})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# results → datasets and trees
+# ---------------------------------------------------------------------------------------------
+
+
+def solve_dataset(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+    """A single solve along ``branch``: every quantity of every branch, ``stable``, ``free_entropy``,
+    ``converged``; attributes: theory, equilibrium, converged, spec_hash, provenance."""
+    labels = _Labels(quantities)
+    names = [b["name"] for b in result.get("branches", [])]
+    point = {**result}
+    variables = _variables([branch_of(point, b) for b in names], ["branch"], (len(names),), labels, {})
+    variables.update(_branch_variables([point], names, [], ()))
+    for key in ("stable", "free_entropy", "converged"):
+        _, array, attrs = variables[key]
+        variables[key] = (["branch"], array.reshape(len(names)), attrs)
+    return _dataset(variables, {"branch": names},
+                    _attrs(result, ("theory", "equilibrium", "converged", "spec_hash", "cached", "provenance")))
+
+
+def _curve_dataset(curve: Mapping[str, Any], labels: _Labels) -> Any:
+    np = _np()
+    n = len(curve["parameter"])
+    variables: dict[str, Any] = {
+        "parameter": (["arclength"], np.asarray(curve["parameter"], dtype=float), {"quantity": "parameter"}),
+        # not "branch": a child group sees its parents' coordinates, and the sweep's root has a branch dimension
+        "curve_branch": (["arclength"], np.asarray(curve["branch"], dtype=str), {"quantity": "branch"}),
+    }
+    for key in ("stable", "free_entropy"):
+        if key in curve:
+            array, _ = _array(list(curve[key]), (n,))
+            variables[key] = (["arclength"], array, {"quantity": key})
+    for group in GROUPS:
+        for name, column in (curve.get(group) or {}).items():
+            key = f"{group}.{name}" if name in variables or name in ("arclength", "branch") else name
+            if key in variables:
+                continue  # a name reported in both groups keeps the order parameter's column
+            array, _ = _array(list(column), (n,))
+            variables[key] = (["arclength"], array, labels.attrs(name))
+    special = curve.get("special") or []
+    attrs = {**_attrs(curve, ("name", "traced", "message", "at")),
+             "branches": json.dumps(curve.get("branches") or []),
+             "special": json.dumps(special)}
+    return _dataset(variables, {"arclength": ("arclength", np.asarray(curve["arclength"], dtype=float))}, attrs)
+
+
+def _special_points(transitions: list[Mapping[str, Any]]) -> Any:
+    np = _np()
+    n = len(transitions)
+    columns = ["kind", "type", "parameter", "branches", "refined", "uncertainty", "detail", "at"]
+    variables = {}
+    for key in columns:
+        values = [t.get(key) for t in transitions]
+        if key == "branches":
+            values = ["/".join(v or []) for v in values]
+        elif key == "at":
+            if all(v is None for v in values):
+                continue
+            values = [json.dumps(v) if v is not None else "" for v in values]
+        array, _ = _array(values, (n,))
+        variables[key] = (["special_point"], array, {"quantity": key})
+    return _dataset(variables, {"special_point": np.arange(n)})
+
+
+def _grid(result: Mapping[str, Any]) -> tuple[list[str], list[list[float]]]:
+    names = parameter_names(result)
+    axes = result.get("axes")
+    if axes:
+        return names, [list(axes[n]) for n in names]
+    values: list[list[float]] = [[] for _ in names]
+    for pt in result["points"]:
+        coords = pt["parameter"] if isinstance(pt["parameter"], list) else [pt["parameter"]]
+        for k, v in enumerate(coords):
+            if v not in values[k]:
+                values[k].append(v)
+    return names, values
+
+
+def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+    """A sweep or a phase diagram (grid or continuation) as a ``DataTree`` (see the module's description)."""
+    xr, np = _xr(), _np()
+    if result.get("method") == "boundary":
+        return boundary_tree(result, quantities)
+    labels = _Labels(quantities)
+    names, axes = _grid(result)
+    shape = tuple(len(a) for a in axes)
+    cell: list[Mapping[str, Any] | None] = [None] * int(np.prod(shape))
+    for pt in result["points"]:
+        coords = pt["parameter"] if isinstance(pt["parameter"], list) else [pt["parameter"]]
+        cell[int(np.ravel_multi_index([axes[k].index(v) for k, v in enumerate(coords)], shape))] = pt
+    branches = branch_names(result)
+    sizes: dict[str, int] = {}
+    per_branch = [branch_of(pt, b) if pt is not None else None for pt in cell for b in branches]
+    variables = _variables(per_branch, [*names, "branch"], (*shape, len(branches)), labels, sizes)
+    variables.update(_branch_variables(cell, branches, names, shape))
+    eq, _ = _array([pt.get("equilibrium") if pt is not None else None for pt in cell], shape)
+    conv, _ = _array([pt.get("converged") if pt is not None else None for pt in cell], shape)
+    variables["equilibrium_branch"] = (names, eq, {"quantity": "equilibrium"})
+    variables["point_converged"] = (names, conv, {"quantity": "converged"})
+    coords = {n: _coord(n, a, labels) for n, a in zip(names, axes, strict=True)}
+    coords["branch"] = ("branch", np.asarray(branches, dtype=str))
+    root = _dataset(variables, coords, _attrs(result, ("theory", "parameter", "parameters", "method",
+                                                       "curves_reason", "provenance", "diagnostics")))
+    equilibrium = _dataset(_variables(cell, names, shape, labels, dict(sizes)), {})
+    children = {"equilibrium": equilibrium, "special_points": _special_points(result.get("transitions", []))}
+    for k, curve in enumerate(result.get("curves") or []):
+        children[f"curves/{k}"] = _curve_dataset(curve, labels)
+    for k, line in enumerate(result.get("lines") or []):
+        children[f"lines/{k}"] = _grid_line(line, names)
+    return xr.DataTree.from_dict({"/": root, **children})
+
+
+def _points_variable(pairs: Any, names: list[str], dim: str) -> dict[str, Any]:
+    """(p1, p2) pairs as one array ``points`` (dim × parameter); the ``parameter`` coordinate names p1 and p2."""
+    np = _np()
+    return {"points": ([dim, "parameter"], np.asarray(pairs, dtype=float).reshape(-1, 2), {"quantity": "points"})}
+
+
+def _grid_line(line: Mapping[str, Any], names: list[str]) -> Any:
+    """A transition line of a grid phase diagram, located row by row: (p1, p2) per row."""
+    pts = line.get("points") or []
+    variables = _points_variable([[q[n] for n in names] for q in pts], names, "point")
+    for key in ("refined", "uncertainty"):
+        array, _ = _array([q.get(key) for q in pts], (len(pts),))
+        variables[key] = (["point"], array, {"quantity": key})
+    return _dataset(variables, {"parameter": names}, _attrs(line, ("name", "kind", "branches")))
+
+
+def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+    """A boundary job: ``lines/<k>`` with the line's (p1, p2) as ``points`` (point × parameter; the ends and type as
+    attributes), ``critical_points`` likewise; the box, reason and provenance as attributes."""
+    xr = _xr()
+    names = parameter_names(result)
+    children: dict[str, Any] = {}
+    for k, line in enumerate(result.get("lines", [])):
+        children[f"lines/{k}"] = _dataset(_points_variable(line["points"], names, "point"), {"parameter": names}, {
+            **_attrs(line, ("kind", "type", "event", "formulation", "message")),
+            "branches": json.dumps(line.get("branches") or []), "ends": json.dumps(line.get("ends") or [])})
+    critical = result.get("critical_points", [])
+    variables = _points_variable([c["point"] for c in critical], names, "critical_point")
+    variables["lines"] = (["critical_point"], _np().asarray([json.dumps(c.get("lines")) for c in critical],
+                                                            dtype=str), {})
+    children["critical_points"] = _dataset(variables, {"parameter": names})
+    root = _dataset({}, {}, _attrs(result, ("theory", "parameters", "method", "box", "reason", "provenance",
+                                            "diagnostics")))
+    return xr.DataTree.from_dict({"/": root, **children})
+
+
+def to_xarray(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+    """The labelled arrays of any result: a solve (``Dataset``), a sweep, phase diagram or boundary job
+    (``DataTree``). ``quantities``: the theory's table (``Client.quantities(theory)``) for symbols and dims."""
+    if "points" in result or result.get("method") == "boundary":
+        return sweep_tree(result, quantities)
+    if "branches" in result:
+        return solve_dataset(result, quantities)
+    raise ValueError("not a solve, sweep, phase diagram or boundary result (an experiment: experiments.to_datatree)")
+
+
+def to_netcdf(data: Any, path: str) -> None:
+    """Write a ``Dataset`` or ``DataTree`` to a netCDF-4 file (h5netcdf engine, groups for a tree)."""
+    data.to_netcdf(path, engine="h5netcdf")
+
+
+def open_netcdf(path: str) -> Any:
+    """Read back what :func:`to_netcdf` wrote, as a ``DataTree`` (a solve's dataset is its root)."""
+    return _xr().open_datatree(path, engine="h5netcdf").load()

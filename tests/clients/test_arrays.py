@@ -1,0 +1,193 @@
+"""Results as labelled arrays and tables: every number in the arrays is the JSON's (read through the compact-point
+rule, ``branch_of``), every quantity is reached by its dotted name, an unknown name lists the names there are, and
+a netCDF file reads back identical. The results come from the embedded service (real solves and jobs)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import xarray as xr
+from fastapi.testclient import TestClient
+
+from clients import UnknownQuantity, plot, quantity_names, rows, series, to_csv
+from clients.arrays import open_netcdf, to_netcdf, to_xarray
+from clients.names import lookup
+from clients.tables import branch_names, branch_of
+from service.app import create_app
+from service.settings import Settings
+
+POTENTIAL: dict[str, Any] = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3,
+                             "u": 20.0}
+DIGITS: dict[str, Any] = {"theory": "kernel_renormalization", "activation": "erf", "N1": 50, "T": 0.1,
+                          "data": {"kind": "digits", "classes": [3, 8], "P": 40, "P_test": 10}}
+
+
+def _job(api: TestClient, body: dict[str, Any]) -> dict[str, Any]:
+    accepted = api.post("/v1/sweeps", json=body)
+    assert accepted.status_code == 202, accepted.text
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = api.get(f"/v1/jobs/{accepted.json()['job_id']}", params={"limit": 1000}).json()
+        if status["status"] == "finished":
+            return status["result"]
+        assert status["status"] in ("queued", "running"), status
+        time.sleep(0.1)
+    raise AssertionError("the job did not finish")
+
+
+@pytest.fixture(scope="module")
+def served() -> dict[str, Any]:
+    with TestClient(create_app(Settings(redis_url=None, rate_limit_per_minute=0))) as api:
+        tables = {t["name"]: {q["name"]: q for q in t["quantities"]} for t in api.get("/v1/theories").json()}
+        u_values = {"start": 20, "stop": 40, "num": 21}
+        return {
+            "tables": tables,
+            "solve": api.post("/v1/solve", json={"model": {**POTENTIAL, "u": 29.45}}).json(),
+            "sweep": _job(api, {"model": POTENTIAL, "parameter": "u", "values": u_values}),
+            "digits": _job(api, {"model": DIGITS, "parameter": "T", "values": [1e-4, 0.1, 10.0]}),
+            "grid": _job(api, {"model": POTENTIAL, "parameter": ["b", "u"], "values": [[0.28, 0.3], u_values],
+                               "method": "grid"}),
+            "boundary": _job(api, {"model": POTENTIAL, "parameter": ["b", "u"], "method": "boundary",
+                                   "values": [{"start": 0.25, "stop": 0.4, "num": 2},
+                                              {"start": 10, "stop": 60, "num": 2}]}),
+        }
+
+
+def _same(array: Any, values: list[Any]) -> None:
+    """The array holds ``values`` (None = NaN)."""
+    np.testing.assert_array_equal(np.asarray(array, dtype=float),
+                                  np.array([np.nan if v is None else v for v in values], dtype=float))
+
+
+def _round_trip(data: Any, path: Path) -> Any:
+    to_netcdf(data, str(path))
+    back = open_netcdf(str(path))
+    tree = data if isinstance(data, xr.DataTree) else xr.DataTree(data)
+    xr.testing.assert_identical(back, tree)
+    return back
+
+
+def test_a_solve_is_a_dataset_along_branch(served: dict[str, Any], tmp_path: Path) -> None:
+    result = served["solve"]
+    ds = to_xarray(result, served["tables"]["rubin_cavity"])
+    names = [b["name"] for b in result["branches"]]
+    assert list(ds["branch"].values) == names and ds.attrs["equilibrium"] == result["equilibrium"]
+    for name in names:
+        b = branch_of(result, name)
+        assert float(ds["rho"].sel(branch=name)) == b["order_parameters"]["rho"]
+        wells = b["observables"]["potential_wells"]
+        _same(ds["potential_wells.depth"].sel(branch=name), [w["depth"] for w in wells])
+        assert list(ds["potential_wells.kind"].sel(branch=name).values) == [w["kind"] for w in wells]
+        assert bool(ds["stable"].sel(branch=name)) == next(x for x in result["branches"] if x["name"] == name)["stable"]
+    assert ds["potential_wells.depth"].dims == ("branch", "well")
+    assert ds["rho_star"].attrs["symbol"] == r"$\rho^*$" and ds["rho_star"].attrs["long_name"]
+    assert json.loads(ds.attrs["provenance"])["spec_hash"] == result["spec_hash"]
+    _round_trip(ds, tmp_path / "solve.nc")
+
+
+def test_a_sweep_is_a_tree_of_points_curves_and_special_points(served: dict[str, Any], tmp_path: Path) -> None:
+    result = served["sweep"]
+    tree = to_xarray(result, served["tables"]["rubin_cavity"])
+    us = [p["parameter"] for p in result["points"]]
+    assert tree["rho"].dims == ("u", "branch") and list(tree["u"].values) == us
+    assert tree["u"].attrs["symbol"] == "$u$"
+    for name in branch_names(result):
+        values = []
+        for p in result["points"]:
+            b = branch_of(p, name)
+            values.append(None if b is None else b["order_parameters"].get("rho"))
+        _same(tree["rho"].sel(branch=name), values)
+    # the equilibrium along u, and the quantity named like the swept field kept apart from the coordinate
+    _same(tree["equilibrium"]["rho_star"], [p["order_parameters"]["rho_star"] for p in result["points"]])
+    _same(tree["equilibrium"]["observables.u"], us)
+    assert list(tree["equilibrium_branch"].values) == [p["equilibrium"] for p in result["points"]]
+    # each traced curve along its own arclength, its columns as served
+    assert len(tree["curves"].children) == len(result["curves"])
+    for k, curve in enumerate(result["curves"]):
+        ds = tree[f"curves/{k}"]
+        _same(ds["arclength"], curve["arclength"])
+        _same(ds["parameter"], curve["parameter"])
+        _same(ds["rho"], curve["order_parameters"]["rho"])
+        assert list(ds["curve_branch"].values) == curve["branch"]
+        assert json.loads(ds.attrs["branches"]) == curve["branches"]
+    # the S-curve turns at the fold (the aligned and barrier branches meet there)
+    fold = next(t for t in result["transitions"] if t["type"] == "fold")
+    s_curve = next(k for k, c in enumerate(result["curves"]) if "barrier" in c["branches"])
+    assert float(tree[f"curves/{s_curve}"]["parameter"].min()) == pytest.approx(fold["parameter"], abs=1e-12)
+    sp = tree["special_points"]
+    _same(sp["parameter"], [t["parameter"] for t in result["transitions"]])
+    assert list(sp["kind"].values) == [t["kind"] for t in result["transitions"]]
+    _round_trip(tree, tmp_path / "sweep.nc")
+
+
+def test_a_phase_diagram_is_a_grid_with_its_lines_as_arrays(served: dict[str, Any], tmp_path: Path) -> None:
+    result = served["grid"]
+    tree = to_xarray(result, served["tables"]["rubin_cavity"])
+    assert tree["rho"].dims == ("b", "u", "branch") and list(tree["b"].values) == [0.28, 0.3]
+    for p in result["points"]:
+        b, u = p["parameter"]
+        assert str(tree["equilibrium_branch"].sel(b=b, u=u).values) == p["equilibrium"]
+        assert float(tree["equilibrium"]["rho_star"].sel(b=b, u=u)) == p["order_parameters"]["rho_star"]
+    for k, line in enumerate(result["lines"]):
+        _same(tree[f"lines/{k}"]["points"].sel(parameter="b"), [q["b"] for q in line["points"]])
+        _same(tree[f"lines/{k}"]["points"].sel(parameter="u"), [q["u"] for q in line["points"]])
+        assert tree[f"lines/{k}"].attrs["kind"] == line["kind"]
+    _round_trip(tree, tmp_path / "grid.nc")
+
+    traced = served["boundary"]
+    lines = to_xarray(traced, served["tables"]["rubin_cavity"])
+    assert len(lines["lines"].children) == len(traced["lines"]) == 3
+    for k, line in enumerate(traced["lines"]):
+        np.testing.assert_array_equal(lines[f"lines/{k}"]["points"].values, line["points"])
+        assert list(lines[f"lines/{k}"]["parameter"].values) == ["b", "u"]
+        assert json.loads(lines[f"lines/{k}"].attrs["branches"]) == line["branches"]
+    _round_trip(lines, tmp_path / "boundary.nc")
+
+
+def test_nested_quantities_by_dotted_name_in_series_rows_csv_and_arrays(served: dict[str, Any]) -> None:
+    result = served["digits"]
+    nested = [p["observables"]["class_distance"]["D2"] for p in result["points"]]
+    xs, d2 = series(result, "class_distance.D2")
+    assert xs == [1e-4, 0.1, 10.0] and d2 == nested and all(math.isfinite(v) for v in d2)
+    assert [r["class_distance.D2"] for r in rows(result)] == nested
+    table = list(csv.DictReader(io.StringIO(to_csv(result))))
+    assert [float(r["class_distance.D2"]) for r in table] == nested
+    assert len(json.loads(table[0]["test_mean"])) == 10  # a vector quantity: its values, as a JSON array
+    tree = to_xarray(result, served["tables"]["kernel_renormalization"])
+    np.testing.assert_array_equal(tree["equilibrium"]["class_distance.D2"].values, nested)
+    assert tree["equilibrium"]["class_distance.D2"].attrs["symbol"] == "$D^2$"
+    assert tree["equilibrium"]["test_mean"].dims == ("T", "test_point")
+    assert lookup(result["points"][0], "weight_correlations.max_eigenvalue") == (
+        result["points"][0]["observables"]["weight_correlations"]["max_eigenvalue"])
+
+
+def test_an_unknown_name_is_an_error_that_lists_the_names_there_are(served: dict[str, Any]) -> None:
+    result = served["digits"]
+    for call in (lambda: series(result, "D2"), lambda: plot.learning_curve(result, "D2"),
+                 lambda: plot.branch_diagram(result, "D2"), lambda: lookup(result["points"][0], "D2")):
+        with pytest.raises(UnknownQuantity) as err:
+            call()
+        assert "class_distance.D2" in str(err.value) and "did you mean" in str(err.value)
+    assert "class_distance.D2" in quantity_names(result) and "class_distance" not in quantity_names(result)
+    with pytest.raises(ValueError, match="test_mean is vector-valued"):
+        plot.learning_curve(result, "test_mean")
+
+
+def test_csv_holds_every_branch_in_long_format(served: dict[str, Any]) -> None:
+    result = served["sweep"]
+    table = list(csv.DictReader(io.StringIO(to_csv(result, "all"))))
+    pairs = [(point, b) for point in result["points"] for b in point["branches"]]
+    assert [(float(r["u"]), r["branch"]) for r in table] == [(point["parameter"], b["name"]) for point, b in pairs]
+    for r, (point, b) in zip(table, pairs, strict=True):
+        assert float(r["rho"]) == branch_of(point, b["name"])["order_parameters"]["rho"]
+        assert r["stable"] == str(b["stable"])
+    with pytest.raises(KeyError, match="branches: center"):
+        rows(result, "centre")
