@@ -6,16 +6,24 @@ from solvers.theories.quantities import Quantity, nested, records, table
 
 P, OP, OBS = ("parameters",), ("order_parameters",), ("observables",)
 
-WELL_COLUMNS = (
+STATIONARY = (
     Quantity("rho", r"$\rho$", "position of the stationary point"),
-    Quantity("depth", r"$\tilde U(\rho) - \tilde U(0)$", "value of the potential per D relative to ρ = 0"),
+    Quantity("f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$", "value of the potential per D relative to ρ = 0"),
     Quantity("curvature", r"$\tilde U''(\rho)$", "curvature of the potential per D there"),
+)
+WELL_COLUMNS = (
+    *STATIONARY,
+    Quantity("depth", r"$\tilde U(0) - \tilde U(\rho)$", "how far the well lies below ρ = 0 (potential per D)"),
     Quantity("kind", r"$\mathrm{kind}$", "center or aligned"),
     Quantity("weight", r"$p_{\mathrm{well}}$", "probability of the basin under the finite-D law (with D)"),
     Quantity("mean_rho2", r"$\langle\rho^2\rangle_{\mathrm{well}}$", "E[ρ²] within the basin (with D)"),
 )
 WELLS = records("potential_wells", "well", WELL_COLUMNS, "one record per well of the potential")
-BARRIERS = records("barriers", "barrier", WELL_COLUMNS[:3], "one record per barrier between wells")
+BARRIER_COLUMNS = (
+    *STATIONARY,
+    Quantity("height", r"$\tilde U(\rho) - \tilde U(0)$", "how far the barrier rises above ρ = 0 (potential per D)"),
+)
+BARRIERS = records("barriers", "barrier", BARRIER_COLUMNS, "one record per barrier between wells")
 
 #: What the finite-D solution of the self-consistent mode reports again under ``finite_D``.
 FINITE_D_SAME = (
@@ -53,6 +61,7 @@ QUANTITIES = table(
     Quantity("N", "$N$", "hidden width", P),
     Quantity("epsilon", r"$\varepsilon$", "cubic strength of the teacher H1 + ε H3", P),
     Quantity("s_a2", r"$s_a^2$", "per-weight readout prior variance (paper: σ_a² = N s_a2)", P),
+    Quantity("potential_samples", r"$n_{\mathrm{samples}}$", "samples of the reported potential curve (0: none)", P),
     # order parameters
     Quantity("rho", r"$\rho$", "overlap of this branch's stationary point with the teacher direction", OP),
     Quantity("rho_star", r"$\rho^*$", "overlap of the global minimiser of the potential (the deepest well)", OP),
@@ -63,11 +72,20 @@ QUANTITIES = table(
     Quantity("phase", r"$\mathrm{phase}$", "GFL, GMFL-I or GMFL-II"),
     *WELLS,
     *BARRIERS,
+    Quantity("potential_curve.rho", r"$\rho$", "overlap at which the potential is sampled (ρ of both signs)",
+             dims=("sample",)),
+    Quantity("potential_curve.value", r"$\tilde U(\rho) - \tilde U(0)$",
+             "the potential per D relative to ρ = 0, at potential_curve.rho", dims=("sample",)),
     Quantity("test_mse", r"$\varepsilon_g$", "test mean squared error of the posterior mean, b² + 6c²"),
     Quantity("center_curvature", r"$\tilde U''(0)$", "curvature of the potential per D at ρ = 0"),
     Quantity("depth_gap", r"$\Delta\tilde U$",
              "depth of the deepest aligned well relative to ρ = 0 (negative: below the centre)"),
-    Quantity("branch_depth", r"$\tilde U(\rho) - \tilde U(0)$", "depth of this branch's stationary point"),
+    Quantity("branch_depth", r"$\tilde U(0) - \tilde U(\rho)$",
+             "how far this branch's well lies below ρ = 0 (null for a barrier)"),
+    Quantity("branch_height", r"$\tilde U(\rho) - \tilde U(0)$",
+             "how far this branch's barrier rises above ρ = 0 (null for a well)"),
+    Quantity("branch_f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$",
+             "the potential per D at this branch's stationary point relative to ρ = 0"),
     Quantity("branch_curvature", r"$\tilde U''(\rho)$", "curvature of the potential at this branch's point"),
     Quantity("aligned_weight_scaled", r"$\omega\eta D$", "aligned mass times η D (finite as D → ∞)"),
     Quantity("learned_fraction_linear", "$1 - b$", "learned fraction of the linear target mode"),
