@@ -1,0 +1,100 @@
+"""The words and symbols on SaddleLab's figures: each quantity's symbol from its theory's served table, the caption
+line of fixed parameters, and one name per kind of transition for every plot.
+
+The symbols come from the server (``GET /v1/theories``: each theory's quantity table, ``Client.quantities``); the
+client keeps no table of its own. Pass a :class:`~clients.client.Client` (or a table) as ``symbols=`` to a plot;
+without one, a quantity is labelled by its dotted name.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from clients.names import is_number
+
+#: A theory's quantity table as served: dotted name -> {"symbol", "description", ...}.
+Table = Mapping[str, Mapping[str, Any]]
+#: Fields of a model that name it rather than fix a parameter.
+NAMING_FIELDS = ("theory", "mode")
+#: Fields of a model that choose what is reported, not what is computed: never in a caption.
+OUTPUT_FIELDS = ("potential_samples",)
+#: A caption line wraps at this many characters.
+CAPTION_WIDTH = 110
+
+
+class Symbols:
+    """Labels of one theory's quantities: the served symbol (mathtext) of a dotted name, else the name itself."""
+
+    def __init__(self, table: Table | None = None):
+        self.table: Table = table or {}
+
+    @classmethod
+    def of(cls, source: Any, theory: str | None) -> Symbols:
+        """From a client (anything with ``quantities(theory)``), a table, an existing :class:`Symbols` or None."""
+        if isinstance(source, Symbols):
+            return source
+        if source is None:
+            return cls()
+        if callable(getattr(source, "quantities", None)):
+            return cls(source.quantities(theory) if theory else None)
+        if isinstance(source, Mapping):
+            return cls(source)
+        raise TypeError("symbols= takes a Client, a quantity table (name -> {'symbol', ...}) or None")
+
+    def __call__(self, name: str) -> str:
+        entry = self.table.get(name)
+        return str(entry["symbol"]) if entry and entry.get("symbol") else name
+
+    def describe(self, name: str) -> str | None:
+        entry = self.table.get(name)
+        return str(entry["description"]) if entry and entry.get("description") else None
+
+
+def number(value: float) -> str:
+    """A number as a figure shows it: four significant digits, a true minus sign."""
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return text.replace("-", "−")
+
+
+def value_label(value: float) -> str:
+    """A located transition's value, to six significant digits (28.3225, 29.4524)."""
+    return f"{value:.6g}".replace("-", "−")
+
+
+def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[str, ...] = ()) -> str | None:
+    """One line (wrapped) of the fixed parameters of a result: its theory and mode, then every scalar field of its
+    model but the swept ones, each as ``symbol = value``. None without a model."""
+    if not model:
+        return None
+    head = ", ".join(str(model[k]) for k in NAMING_FIELDS if isinstance(model.get(k), str))
+    parts = []
+    for name, value in model.items():
+        if name in NAMING_FIELDS or name in OUTPUT_FIELDS or name in exclude or value is None:
+            continue
+        if isinstance(value, bool) or not (is_number(value) or isinstance(value, str)):
+            continue  # nested settings (data sets, priors) do not fit a caption line
+        shown = number(value) if is_number(value) else value
+        parts.append(f"{symbols(name)} = {shown}")
+    text = f"{head}: {', '.join(parts)}" if parts else head
+    return "\n".join(textwrap.wrap(text, CAPTION_WIDTH)) or None
+
+
+def transition_name(kind: str, type_: str | None = None) -> str:
+    """One name per kind of special point, the same in branch diagrams and in grid and traced phase diagrams:
+    a boundary job's ``stability_loss`` line and a sweep's ``spinodal`` of type ``bifurcation`` are both a
+    stability loss; a fold is a spinodal."""
+    if kind == "first_order":
+        return "first order"
+    if kind == "stability_loss" or type_ in ("bifurcation", "stability_loss"):
+        return "stability loss"
+    if kind == "spinodal":
+        return "spinodal"
+    return kind.replace("_", " ")
+
+
+def line_name(kind: str, type_: str | None, branches: Any) -> str:
+    """A phase-diagram line's name: its kind as :func:`transition_name` says, and its branches in sorted order."""
+    names = sorted(str(b) for b in branches or ())
+    return f"{transition_name(kind, type_)} ({'/'.join(names)})" if names else transition_name(kind, type_)
