@@ -38,6 +38,7 @@ from clients.plot_paths import (
 )
 from clients.plot_style import (
     EQUILIBRIUM_STYLE,
+    EQUILIBRIUM_WIDTH,
     STABILITY_STYLE,
     figure,
     paper_style,
@@ -91,8 +92,13 @@ def _one_parameter(result: Mapping[str, Any]) -> str:
 
 def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: bool,
              label_rows: int = 0) -> None:
-    """The caption line above the axes (and above the rows of transition values)."""
-    text = caption(result.get("model"), symbols, tuple(swept)) if show else None
+    """The caption line above the axes (and above the rows of transition values), broken to the axes' width."""
+    if not show:
+        return
+    title = ax.title
+    points = ax.figure.get_figwidth() * ax.get_position().width * 72.0
+    size = title.get_fontsize() if title.get_text() else _pyplot().rcParams["font.size"] * 0.83
+    text = caption(result.get("model"), symbols, tuple(swept), width=max(20, int(points / (0.5 * size))))
     if text:
         ax.set_title(text, fontsize="small", loc="left", pad=6.0 + ROW_HEIGHT * label_rows)
 
@@ -133,7 +139,8 @@ def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Seq
 
 
 def _draw_equilibrium(ax: Any, path: EquilibriumPath) -> None:
-    ax.plot(path.x, path.y, label="equilibrium", gid="equilibrium", **EQUILIBRIUM_STYLE)
+    width = EQUILIBRIUM_WIDTH * _pyplot().rcParams["lines.linewidth"]
+    ax.plot(path.x, path.y, label="equilibrium", gid="equilibrium", linewidth=width, **EQUILIBRIUM_STYLE)
 
 
 def branch_diagram(

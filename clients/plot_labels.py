@@ -8,7 +8,6 @@ without one, a quantity is labelled by its dotted name.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +19,7 @@ Table = Mapping[str, Mapping[str, Any]]
 NAMING_FIELDS = ("theory", "mode")
 #: Fields of a model that choose what is reported, not what is computed: never in a caption.
 OUTPUT_FIELDS = ("potential_samples",)
-#: A caption line wraps at this many characters.
+#: A caption line breaks after about this many characters (where the figure's width does not say).
 CAPTION_WIDTH = 110
 
 
@@ -63,9 +62,26 @@ def value_label(value: float) -> str:
     return f"{value:.6g}".replace("-", "−")
 
 
-def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[str, ...] = ()) -> str | None:
-    """One line (wrapped) of the fixed parameters of a result: its theory and mode, then every scalar field of its
-    model but the swept ones, each as ``symbol = value``. None without a model."""
+def _visible(text: str) -> int:
+    """Roughly how many characters a mathtext string shows (``$\\sigma_w^2$`` shows three)."""
+    shown, i = 0, 0
+    while i < len(text):
+        if text[i] == "\\":
+            j = i + 1
+            while j < len(text) and text[j].isalpha():
+                j += 1
+            shown, i = shown + 1, j
+            continue
+        shown += text[i] not in "${}^_"
+        i += 1
+    return shown
+
+
+def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[str, ...] = (),
+            width: int = CAPTION_WIDTH) -> str | None:
+    """The fixed parameters of a result: its theory and mode, then every scalar field of its model but the swept
+    ones, each as ``symbol = value``, broken into lines of about ``width`` characters between parameters. None
+    without a model."""
     if not model:
         return None
     head = ", ".join(str(model[k]) for k in NAMING_FIELDS if isinstance(model.get(k), str))
@@ -77,8 +93,17 @@ def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[st
             continue  # nested settings (data sets, priors) do not fit a caption line
         shown = number(value) if is_number(value) else value
         parts.append(f"{symbols(name)} = {shown}")
-    text = f"{head}: {', '.join(parts)}" if parts else head
-    return "\n".join(textwrap.wrap(text, CAPTION_WIDTH)) or None
+    if not parts:
+        return head or None
+    lines, line = [], f"{head}: " if head else ""
+    for k, part in enumerate(parts):
+        piece = part + (", " if k + 1 < len(parts) else "")
+        if _visible(line) + _visible(piece) > width and line.strip():
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line)
+    return "\n".join(lines)
 
 
 def transition_name(kind: str, type_: str | None = None) -> str:

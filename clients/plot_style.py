@@ -24,7 +24,10 @@ PAPER_RC: dict[str, Any] = {
     "font.size": 8,
     "axes.titlesize": 7,
     "axes.labelsize": 8,
-    "legend.fontsize": 6.5,
+    "legend.fontsize": 6,
+    "legend.handlelength": 1.6,
+    "legend.labelspacing": 0.25,
+    "legend.borderaxespad": 0.3,
     "xtick.labelsize": 7,
     "ytick.labelsize": 7,
     "lines.linewidth": 1.1,
@@ -53,7 +56,9 @@ TRANSITION_STYLES: dict[str, dict[str, Any]] = {
 }
 #: Where a special point lies on its curve.
 MARKERS = {"first order": "o", "spinodal": "o", "stability loss": "D", "event": "^"}
-EQUILIBRIUM_STYLE = {"color": "k", "alpha": 0.18, "linewidth": 5.0, "solid_capstyle": "round", "zorder": 0}
+#: The equilibrium path: a grey band under the branches, this many times the width of a line.
+EQUILIBRIUM_STYLE = {"color": "k", "alpha": 0.18, "solid_capstyle": "round", "zorder": 0}
+EQUILIBRIUM_WIDTH = 3.5
 
 
 def transition_style(name: str) -> dict[str, Any]:
