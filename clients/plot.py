@@ -27,7 +27,7 @@ from typing import Any
 
 from clients.names import UnknownQuantity, is_number
 from clients.plot_labels import Symbols, caption, line_name, transition_name
-from clients.plot_marks import ROW_HEIGHT, mark_on_curves, mark_transitions
+from clients.plot_marks import mark_on_curves, mark_transitions
 from clients.plot_paths import (
     EquilibriumPath,
     curve_marks,
@@ -60,6 +60,10 @@ __all__ = [
     "theory_vs_experiment",
 ]
 
+#: The gid of a figure's caption (an annotation under the x label).
+CAPTION = "caption"
+#: ``caption=``: True, False, or the fields to leave out of it besides the swept ones.
+Caption = bool | Sequence[str]
 #: Quantities a learning curve shows first (the first that varies along the sweep).
 LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
 
@@ -90,17 +94,21 @@ def _one_parameter(result: Mapping[str, Any]) -> str:
     return names[0]
 
 
-def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: bool,
-             label_rows: int = 0) -> None:
-    """The caption line above the axes (and above the rows of transition values), broken to the axes' width."""
-    if not show:
+def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: Caption) -> None:
+    """The caption line(s) under the axes' x label, left-aligned with the axes and broken to their width; ``show``
+    False: none; a sequence of field names: without those too (fields that differ between results drawn on one
+    axes)."""
+    if show is False:
         return
-    title = ax.title
+    swept = [*swept, *(() if show is True else show)]
     points = ax.figure.get_figwidth() * ax.get_position().width * 72.0
-    size = title.get_fontsize() if title.get_text() else _pyplot().rcParams["font.size"] * 0.83
+    size = _pyplot().rcParams["font.size"] * 0.83
     text = caption(result.get("model"), symbols, tuple(swept), width=max(20, int(points / (0.5 * size))))
     if text:
-        ax.set_title(text, fontsize="small", loc="left", pad=6.0 + ROW_HEIGHT * label_rows)
+        # anchored to the x label at draw time, so it stays below it whatever the layout does to the axes
+        ax.annotate(text, (0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label), xytext=(0.0, -4.0),
+                    textcoords="offset points", ha="left", va="top", fontsize="small", gid=CAPTION,
+                    annotation_clip=False)
 
 
 def _legend(ax: Any, fontsize: str | float = "small", outside: bool = False) -> None:
@@ -151,7 +159,7 @@ def branch_diagram(
     symbols: Any = None,
     equilibrium: bool = True,
     transitions: bool = True,
-    caption: bool = True,
+    caption: Caption = True,
 ) -> Any:
     """Every branch's ``quantity`` (default: the first order parameter) along a one-parameter sweep, from the
     curves the continuation traced: stable solid, unstable dashed, folds closed; the equilibrium path (thick grey)
@@ -167,13 +175,12 @@ def branch_diagram(
     _draw_branches(ax, result, quantity, branch_names(result))
     if equilibrium:
         _draw_equilibrium(ax, equilibrium_path(result, quantity))
-    rows = 0
     if transitions:
         mark_on_curves(ax, curve_marks(result, quantity))
-        rows = mark_transitions(ax, result.get("transitions", []))
+        mark_transitions(ax, result.get("transitions", []))
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
-    _caption(ax, result, labels, [parameter], caption, rows)
+    _caption(ax, result, labels, [parameter], caption)
     _legend(ax)
     return ax
 
@@ -199,7 +206,7 @@ def learning_curve(
     logy: bool = False,
     label: str | None = None,
     transitions: bool = True,
-    caption: bool = True,
+    caption: Caption = True,
     color: str | None = None,
 ) -> Any:
     """The equilibrium's ``quantity`` along the sweep (default: the first of generalization_error, test_mse, mmse,
@@ -217,12 +224,13 @@ def learning_curve(
         xs, ys = series(result, quantity)
         ax.plot(xs, [math.nan if y is None else y for y in ys], marker=".", label=label or "equilibrium",
                 gid="equilibrium", color=color)
-    rows = mark_transitions(ax, result.get("transitions", [])) if transitions else 0
+    if transitions:
+        mark_transitions(ax, result.get("transitions", []))
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
-    _caption(ax, result, labels, [parameter], caption, rows)
+    _caption(ax, result, labels, [parameter], caption)
     _legend(ax)
     return ax
 
@@ -233,7 +241,7 @@ def _level(pt: Mapping[str, Any]) -> float | None:
     return float(value) if is_number(value) else None
 
 
-def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, caption: bool = True) -> Any:
+def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, caption: Caption = True) -> Any:
     """The potential U(ρ) − U(0) itself over both signs of ρ, its wells (filled triangles, named) and barriers
     (open circles) marked at ±ρ.
 
@@ -354,7 +362,7 @@ def phase_diagram(
     points: bool = True,
     regions: bool = True,
     symbols: Any = None,
-    caption: bool = True,
+    caption: Caption = True,
 ) -> Any:
     """A two-parameter result in the (p2, p1) plane.
 
@@ -440,7 +448,7 @@ def theory_vs_experiment(
     symbols: Any = None,
     transitions: bool = True,
     equilibrium: bool = True,
-    caption: bool = True,
+    caption: Caption = True,
 ) -> Any:
     """The theory's branches as lines and the experiment as points with error bars (±``sigmas`` Monte-Carlo
     standard errors), along a learning curve or a sweep in any parameter (T, α, …).
@@ -468,14 +476,13 @@ def theory_vs_experiment(
     labels = Symbols.of(symbols, theory if isinstance(theory, str) else None)
     ax = _axes(ax)
     colors = _colors()
-    rows = 0
     if sweep is not None:
         wanted = [b for b in branch_names(sweep) if branches is None or b in branches]
         _draw_branches(ax, sweep, quantity, wanted, prefix="theory: ", linewidth=1.3)
         if equilibrium:
             _draw_equilibrium(ax, equilibrium_path(sweep, quantity))
         if transitions:
-            rows = mark_transitions(ax, sweep.get("transitions", []))
+            mark_transitions(ax, sweep.get("transitions", []))
     else:
         lines: dict[str, tuple[list[float], list[float]]] = {}
         for pt in points_of(first):
@@ -512,7 +519,7 @@ def theory_vs_experiment(
     ylabel = labels(observable)
     ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
     model = (sweep or {}).get("model") or _experiment_model(first)
-    _caption(ax, {"model": model}, labels, [parameter], caption, rows)
+    _caption(ax, {"model": model}, labels, [parameter], caption)
     _legend(ax)
     return ax
 

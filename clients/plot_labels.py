@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clients.names import is_number
+from clients.names import flatten, is_number
 
 #: A theory's quantity table as served: dotted name -> {"symbol", "description", ...}.
 Table = Mapping[str, Mapping[str, Any]]
@@ -19,8 +19,12 @@ Table = Mapping[str, Mapping[str, Any]]
 NAMING_FIELDS = ("theory", "mode")
 #: Fields of a model that choose what is reported, not what is computed: never in a caption.
 OUTPUT_FIELDS = ("potential_samples",)
-#: A caption line breaks after about this many characters (where the figure's width does not say).
+#: A caption line breaks after about this many characters (where the figure's width does not say) …
 CAPTION_WIDTH = 110
+#: … and stops after this many lines (the whole model is the result's ``model``).
+CAPTION_LINES = 3
+#: A nested setting with more fields than this (a solver's knobs) is left out of a caption.
+NESTED_FIELDS = 5
 
 
 class Symbols:
@@ -79,18 +83,17 @@ def _visible(text: str) -> int:
 
 def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[str, ...] = (),
             width: int = CAPTION_WIDTH) -> str | None:
-    """The fixed parameters of a result: its theory and mode, then every scalar field of its model but the swept
-    ones, each as ``symbol = value``, broken into lines of about ``width`` characters between parameters. None
-    without a model."""
+    """The fixed parameters of a result: its theory and mode, then every scalar field of its model (a short nested
+    setting's by dotted name, ``data.P``) but the swept ones and ``exclude``, each as ``symbol = value``, broken
+    into lines of about ``width`` characters between parameters (at most :data:`CAPTION_LINES`). None without a
+    model."""
     if not model:
         return None
     head = ", ".join(str(model[k]) for k in NAMING_FIELDS if isinstance(model.get(k), str))
     parts = []
-    for name, value in model.items():
-        if name in NAMING_FIELDS or name in OUTPUT_FIELDS or name in exclude or value is None:
+    for name, value in _settings(model).items():
+        if name in NAMING_FIELDS or name in OUTPUT_FIELDS or name in exclude:
             continue
-        if isinstance(value, bool) or not (is_number(value) or isinstance(value, str)):
-            continue  # nested settings (data sets, priors) do not fit a caption line
         shown = number(value) if is_number(value) else value
         parts.append(f"{symbols(name)} = {shown}")
     if not parts:
@@ -103,7 +106,28 @@ def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[st
             line = ""
         line += piece
     lines.append(line)
+    if len(lines) > CAPTION_LINES:
+        lines = [*lines[:CAPTION_LINES - 1], lines[CAPTION_LINES - 1].rstrip(", ") + ", …"]
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> bool:
+    """A value a caption writes: a number or a word (not a flag, a list or null)."""
+    return not isinstance(value, bool) and (is_number(value) or isinstance(value, str))
+
+
+def _settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's scalar fields, and those of a nested setting by dotted name (``data.P``) when it is short (at
+    most :data:`NESTED_FIELDS` of them: a data set, a target), not a solver's many knobs."""
+    out: dict[str, Any] = {}
+    for name, value in model.items():
+        if isinstance(value, Mapping):
+            leaves = {f"{name}.{k}": v for k, v in flatten(value).items() if _shown(v)}
+            if len(leaves) <= NESTED_FIELDS:
+                out.update(leaves)
+        elif _shown(value):
+            out[name] = value
+    return out
 
 
 def transition_name(kind: str, type_: str | None = None) -> str:

@@ -36,6 +36,10 @@ def served() -> dict[str, dict[str, Any]]:
     return compute_sweeps("potential_sweep", "hciz_sweep")
 
 
+def caption(ax: Any) -> str:
+    return next((t.get_text() for t in ax.texts if t.get_gid() == "caption"), "")
+
+
 def lines(ax: Any, gid: str) -> list[Any]:
     return [ln for ln in ax.get_lines() if ln.get_gid() == gid]
 
@@ -78,7 +82,7 @@ def test_the_readme_potential_sweep_closes_its_fold_and_jumps_vertically_at_75pi
     assert jump[0] == pytest.approx(U_FIRST_ORDER, abs=1e-9)
     assert jump[1] == 0.0 and jump[2] == pytest.approx(1 / math.sqrt(2), abs=1e-9)
     assert ax.get_xlabel() == "$u$" and ax.get_ylabel() == r"$\rho$"
-    assert r"$\sigma_w^2$ = 0.5" in ax.get_title(loc="left") and "$b$ = 0.3" in ax.get_title(loc="left")
+    assert r"$\sigma_w^2$ = 0.5" in caption(ax) and "$b$ = 0.3" in caption(ax)
 
 
 def test_the_hciz_alpha_sweep_closes_its_fold_and_jumps_at_its_first_order_point(served: dict) -> None:
@@ -101,7 +105,9 @@ def test_the_hciz_alpha_sweep_closes_its_fold_and_jumps_at_its_first_order_point
 
 
 def test_transition_values_are_written_once_each_and_overlap_nowhere(served: dict) -> None:
-    ax = plot.branch_diagram(served["potential_sweep"], "rho")
+    _, ax = plt.subplots(layout="constrained")
+    ax.set_title("a title")  # set before the values are written: it goes above them
+    plot.branch_diagram(served["potential_sweep"], "rho", ax)
     texts = [t for t in ax.texts if t.get_gid() == "transition-label"]
     assert sorted(t.get_text() for t in texts) == ["28.3225", "29.4524", "34.9066"]
     renderer = ax.figure.canvas.get_renderer()
@@ -109,10 +115,14 @@ def test_transition_values_are_written_once_each_and_overlap_nowhere(served: dic
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert not a.overlaps(b)
-    # above the axes, clear of the data; the caption above them
+    # above the axes, clear of the data, and the title above them; the caption under the x label
+    ax.figure.canvas.draw()
+    boxes = [t.get_window_extent(renderer) for t in texts]
     top = ax.get_window_extent(renderer).y1
     assert all(b.y0 >= top for b in boxes)
     assert ax.title.get_window_extent(renderer).y0 >= max(b.y1 for b in boxes) - 1
+    under = next(t for t in ax.texts if t.get_gid() == "caption").get_window_extent(renderer)
+    assert under.y1 <= ax.xaxis.label.get_window_extent(renderer).y0
 
 
 def test_the_default_learning_quantity_varies(served: dict) -> None:
@@ -195,10 +205,12 @@ def test_symbols_come_from_the_served_table_else_the_dotted_name() -> None:
 
 def test_the_caption_names_every_fixed_scalar_parameter_but_the_swept_one() -> None:
     model = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3, "u": 20.0,
-             "D": None, "potential_samples": 0, "data": {"seed": 1}}
+             "D": None, "potential_samples": 0, "data": {"seed": 1, "classes": [3, 8]}, "quench": False}
     ax = plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", symbols={"sigma_w2": {"symbol": "$s$"}})
-    assert ax.get_title(loc="left") == "rubin_cavity, potential: $s$ = 0.5, b = 0.3, c = −0.3"
-    assert plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", caption=False).get_title(loc="left") == ""
+    assert caption(ax) == "rubin_cavity, potential: $s$ = 0.5, b = 0.3, c = −0.3, data.seed = 1"
+    ax = plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", caption=["b", "data.seed"])
+    assert caption(ax) == "rubin_cavity, potential: sigma_w2 = 0.5, c = −0.3"
+    assert caption(plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", caption=False)) == ""
 
 
 def _potential_point(curve: bool = True) -> dict:
