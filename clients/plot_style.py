@@ -87,7 +87,7 @@ def figure(width: str | float = "single", aspect: float = 0.72, nrows: int = 1, 
     axes is ``aspect`` times as high as wide. Returns (figure, axes) as ``plt.subplots`` does."""
     inches = WIDTHS[width] if isinstance(width, str) else float(width)
     height = inches * aspect * nrows / ncols
-    return _matplotlib().pyplot.subplots(nrows, ncols, figsize=(inches, height), squeeze=nrows * ncols == 1, **kw)
+    return _matplotlib().pyplot.subplots(nrows, ncols, figsize=(inches, height), **kw)
 
 
 def save(fig: Any, path: str, **kw: Any) -> None:
