@@ -111,9 +111,12 @@ def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequen
                     annotation_clip=False)
 
 
+#: More legend entries than this in a figure of scattered points go to the right of the axes.
+LEGEND_INSIDE = 6
+
+
 def _legend(ax: Any, fontsize: str | float = "small", outside: bool = False) -> None:
-    """The legend inside the axes where it covers least, or (``outside``: a phase diagram, whose every region is
-    data) to the right of the axes."""
+    """The legend inside the axes where it covers least, or (``outside``) to the right of the axes."""
     if not ax.get_legend_handles_labels()[0]:
         return
     if outside:
@@ -132,15 +135,18 @@ def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
 
 
 def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Sequence[str], prefix: str = "",
-                   linewidth: float = 1.4) -> None:
+                   linewidth: float = 1.4, color: str | None = None) -> None:
+    """Each branch's stretches, a colour per branch (or ``color`` for all); labelled ``prefix + branch``, or
+    ``prefix`` alone (without its ": ") where one branch is drawn in one colour."""
     colors = _colors()
-    color_of = {name: colors[k % len(colors)] for k, name in enumerate(branch_names(result))}
+    color_of = {name: color or colors[k % len(colors)] for k, name in enumerate(branch_names(result))}
     labelled: set[str] = set()
     drawn = stretches(result, quantity, names)
+    alone = color is not None and len({s.branch for s in drawn}) == 1 and prefix
     for s in drawn:
+        label = prefix.rstrip(": ") if alone else f"{prefix}{s.branch}"
         ax.plot(s.x, s.y, color=color_of.get(s.branch, "0.4"), linestyle=STABILITY_STYLE[s.stable],
-                linewidth=linewidth, gid=f"branch:{s.branch}",
-                label=None if s.branch in labelled else f"{prefix}{s.branch}")
+                linewidth=linewidth, gid=f"branch:{s.branch}", label=None if s.branch in labelled else label)
         labelled.add(s.branch)
     if any(s.stable is False for s in drawn):
         ax.plot([], [], color="0.3", linestyle=STABILITY_STYLE[False], linewidth=linewidth, label="unstable")
@@ -449,9 +455,14 @@ def theory_vs_experiment(
     transitions: bool = True,
     equilibrium: bool = True,
     caption: Caption = True,
+    color: str | None = None,
+    theory_label: str = "theory",
 ) -> Any:
     """The theory's branches as lines and the experiment as points with error bars (±``sigmas`` Monte-Carlo
     standard errors), along a learning curve or a sweep in any parameter (T, α, …).
+
+    ``color``: one colour for the theory and the experiment (several results on one axes, e.g. two widths), whose
+    lines are then named ``theory_label`` alone when they are one branch.
 
     ``results``: an experiment result (a learning curve, or one experiment with ``x=``), or a mapping label ->
     result (e.g. two initialisations), each drawn with its own markers. With ``sweep`` (a ``/v1/sweeps`` result
@@ -478,7 +489,7 @@ def theory_vs_experiment(
     colors = _colors()
     if sweep is not None:
         wanted = [b for b in branch_names(sweep) if branches is None or b in branches]
-        _draw_branches(ax, sweep, quantity, wanted, prefix="theory: ", linewidth=1.3)
+        _draw_branches(ax, sweep, quantity, wanted, prefix=f"{theory_label}: ", linewidth=1.3, color=color)
         if equilibrium:
             _draw_equilibrium(ax, equilibrium_path(sweep, quantity))
         if transitions:
@@ -495,8 +506,8 @@ def theory_vs_experiment(
                 ys.append(math.nan if value is None else value)
         for k, (name, (xs, ys)) in enumerate(lines.items()):
             order = sorted(range(len(xs)), key=xs.__getitem__)
-            ax.plot([xs[i] for i in order], [ys[i] for i in order], color=colors[k % len(colors)], linewidth=1.3,
-                    label=f"theory: {name}", gid=f"branch:{name}")
+            ax.plot([xs[i] for i in order], [ys[i] for i in order], color=color or colors[k % len(colors)],
+                    linewidth=1.3, label=f"{theory_label}: {name}", gid=f"branch:{name}")
     markers = ["o", "s", "^", "D", "v"]
     for k, (label, result) in enumerate(runs.items()):
         xs, ys, es = [], [], []
@@ -510,7 +521,8 @@ def theory_vs_experiment(
             xs.append(_x_of(pt, x))
             ys.append(mean)
             es.append(sigmas * (err or 0.0))
-        ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)], color="k" if len(runs) == 1 else f"C{k + 3}",
+        ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)],
+                    color=color or ("k" if len(runs) == 1 else f"C{k + 3}"),
                     markersize=4.5, capsize=2.5, linestyle="none", gid=f"experiment:{label}",
                     label=f"{label} (±{sigmas:g} s.e.)")
     ax.set_xscale("log" if logx else "linear")
@@ -520,7 +532,8 @@ def theory_vs_experiment(
     ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
     model = (sweep or {}).get("model") or _experiment_model(first)
     _caption(ax, {"model": model}, labels, [parameter], caption)
-    _legend(ax)
+    # experiments are scattered over the whole axes: a long legend would cover some of them
+    _legend(ax, outside=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
     return ax
 
 

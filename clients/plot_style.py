@@ -83,10 +83,12 @@ def paper_style() -> Iterator[None]:
 
 def figure(width: str | float = "single", aspect: float = 0.72, nrows: int = 1, ncols: int = 1,
            **kw: Any) -> tuple[Any, Any]:
-    """A figure of a journal's width (``"single"``, ``"double"`` or inches) with ``nrows × ncols`` axes; each
-    axes is ``aspect`` times as high as wide. Returns (figure, axes) as ``plt.subplots`` does."""
+    """A figure of a journal's width (``"single"``, ``"double"`` or inches) with ``nrows × ncols`` axes, laid out
+    by matplotlib's constrained layout (legends and captions outside the axes keep their room); each axes is
+    ``aspect`` times as high as wide. Returns (figure, axes) as ``plt.subplots`` does."""
     inches = WIDTHS[width] if isinstance(width, str) else float(width)
     height = inches * aspect * nrows / ncols
+    kw.setdefault("layout", "constrained")
     return _matplotlib().pyplot.subplots(nrows, ncols, figsize=(inches, height), **kw)
 
 
