@@ -177,6 +177,12 @@ def _python_arrays(ran: Ran) -> None:
     assert (ran.workdir / "potential.nc").stat().st_size > 0
 
 
+def _python_figures(ran: Ran) -> None:
+    assert ran.proc.stdout.split() == [r"$\rho$", r"$\tilde", "U(\\rho)", "-", r"\tilde", "U(0)$"]
+    assert (ran.workdir / "branches.png").read_bytes()[:4] == b"\x89PNG"
+    assert (ran.workdir / "potential.pdf").read_bytes()[:4] == b"%PDF"
+
+
 def _cli_solve(ran: Ran) -> None:
     _wells_as_stated(ran.json())
 
@@ -221,6 +227,7 @@ EXPECTED: list[tuple[str, Callable[[Ran], None]]] = [
     ("/v1/solve", _quickstart),
     ("/v1/sweeps", _sweep_job),
     ("tree.to_netcdf(", _python_arrays),
+    ("plot.save(", _python_figures),
     ("lab.sweep(", _python_sweep),
     ("saddlelab solve", _cli_solve),
     ("--format csv", _cli_csv),
@@ -232,6 +239,7 @@ EXPECTED: list[tuple[str, Callable[[Ran], None]]] = [
 PRINTED = {
     "lab.sweep(": 'print(*[f"{t[\'parameter\']:.2f}" for t in result["transitions"]])',
     "tree.to_netcdf(": 'print(*[f"{p:.2f}" for p in tree["special_points"]["parameter"].values])',
+    "plot.save(": "print(ax.get_xlabel(), ax.get_ylabel())",
 }
 
 
