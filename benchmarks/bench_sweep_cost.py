@@ -3,16 +3,20 @@
 1. The kernel_renormalization Q̄ sweep of the README's performance table, over HTTP on a live embedded server
    (``python -m service``): erf, N1 = 750, teacher data P = 1500, N0 = 100, 250 test points, 200 values of T
    log-spaced in [1e-4, 10], by grid and by continuation, each timed from submission to the whole result (every
-   page of points and curves), against a warm single solve (a solve of an uncached spec on the same server,
-   after a first solve started its solve processes). Every repetition uses new data (another teacher seed),
+   page of points and curves) as ``clients.Client`` waits for it, against a warm single solve (a solve of an
+   uncached spec on the same server, after a first solve started its solve processes). Every repetition uses
+   new data (another teacher seed),
    so nothing is cached or deduplicated; single solves and sweeps are interleaved and the best of each kept.
-   Goal: at most 1.5 single solves by either method.
+   The ratio is of the CPU time the server's processes spend (the API, its fork server, the solve and line
+   processes, read from /proc), which a loaded machine changes much less than wall time; the wall times are
+   in the note. Goal: at most 1.5 single solves by either method.
 2. The curves' share of a continuation sweep, in process: the same sweep with and without the curve tables
    (their resampling, special points and the theory's report at every kept row), JSON included, CPU time,
-   best of interleaved runs, for the kernel sweep (from new data each time, as a job line computes it:
-   data, kernel and spectrum included) and the README's rubin_cavity potential sweep. Goal: at most 5 %.
+   best of interleaved runs on one BLAS thread, for the kernel sweep (from new data each time, as a job line
+   computes it: data, kernel and spectrum included) and the README's rubin_cavity potential sweep. Goal: at
+   most 5 %.
 
-    python -m benchmarks.bench_sweep_cost [--repeats 3] [--quick]
+    python -m benchmarks.bench_sweep_cost [--repeats 3] [--quick] [--one-blas-thread]
 """
 
 from __future__ import annotations
@@ -23,13 +27,58 @@ import time
 from typing import Any
 from unittest import mock
 
-import httpx
 import numpy as np
 
 from benchmarks.common import Ratio, print_table
 from benchmarks.load import free_port, start_server
+from clients import Client
 
-POLL = 0.01
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of a process and its descendants, finished ones included (from /proc: each process's own time
+    and that of the children it reaped). Read when none of its short-lived children is running."""
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stats[int(entry)] = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    parent = {pid: int(fields[1]) for pid, fields in stats.items()}
+
+    def under(pid: int) -> bool:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = parent.get(pid, 0)
+        return False
+
+    return sum(sum(int(v) for v in fields[11:15]) for pid, fields in stats.items() if under(pid)) / _TICK
+
+
+def _settled(root: int, children: int) -> None:
+    """Wait until the server is back to its resident processes (a finished solve or line has been reaped)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        live = sum(1 for e in os.listdir("/proc") if e.isdigit() and _descends(int(e), root))
+        if live <= children:
+            return
+        time.sleep(0.02)
+
+
+def _descends(pid: int, root: int) -> bool:
+    try:
+        while pid > 1:
+            if pid == root:
+                return True
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return False
+    return False
 
 
 def kernel_spec(seed: int, P: int = 1500) -> dict[str, Any]:
@@ -41,75 +90,71 @@ def temperatures(points: int = 200) -> list[float]:
     return [float(t) for t in np.geomspace(1e-4, 10.0, points)]
 
 
-def _solve(c: httpx.Client, url: str, spec: dict[str, Any]) -> float:
+def _solve(lab: Client, spec: dict[str, Any]) -> float:
     t0 = time.perf_counter()
-    body = c.post(f"{url}/v1/solve", json={"model": spec}).raise_for_status().json()
+    body = lab.solve(spec)
     seconds = time.perf_counter() - t0
     assert body["converged"] and not body["cached"], body["diagnostics"]
     return seconds
 
 
-def _sweep(c: httpx.Client, url: str, spec: dict[str, Any], method: str, values: list[float]) -> tuple[float, dict]:
-    """Seconds from submission to the whole result (every page), and the result."""
+def _sweep(lab: Client, spec: dict[str, Any], method: str, values: list[float]) -> tuple[float, dict]:
+    """Seconds from submission to the whole result (every page of points and curves), as the client waits for it."""
     t0 = time.perf_counter()
-    job = c.post(f"{url}/v1/sweeps", json={"model": spec, "parameter": "T", "values": values,
-                                           "method": method}).raise_for_status().json()
-    assert not job["deduplicated"]
-    while True:
-        status = c.get(f"{url}{job['status_url']}").raise_for_status().json()
-        if status["status"] not in ("queued", "running"):
-            break
-        time.sleep(POLL)
-    assert status["status"] == "finished", status.get("error")
-    result = status["result"]
-    for key, param, page in (("points", "offset", status.get("page")), ("curves", "curve_offset",
-                                                                         status.get("curve_page"))):
-        while page and page["next"] is not None:
-            more = c.get(f"{url}{job['status_url']}", params={param: page["next"]}).raise_for_status().json()
-            result[key].extend(more["result"][key])
-            page = more["page" if key == "points" else "curve_page"]
+    accepted = lab.submit_sweep(spec, "T", values, method=method)
+    assert not accepted["deduplicated"]
+    result = lab.wait(accepted["job_id"], progress=False)
     seconds = time.perf_counter() - t0
     assert len(result["points"]) == len(values)
     return seconds, result
 
 
-def bench_http(repeats: int, P: int, points: int) -> list[Ratio]:
+def bench_http(repeats: int, P: int, points: int, one_thread: bool = False) -> list[Ratio]:
     port = free_port()
-    proc = start_server(port, cache_size=64)
+    threads = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"} if one_thread else {}
+    proc = start_server(port, cache_size=64, extra_env=threads)
     url = f"http://127.0.0.1:{port}"
     values = temperatures(points)
     singles: list[float] = []
     sweeps: dict[str, list[float]] = {"grid": [], "continuation": []}
+    cpu: dict[str, list[float]] = {"single": [], "grid": [], "continuation": []}
     curves = 0
     try:
-        with httpx.Client(timeout=600) as c:
-            _solve(c, url, kernel_spec(1000, P))  # starts the server's solve processes
+        with Client(url, timeout=600) as c:
+            _solve(c, kernel_spec(1000, P))  # starts the server's solve processes
+            resident = sum(1 for e in os.listdir("/proc") if e.isdigit() and _descends(int(e), proc.pid))
             seed = 1
             for _ in range(repeats):
                 for what in ("single", "grid", "continuation"):
                     seed += 1
+                    _settled(proc.pid, resident)
+                    before = tree_cpu(proc.pid)
                     if what == "single":
-                        singles.append(_solve(c, url, kernel_spec(seed, P)))
-                        continue
-                    seconds, result = _sweep(c, url, kernel_spec(seed, P), what, values)
-                    sweeps[what].append(seconds)
-                    if what == "continuation":
-                        curves = sum(len(cv["parameter"]) for cv in result["curves"])
+                        singles.append(_solve(c, kernel_spec(seed, P)))
+                    else:
+                        seconds, result = _sweep(c, kernel_spec(seed, P), what, values)
+                        sweeps[what].append(seconds)
+                        if what == "continuation":
+                            curves = sum(len(cv["parameter"]) for cv in result.get("curves") or [])
+                    _settled(proc.pid, resident)
+                    cpu[what].append(tree_cpu(proc.pid) - before)
                 print(f"[http] single {singles[-1]:.2f} s; grid {sweeps['grid'][-1] if sweeps['grid'] else 0:.2f} s; "
                       f"continuation {sweeps['continuation'][-1] if sweeps['continuation'] else 0:.2f} s")
     finally:
         proc.terminate()
         proc.wait(10)
-    single = min(singles)
+    single, single_cpu = min(singles), min(cpu["single"])
     load = os.getloadavg()[0]
     out = []
     for method, times in sweeps.items():
-        note = (f"P = {P}, {points} values over HTTP: sweep {min(times):.2f} s, warm single solve {single:.2f} s "
-                f"(best of {repeats}, interleaved; load average {load:.1f})")
+        note = (f"P = {P}, {points} values over HTTP: wall {min(times):.2f} s against a warm single solve's "
+                f"{single:.2f} s ({min(times) / single:.2f} ×); CPU of the server's processes {min(cpu[method]):.2f} s "
+                f"against {single_cpu:.2f} s; best of {repeats}, interleaved; load average {load:.1f}"
+                f"{'; server on one BLAS thread' if one_thread else ''}")
         if method == "continuation":
             note += f"; {curves} curve points served"
-        out.append(Ratio(f"Q̄ {points}-point T sweep over HTTP ({method}) / one warm single solve", min(times) / single,
-                         1.5, note=note))
+        label = f"Q̄ {points}-point T sweep over HTTP ({method}{', one BLAS thread' if one_thread else ''})"
+        out.append(Ratio(f"{label} / one warm single solve, CPU", min(cpu[method]) / single_cpu, 1.5, note=note))
     return out
 
 
@@ -122,12 +167,15 @@ def _cpu(fn: Any) -> float:
 def curve_share(name: str, run: Any, repeats: int) -> Ratio:
     """CPU time of a continuation sweep with its curve tables over the same sweep without them, minus one."""
     import solvers.core.sweep as sweep_module
+    from solvers.core.blas import one_blas_thread
 
     with_tables, without = [], []
-    for _ in range(repeats):
-        with_tables.append(_cpu(run))
-        with mock.patch.object(sweep_module, "curve_tables", lambda *a, **k: ()):
-            without.append(_cpu(run))
+    # One BLAS thread: idle threads spinning on a shared machine would count as CPU time of either run.
+    with one_blas_thread():
+        for _ in range(repeats):
+            with_tables.append(_cpu(run))
+            with mock.patch.object(sweep_module, "curve_tables", lambda *a, **k: ()):
+                without.append(_cpu(run))
     share = min(with_tables) / min(without) - 1.0
     print(f"[curves] {name}: with curves {min(with_tables):.3f} s CPU, without {min(without):.3f} s CPU")
     return Ratio(f"curves' cost in a continuation sweep: {name}", 100 * share, 5.0, unit="%",
@@ -159,21 +207,24 @@ def bench_curves(repeats: int, P: int, points: int) -> list[Ratio]:
         sweep_json(rubin.name, "u", rubin.sweep(rs, "u", list(np.linspace(20, 40, 41)), "continuation",
                                                 SolverOptions()))
 
+    # The rubin sweep takes 70 ms: more repeats, for a best-of that the machine's noise does not decide.
     return [curve_share(f"Q̄ {points}-point T sweep (P = {P})", kernel_sweep, repeats),
-            curve_share("rubin_cavity potential, 41 values of u", rubin_sweep, repeats)]
+            curve_share("rubin_cavity potential, 41 values of u", rubin_sweep, 5 * repeats)]
 
 
-def measure(repeats: int = 3, quick: bool = False) -> list[Ratio]:
+def measure(repeats: int = 3, quick: bool = False, one_thread: bool = False) -> list[Ratio]:
     P, points = (400, 50) if quick else (1500, 200)
-    return [*bench_http(repeats, P, points), *bench_curves(max(repeats, 3), P, points)]
+    return [*bench_http(repeats, P, points, one_thread), *bench_curves(max(repeats, 3), P, points)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check the script")
+    parser.add_argument("--one-blas-thread", action="store_true",
+                        help="the server on one BLAS thread (its eigendecompositions too): steadier under load")
     args = parser.parse_args()
-    print_table(measure(args.repeats, args.quick))
+    print_table(measure(args.repeats, args.quick, args.one_blas_thread))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,10 @@ def values_spec(values: Any) -> Any:
     return [float(v) for v in values]
 
 
+#: The shortest wait between two status reads of a job, and the fraction of the time waited so far it grows with.
+MIN_POLL, POLL_FRACTION = 0.02, 0.1
+
+
 class Client:
     """A SaddleLab server. ``timeout`` (seconds) applies to each HTTP request; solves can take a while."""
 
@@ -215,10 +219,13 @@ class Client:
              status: Callable[[str], dict[str, Any]] | None = None, unit: str = "pt") -> dict[str, Any]:
         """Block until the job ends; return its result (raise :class:`JobFailed` / :class:`JobCancelled`).
 
-        ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments).
+        ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments). The
+        status is read again after a tenth of the time waited so far (at least 20 ms, at most ``poll_interval``),
+        so a short job is seen finished within a tenth of its duration, and a long one costs few requests.
         """
         read = status or self.job
-        deadline = None if timeout is None else time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
         bar = _ProgressBar(job_id, unit) if progress else None
         failures = 0
         try:
@@ -236,9 +243,10 @@ class Client:
                         bar.update(status_)
                     if status_["status"] in TERMINAL:
                         return _outcome(status_)
-                if deadline is not None and time.monotonic() > deadline:
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
                     raise JobTimeout(f"job {job_id} still running after {timeout} s", job_id)
-                time.sleep(self.poll_interval)
+                time.sleep(min(self.poll_interval, max(MIN_POLL, POLL_FRACTION * (now - started))))
         finally:
             if bar is not None:
                 bar.close()

@@ -371,6 +371,8 @@ class Health(BaseModel):
         "down: unreachable; null without Redis."
     )
     version: str
+    source: str = Field("", description="Fingerprint of the solver source this API runs (part of every key; its "
+                                       "workers must run the same).")
     auth: Literal["api_key", "open"] = "open"
 
 

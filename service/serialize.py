@@ -176,9 +176,9 @@ def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, SCALAR_TYPES):  # most entries: checked first, the Mapping (ABC) check is slow
             out[name] = v
         elif isinstance(v, (list, tuple, np.ndarray)):
-            if not 0 < np.size(v) <= CURVE_LIST_MAX:
+            if not 0 < (v.size if isinstance(v, np.ndarray) else len(v)) <= CURVE_LIST_MAX:
                 continue  # a long list (a predictor at every test point) stays in the points
-            items = np.asarray(v).ravel().tolist() if isinstance(v, np.ndarray) else list(v)
+            items = v.ravel().tolist() if isinstance(v, np.ndarray) else list(v)
             if all(isinstance(e, NUMBER_TYPES) and not isinstance(e, bool) for e in items):
                 out.update({f"{name}.{i}": e for i, e in enumerate(items)})
         elif isinstance(v, Mapping):
@@ -201,20 +201,25 @@ def curve_json(table: CurveTable, special_points: tuple[SpecialPoint, ...]) -> d
             sp = special_points[r.special]
             special.append({"index": i, "kind": sp.transition, "type": sp.kind.value, "parameter": sp.parameter,
                             "branches": list(sp.branches)})
-    return json_safe({
-        "name": table.name,
-        "branches": list(table.branches),
-        "traced": table.traced,
-        "message": table.message,
-        "branch": [r.branch for r in rows],
+    numbers = json_safe({
         "parameter": [r.p for r in rows],
         "arclength": [r.arclength for r in rows],
-        "stable": [r.stable for r in rows],
         "free_entropy": [r.free_entropy for r in rows],
         "order_parameters": _columns([scalars(rep.order_parameters) for rep in reports]),
         "observables": _columns([scalars(rep.observables) for rep in reports]),
         "special": special,
     })
+    return {
+        "name": table.name,
+        "branches": list(table.branches),
+        "traced": table.traced,
+        "message": table.message,
+        "branch": [r.branch for r in rows],  # names and flags: nothing there for json_safe to replace
+        "parameter": numbers["parameter"],
+        "arclength": numbers["arclength"],
+        "stable": [None if r.stable is None else bool(r.stable) for r in rows],
+        **{k: v for k, v in numbers.items() if k not in ("parameter", "arclength")},
+    }
 
 
 def curves_json(sweep: Sweep) -> list[dict[str, Any]] | None:

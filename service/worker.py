@@ -161,6 +161,10 @@ def preload() -> None:
         log.warning("could not load every theory: %s", exc)
         return
     log.info("theories loaded: %s", ", ".join(names))
+    # The fingerprint is computed here, before any work horse forks; /healthz shows the API's, to compare.
+    from service.provenance import SOURCE_FINGERPRINT
+
+    log.info("solver source %s", SOURCE_FINGERPRINT)
 
 
 #: Bounds of the wait between two attempts to reach Redis again after the worker's loop ended on a Redis error.

@@ -3,6 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from service.deps import get_state
+from service.provenance import SOURCE_FINGERPRINT
 from service.schemas import Health
 from service.state import AppState
 from solvers import SOLVER_VERSION
@@ -18,5 +19,6 @@ async def healthz(state: AppState = Depends(get_state)) -> Health:
         cache="redis" if state.link else "memory",
         redis=await state.health.status() if state.health else None,
         version=SOLVER_VERSION,
+        source=SOURCE_FINGERPRINT,
         auth="api_key" if state.settings.api_keys else "open",
     )

@@ -152,24 +152,28 @@ def _rows(
         out.append(row)
         if i == len(pts) - 1:
             break
-        a, b = pts[i], pts[i + 1]
-        here = sorted(inserted.get(i, []), key=lambda e: float(np.dot(e.x - a.x, e.x - a.x)) + abs(e.p - a.p))
+        here = inserted.get(i)
+        if not here:
+            continue
+        start = pts[i]
+        here = sorted(here, key=lambda e: float(np.dot(e.x - start.x, e.x - start.x)) + abs(e.p - start.p))
+        left, right = rows[i].stable, rows[i + 1].stable
         cut = i in cut_after
         passed = False  # past the special point where the curve changes branch in this segment
         for e in here:
             if e.report is not None:
-                after = passed or (cut and e.stable == b.stable != a.stable)
+                after = passed or (cut and e.stable == right != left)
                 out.append(_Row(e.p, e.x, names[i + 1] if after else names[i], e.stable, e.free_entropy,
                                 report=e.report))
                 continue
             fe = _free_entropy(problem, e.x, e.p)
             if cut and not passed:
                 # the special point ends the branch before it and starts the one after it
-                out.append(_Row(e.p, e.x, names[i], a.stable, fe, e.special, pinned=True))
-                out.append(_Row(e.p, e.x, names[i + 1], b.stable, fe, e.special, pinned=True))
+                out.append(_Row(e.p, e.x, names[i], left, fe, e.special, pinned=True))
+                out.append(_Row(e.p, e.x, names[i + 1], right, fe, e.special, pinned=True))
                 passed = True
             else:
-                stable = a.stable if a.stable == b.stable else _stable(problem, e.x, e.p)
+                stable = left if left == right else _stable(problem, e.x, e.p)
                 out.append(_Row(e.p, e.x, names[i + 1] if passed else names[i], stable, fe, e.special,
                                 pinned=True))
     return out
@@ -241,12 +245,11 @@ def _locations(
     """(segment, state) of each place where the refined special point ``sp`` lies on the curve."""
     pts = curve.points
     out: list[tuple[int, np.ndarray]] = []
-    for i in range(len(pts) - 1):
+    p = np.array([q.p for q in pts])
+    for i in np.nonzero((np.minimum(p[:-1], p[1:]) <= sp.parameter) & (sp.parameter <= np.maximum(p[:-1], p[1:])))[0]:
+        i = int(i)
         a, b = pts[i], pts[i + 1]
-        lo, hi = sorted((a.p, b.p))
-        if not lo <= sp.parameter <= hi:
-            continue
-        w = 0.0 if hi == lo else (sp.parameter - a.p) / (b.p - a.p)
+        w = 0.0 if a.p == b.p else (sp.parameter - a.p) / (b.p - a.p)
         guess = (1 - w) * a.x + w * b.x
         # How far the curve's own chord may be from a point of the curve between a and b.
         reach = 0.5 * float(np.linalg.norm(b.x - a.x)) + 1e-6 * (1.0 + float(np.linalg.norm(guess)))

@@ -75,8 +75,9 @@ def test_phase_diagram_through_the_client(client: Client) -> None:
     assert [q["b"] for q in line["points"]] == [0.28, 0.3]
     assert line["points"][1]["u"] == pytest.approx(U_FIRST_ORDER, abs=1e-6)
     assert rows(result)[0].keys() >= {"b", "u", "equilibrium"}
-    # Each row's traced curves, tagged with the row.
+    # Each row's traced curves, tagged with the row; the diagram's provenance, from its rows.
     assert sorted({c["at"]["b"] for c in result["curves"]}) == [0.28, 0.3]
+    assert len(result["provenance"]["source"]) == 64 and "varies" not in result["provenance"]
 
 
 def test_a_result_of_several_pages_is_read_whole_or_one_page_at_a_time(client: Client) -> None:

@@ -1,9 +1,10 @@
 """Two code versions on one Redis never share an answer: the source fingerprint is part of every key.
 
-Two copies of the source tree, identical but for one line of one theory file, each run an API (in a
-subprocess, on its own copy) against the same redis-server. The second copy must compute its own solve
-(not be served the first's cached answer) and get a computation of its own for the same sweep (not the
-first's job). Within one copy, the cache and the deduplication still work.
+Two checkouts, identical but for one line of one theory file — this tree, and a copy of its source with
+that line added — each run an API against the same redis-server (the copy in a subprocess, on its own
+files). The second must compute its own solve (not be served the first's cached answer) and get a
+computation of its own for the same sweep (not the first's job). Within one checkout, the cache and the
+deduplication still work.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tests.redis_server import RedisServer
 
 THEORY_FILE = "solvers/theories/rubin_cavity/potential/theory.py"
 
-#: What each checkout's API does: solve twice, submit a sweep twice; prints what it saw as JSON.
+#: What each checkout's API does: solve twice, submit a sweep twice; returns what it saw.
 SCRIPT = """
 import json, sys
 from fastapi.testclient import TestClient
@@ -29,24 +30,27 @@ import service.provenance as provenance
 from service.app import create_app
 from service.settings import Settings
 
-spec = json.loads(sys.argv[2])
-sweep = {"model": spec, "parameter": "u", "values": [20.0, 30.0, 40.0]}
-app = create_app(Settings(redis_url=sys.argv[1], api_keys=(), rate_limit_per_minute=0, solve_processes=0))
-with TestClient(app) as c:
-    solves = [c.post("/v1/solve", json={"model": spec}).json() for _ in range(2)]
-    jobs = [c.post("/v1/sweeps", json=sweep).json() for _ in range(2)]
-print(json.dumps({"module": provenance.__file__, "source": provenance.SOURCE_FINGERPRINT,
-                  "solves": [{k: s[k] for k in ("cached", "spec_hash", "provenance")} for s in solves],
-                  "jobs": jobs}))
+
+def session(redis_url, spec):
+    sweep = {"model": spec, "parameter": "u", "values": [20.0, 30.0, 40.0]}
+    app = create_app(Settings(redis_url=redis_url, api_keys=(), rate_limit_per_minute=0, solve_processes=0))
+    with TestClient(app) as c:
+        solves = [c.post("/v1/solve", json={"model": spec}).json() for _ in range(2)]
+        jobs = [c.post("/v1/sweeps", json=sweep).json() for _ in range(2)]
+    return {"module": provenance.__file__, "source": provenance.SOURCE_FINGERPRINT,
+            "solves": [{k: s[k] for k in ("cached", "spec_hash", "provenance")} for s in solves], "jobs": jobs}
+
+
+if __name__ == "__main__":
+    print(json.dumps(session(sys.argv[1], json.loads(sys.argv[2]))))
 """
 
 
-def _checkout(dest: Path, edit: str | None = None) -> Path:
+def _checkout(dest: Path, edit: str) -> Path:
     for package in ("service", "solvers"):
         shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("__pycache__"))
-    if edit is not None:
-        with open(dest / THEORY_FILE, "a") as f:
-            f.write(edit)
+    with open(dest / THEORY_FILE, "a") as f:
+        f.write(edit)
     return dest
 
 
@@ -60,10 +64,12 @@ def _run(checkout: Path, redis_url: str) -> dict[str, Any]:
 
 
 def test_two_checkouts_on_one_redis_never_share_an_answer_or_a_job(fresh_redis: RedisServer, tmp_path: Path) -> None:
-    first = _checkout(tmp_path / "first")
+    first = ROOT
     second = _checkout(tmp_path / "second", edit="\n# the same theory, one comment later\n")
 
-    a = _run(first, fresh_redis.url)
+    here: dict[str, Any] = {}
+    exec(compile(SCRIPT, "two_checkouts", "exec"), here)  # this checkout, in this process
+    a = here["session"](fresh_redis.url, POTENTIAL)
     b = _run(second, fresh_redis.url)
 
     # Each ran its own copy, and the copies' fingerprints differ by that one line.

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import service.provenance as provenance
-from service.jobs.lines import run_line
+from service.jobs.lines import joined_provenance, run_line
 from service.provenance import RESULT_MODULES, SourceMismatch, covered_files, fingerprint, seeds_in
 from service.schemas import SweepRequest
 from service.settings import Settings
@@ -67,7 +67,8 @@ def test_a_solve_carries_its_provenance_cached_or_not(client: TestClient) -> Non
     prov = first["provenance"]
     assert prov == again["provenance"]
     assert prov["source"] == provenance.SOURCE_FINGERPRINT and prov["spec_hash"] == first["spec_hash"]
-    assert prov["seeds"] == {} and prov["saddlelab"] == client.get("/healthz").json()["version"]
+    health = client.get("/healthz").json()
+    assert prov["seeds"] == {} and (prov["saddlelab"], prov["source"]) == (health["version"], health["source"])
 
 
 def test_a_line_of_other_source_is_refused() -> None:
@@ -77,3 +78,11 @@ def test_a_line_of_other_source_is_refused() -> None:
     for other in ({**payload, "source": "0" * 64}, {k: v for k, v in payload.items() if k != "source"}):
         with pytest.raises(SourceMismatch, match="same code"):
             run_line(other)
+
+
+def test_a_diagram_whose_rows_ran_on_other_libraries_says_so() -> None:
+    one = {"provenance": {"source": "s", "libraries": {"numpy": "2.1"}}}
+    other = {"provenance": {"source": "s", "libraries": {"numpy": "2.2"}}}
+    assert joined_provenance([one, one]) == one["provenance"]
+    assert joined_provenance([one, other])["varies"] == [one["provenance"], other["provenance"]]
+    assert joined_provenance([{}, {}]) is None

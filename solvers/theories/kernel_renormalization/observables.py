@@ -229,9 +229,10 @@ def _extreme_eigenvalues(
     if n0 <= DENSE_EIGEN_MAX_N0:
         # One symmetric rank-k update into the lower triangle, pref·b bᵀ − pref·wᵀw, which is all the tridiagonal
         # reduction reads: no product of the full matrix, no copy of the other triangle.
-        w = np.asfortranarray(z * np.sqrt(inv)[:, None])
-        m = scipy.linalg.blas.dsyrk(-pref, w, beta=1.0, c=np.asfortranarray(pref * np.outer(bvec, bvec)), trans=1,
-                                    lower=1, overwrite_c=1)
+        # (wᵀ is w's own memory read column-major, and b bᵀ is symmetric: its transpose is a column-major view.)
+        w = z * np.sqrt(inv)[:, None]
+        m = scipy.linalg.blas.dsyrk(-pref, w.T, beta=1.0, c=(pref * np.outer(bvec, bvec)).T, trans=0, lower=1,
+                                    overwrite_c=1)
         return extreme_eigenvalues(m, lower_only=True)
 
     def matvec(v: np.ndarray) -> np.ndarray:
