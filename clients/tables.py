@@ -131,23 +131,21 @@ def _add_quantities(row: dict[str, Any], source: Mapping[str, Any] | None) -> No
 def rows(result: Mapping[str, Any], branch: str | None = None) -> list[dict[str, Any]]:
     """One dict per point: the swept value(s), ``equilibrium``, ``converged``, then every quantity by dotted name
     (nested ones included; a vector or a record table's column is a list) of the equilibrium, or of ``branch``
-    (with its ``stable`` and ``free_entropy``; empty where it does not exist). ``branch="all"``: one row per point
-    and branch, in long format with a ``branch`` column. A name that is already a column (the swept field itself,
-    ``equilibrium``…) is prefixed with its group (``observables.u``)."""
+    (with its ``stable`` and ``free_entropy``; empty where it does not exist). ``branch="all"``: one row per
+    point and branch (in the point's order of branches), in long format with a ``branch`` column. A name that is
+    already a column (the swept field itself, ``equilibrium``…) is prefixed with its group (``observables.u``)."""
     names = parameter_names(result)
-    wanted = branch_names(result) if branch == ALL_BRANCHES else [branch]
     if branch not in (None, ALL_BRANCHES) and branch not in branch_names(result):
         raise KeyError(f"no branch {branch!r} in this result; branches: {', '.join(branch_names(result))}")
     out = []
     for pt in result["points"]:
+        wanted = [b["name"] for b in pt.get("branches", [])] if branch == ALL_BRANCHES else [branch]
         for name in wanted:
             row = _row(names, pt)
             if name is None:
                 _add_quantities(row, pt)
             else:
                 source = branch_of(pt, name)
-                if source is None and branch == ALL_BRANCHES:
-                    continue
                 row["branch"] = name
                 row["stable"] = (source or {}).get("stable")
                 row["free_entropy"] = (source or {}).get("free_entropy")
