@@ -68,7 +68,7 @@ class PotentialSpec(BaseModel):
     potential_samples: int = Field(
         0,
         ge=0,
-        le=4001,
+        le=501,  # every point of a sweep carries its curve: ~2 × 501 numbers a point at most, as a kernel's predictor
         description="When > 0, the potential itself is reported, observables.potential_curve = {rho, value}: "
         "Ũ_u(ρ)/D − Ũ_u(0)/D at this many equally spaced ρ on [−ρ_max, ρ_max] (one more for an even number: the "
         "grid is symmetric about ρ = 0) and at every stationary point ±ρ, "
