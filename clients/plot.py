@@ -149,7 +149,7 @@ def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Seq
                 linewidth=linewidth, gid=f"branch:{s.branch}", label=None if s.branch in labelled else label)
         labelled.add(s.branch)
     if any(s.stable is False for s in drawn):
-        ax.plot([], [], color="0.3", linestyle=STABILITY_STYLE[False], linewidth=linewidth, label="unstable")
+        ax.plot([], [], color="0.3", linestyle=STABILITY_STYLE[False], linewidth=linewidth, label="unstable (dashed)")
 
 
 def _draw_equilibrium(ax: Any, path: EquilibriumPath) -> None:
