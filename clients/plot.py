@@ -5,7 +5,7 @@
 - :func:`learning_curve`: the equilibrium's quantity along the sweep, jumps and transitions included;
 - :func:`potential`: the potential U(ρ) itself, both signs of ρ, with its wells and barriers marked;
 - :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its phase regions named and its
-  transitions joined row by row, and/or the lines traced by a boundary job, named alike;
+  transitions as each row located them, and/or the lines traced by a boundary job, named alike;
 - :func:`theory_vs_experiment`: the theory's branches and equilibrium as lines, the sampled finite network as
   points with Monte-Carlo error bars;
 - :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside experiment.
@@ -373,7 +373,8 @@ def phase_diagram(
     """A two-parameter result in the (p2, p1) plane.
 
     A grid phase diagram: the equilibrium at each grid point, coloured by phase, each phase named on its region
-    (``regions``), and the transitions joined row by row (× where each row located them). A boundary job: its
+    (``regions``), and the transitions where each row located them (×, not joined: a row cannot tell which line a
+    point belongs to). A boundary job: its
     traced lines, styled by kind, and its critical points (stars). Lines are named alike by both methods
     (:func:`clients.plot_labels.line_name`: "stability loss (barrier/center)"), with ", per row" or ", traced";
     draw both on one ``ax`` to compare them.
