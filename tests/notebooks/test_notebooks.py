@@ -30,6 +30,7 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
     assert set(nb.metadata) <= {"kernelspec", "language_info"}, f"{path.name}: stray metadata {set(nb.metadata)}"
 
 
+@pytest.mark.slow  # 40–70 s each on the shared 2-core machine with a cold JAX cache (3 min 46 s for the four)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_top_to_bottom(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
