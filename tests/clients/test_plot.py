@@ -183,7 +183,8 @@ def test_a_grid_sweep_is_drawn_at_its_values_and_its_equilibrium_is_not_joined_a
     assert sorted(float(ln.get_xdata()[0]) for ln in ax.get_lines() if str(ln.get_gid()).startswith("transition:")) \
         == [1.5, 2.5, 2.9]
     legend = {t.get_text() for t in ax.get_legend().get_texts()}
-    assert {"center", "aligned", "unstable (dashed)", "equilibrium", "first order", "spinodal", "stability loss"} <= legend
+    assert {"center", "aligned", "unstable (dashed)", "equilibrium", "first order", "spinodal",
+            "stability loss"} <= legend
 
 
 def test_symbols_come_from_the_served_table_else_the_dotted_name() -> None:
