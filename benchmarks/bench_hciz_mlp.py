@@ -12,6 +12,7 @@
 4. Building the rectangular mmse table of the product channel for a new (γ, η), goal ≤ 30 s CPU (cold).
 
     python -m benchmarks.bench_hciz_mlp [--two-layer] [--figure docs/img/hciz_learning_curve.png]
+    python -m benchmarks.bench_hciz_mlp --figure-only --figure docs/img/hciz_learning_curve.png   # seconds
 
 ``--figure`` also draws the learning curves of the README (both branches, spinodal and transition marked).
 """
@@ -142,69 +143,29 @@ def measure() -> list[Ratio]:
 
 
 # ---- README figure ------------------------------------------------------------------------------
-def _branch_series(res: dict, predicate) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    series: dict[str, tuple[list[float], list[float]]] = {}
-    for p in res["points"]:
-        for b in p["branches"]:
-            key = predicate(b)
-            if key is None:
-                continue
-            xs, ys = series.setdefault(key, ([], []))
-            xs.append(p["parameter"])
-            ys.append(b["observables"]["generalization_error"])
-    return {k: (np.array(x), np.array(y)) for k, (x, y) in series.items()}
-
-
-def _kind(b: dict) -> str:
-    if b["name"] == "universal":
-        return "universal"
-    return "unstable" if not b["stable"] else "specialised"
-
-
 def figure(path: str) -> None:
+    """The README's learning curves, as served: every branch of the shallow network's α sweep (left) and the
+    equilibrium of the reduced deep model at L = 1, 2, 3 (right), with their transitions."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    style = {"universal": ("C0", "-"), "specialised": ("C3", "-"), "unstable": ("0.5", ":")}
-    # (a) shallow tanh network
-    fields, (lo, hi) = CASES["tanh, γ=0.5, Δ=0.1, v=1"]
-    _, _, res = learning_curve(fields, 2.0, 7.0, 300)
-    ax = axes[0]
-    for key, (x, y) in _branch_series(res, _kind).items():
-        c, ls = style[key]
-        ax.plot(x, y, ls, color=c, lw=2, label=f"{key} branch")
-    for t in res["transitions"]:
-        ls = "--" if t["kind"] == "spinodal" else "-."
-        ax.axvline(t["parameter"], color="k", ls=ls, lw=1,
-                   label=f"{t['kind'].replace('_', '-')} α = {t['parameter']:.4f}")
-    ax.set_xlabel(r"$\alpha = n/d^2$")
-    ax.set_ylabel(r"Bayes-optimal error $\varepsilon^*$")
-    ax.set_title(r"one hidden layer: $\sigma=\tanh$, $\gamma=1/2$, $\Delta=0.1$, $v=1$")
-    ax.legend(fontsize=8)
-    # (b) reduced deep model, L = 1, 2, 3
-    ax = axes[1]
-    for L, (lo, hi), col in ((1, (1.0, 2.5), "C2"), (2, (2.5, 6.0), "C1"), (3, (4.5, 11.0), "C4")):
-        _, _, res = learning_curve({**CASES["deep L=3 (tanh2 reduced), Δ=0.1"][0], "depth": L}, lo, hi, 150)
-        for key, (x, y) in _branch_series(res, _kind).items():
-            if key == "universal":
-                continue
-            ax.plot(x, y, ":" if key == "unstable" else "-", color=col, lw=2 if key != "unstable" else 1,
-                    label=f"L = {L}" if key == "specialised" else None)
-        for t in res["transitions"]:
-            ax.axvline(t["parameter"], color=col, ls="--" if t["kind"] == "spinodal" else "-.", lw=1)
-    ax.axhline(1.0, color="C0", lw=2, label="universal (all L)")
-    ax.set_xlabel(r"$\alpha = n/d^2$")
-    ax.set_ylabel(r"$\varepsilon^*$")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(r"L hidden layers: $\sigma \propto \tanh 2x - \mu_1 x$, $k_l = d$, $\Delta = 0.1$")
-    ax.plot([], [], "k--", lw=1, label="spinodal")
-    ax.plot([], [], "k-.", lw=1, label="first-order")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    from clients import plot
+    from service.jobs.in_process import run_job
+
+    symbols = {q.name: q.to_json() for q in THEORY.quantities}  # the table GET /v1/theories serves
+    fig, axes = plot.figure(11.0, aspect=0.74, ncols=2)
+    fields, _ = CASES["tanh, γ=0.5, Δ=0.1, v=1"]
+    shallow = run_job({"model": {"theory": "hciz_mlp", **fields, "alpha": 2.0}, "parameter": "alpha",
+                       "values": {"start": 2.0, "stop": 7.0, "num": 101}})
+    plot.branch_diagram(shallow, "generalization_error", axes[0], symbols=symbols)
+    deep_fields, _ = CASES["deep L=3 (tanh2 reduced), Δ=0.1"]
+    for k, (L, (lo, hi)) in enumerate(((1, (1.0, 2.5)), (2, (2.5, 6.0)), (3, (4.5, 11.0)))):
+        deep = run_job({"model": {"theory": "hciz_mlp", **deep_fields, "depth": L, "alpha": lo}, "parameter": "alpha",
+                        "values": {"start": lo, "stop": hi, "num": 100}})
+        plot.learning_curve(deep, "generalization_error", axes[1], symbols=symbols, label=f"L = {L}", color=f"C{k}",
+                            caption=["depth"] if k == 0 else False)
+    plot.save(fig, path, dpi=130)
     print(f"[figure] written to {path}")
 
 
@@ -212,7 +173,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--figure", default=None, help="also draw the README learning curves to this PNG")
     parser.add_argument("--two-layer", action="store_true", help="only the two-hidden-layer rows (3 and 4)")
+    parser.add_argument("--figure-only", action="store_true", help="draw the figure without running the benchmark")
     args = parser.parse_args()
-    print_table([*bench_rectangular_table(), *bench_two_layer_curves()] if args.two_layer else measure())
+    if not args.figure_only:
+        print_table([*bench_rectangular_table(), *bench_two_layer_curves()] if args.two_layer else measure())
     if args.figure:
         figure(args.figure)

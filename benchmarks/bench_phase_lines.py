@@ -19,11 +19,12 @@ residual evaluation is counted.
   ``--full`` runs every row.
 
     python -m benchmarks.bench_phase_lines [--rows 6 | --full] [--figure docs/img/phase_lines.png]
+    python -m benchmarks.bench_phase_lines --figure-only --figure docs/img/phase_lines.png   # seconds
 
 ``--figure`` also draws the README's phase diagram: the lines a boundary job traces through the
 theory (``Theory.two_parameter_problem``, the job's JSON drawn by ``clients.plot.phase_diagram``)
-over a coarse grid phase diagram of the same spec run as a job (equilibrium at every grid point,
-its transitions joined row by row), with the costs measured in this run.
+over a coarse grid phase diagram of the same spec run as a job (the equilibrium at every grid point, its
+phases named, its transitions located row by row).
 """
 
 from __future__ import annotations
@@ -226,59 +227,32 @@ def compare(rows: int | None = 6) -> dict:
 
 
 # ---- README figure ------------------------------------------------------------------------------
-def figure(path: str, numbers: dict) -> None:
-    """Traced lines (a boundary job) over a coarse grid phase diagram (a grid job) of the same spec."""
+def figure(path: str) -> None:
+    """Traced lines (a boundary job) over a coarse grid phase diagram (a grid job) of the same spec, as served."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     from clients import plot
-    from service.jobs.lines import assemble_job, run_line
-    from service.schemas import SweepRequest
-    from service.settings import Settings
-    from service.sweep_plan import plan
+    from service.jobs.in_process import run_job
+    from solvers.theories import get
 
     model = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": SIGMA_W2, "c": C, "b": 0.3, "u": 30.0}
-    settings = Settings(redis_url=None)
-
-    def job(req: dict) -> dict:
-        payload = plan(SweepRequest.model_validate(req), settings)
-        if payload["method"] == "boundary":
-            return assemble_job(payload, [run_line(payload)])
-        rows = [run_line(payload, fixed={payload["parameters"][0]: v}) for v in payload["axes"][0]]
-        return assemble_job(payload, rows)
-
+    symbols = {q.name: q.to_json() for q in get("rubin_cavity").quantities}  # the table GET /v1/theories serves
     t0 = time.perf_counter()
-    traced = job({"model": model, "parameter": ["b", "u"], "method": "boundary",
-                  "values": [{"start": B_RANGE[0], "stop": B_RANGE[1], "num": 2},
-                             {"start": U_RANGE[0], "stop": U_RANGE[1], "num": 2}]})
+    traced = run_job({"model": model, "parameter": ["b", "u"], "method": "boundary",
+                      "values": [{"start": B_RANGE[0], "stop": B_RANGE[1], "num": 2},
+                                 {"start": U_RANGE[0], "stop": U_RANGE[1], "num": 2}]})
     t_traced = time.perf_counter() - t0
     t0 = time.perf_counter()
-    grid = job({"model": model, "parameter": ["b", "u"], "method": "grid",
-                "values": [{"start": B_RANGE[0], "stop": B_RANGE[1], "num": 16},
-                           {"start": U_RANGE[0], "stop": U_RANGE[1], "num": 51}]})
+    grid = run_job({"model": model, "parameter": ["b", "u"], "method": "grid",
+                    "values": [{"start": B_RANGE[0], "stop": B_RANGE[1], "num": 16},
+                               {"start": U_RANGE[0], "stop": U_RANGE[1], "num": 51}]})
     t_grid = time.perf_counter() - t0
-    fig, ax = plt.subplots(figsize=(8.5, 5.4))
-    plot.phase_diagram(grid, ax, lines=False)
-    for coll in ax.collections:
-        coll.set_alpha(0.35)
-    marks = [(t["parameter"], t["at"]["b"]) for t in grid["transitions"]]
-    ax.plot(*zip(*marks, strict=True), "x", color="0.2", markersize=5, label="grid job: transitions per row")
-    plot.phase_diagram(traced, ax)
-    ax.set_xlabel("interaction strength u")
-    ax.set_ylabel("residual coefficient b")
-    ax.set_title(
-        "rubin_cavity overlap potential (σ_w² = 0.5, c = −0.3): the boundary job's traced lines (1e-9) over a\n"
-        f"16 × 51 grid job (Δb = 0.01, Δu = 1); boundary job {t_traced:.1f} s, grid job {t_grid:.1f} s. "
-        f"Benchmark:\nthe traced lines (1e-6) cost {numbers['grid_evals'] / numbers['traced_evals']:.0f}× fewer "
-        f"residual evaluations and {numbers['grid_time'] / numbers['traced_time']:.0f}× less time than a grid "
-        "resolving them to ±1e-3",
-        fontsize=9,
-    )
-    ax.legend(loc="lower right", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    fig, ax = plot.figure(8.5, aspect=0.55)
+    plot.phase_diagram(grid, ax, symbols=symbols)
+    plot.phase_diagram(traced, ax, symbols=symbols, caption=False)
+    plot.save(fig, path, dpi=130)
     print(f"[figure] written to {path}: boundary job {t_traced:.2f} s, {len(traced['lines'])} lines; "
           f"grid job {t_grid:.2f} s")
 
@@ -288,8 +262,10 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=6, help="grid rows run (the rest are scaled)")
     parser.add_argument("--full", action="store_true", help="run every grid row")
     parser.add_argument("--figure", default=None, help="also draw the README phase diagram to this PNG")
+    parser.add_argument("--figure-only", action="store_true", help="draw the figure without running the benchmark")
     args = parser.parse_args()
-    numbers = compare(None if args.full else args.rows)
-    print_table(numbers["ratios"])
+    if not args.figure_only:
+        numbers = compare(None if args.full else args.rows)
+        print_table(numbers["ratios"])
     if args.figure:
-        figure(args.figure, numbers)
+        figure(args.figure)

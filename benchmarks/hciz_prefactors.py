@@ -160,8 +160,9 @@ def figure(path: str, stored: str) -> None:
                   if r["d"] == 20 and r["init"] == "teacher" and r["seed"] == 0]
     fig, axes = plt.subplots(len(theory_points), 4, figsize=(12, 2.1 * len(theory_points)), sharex=True, sharey=True,
                              squeeze=False)
-    specialisation_map(theory_points, experiment, layer=1, axes=axes[:, :2])
-    specialisation_map(theory_points, experiment, layer=2, axes=axes[:, 2:])
+    symbols = {q.name: q.to_json() for q in THEORY.quantities}  # the table GET /v1/theories serves
+    specialisation_map(theory_points, experiment, layer=1, axes=axes[:, :2], symbols=symbols)
+    specialisation_map(theory_points, experiment, layer=2, axes=axes[:, 2:], symbols=symbols)
     axes[0][0].set_title("layer 1: theory")
     axes[0][1].set_title("layer 1: HMC, d = 20")
     axes[0][2].set_title("layer 2: theory")

@@ -119,24 +119,27 @@ def langevin(P: int, args: argparse.Namespace, eta: float) -> dict[str, Any]:
 
 
 def figure(res: dict[str, Any], path: str) -> None:
+    """Both theories' equilibrium along P as served (their P sweeps computed again: seconds), the NNGP and the
+    trained network from the stored run."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+    from clients import plot
+    from service.jobs.in_process import run_job
 
     a = res["args"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    symbols = {q.name: q.to_json() for q in THEORY.quantities}  # the table GET /v1/theories serves
     Ps = [p["P"] for p in res["nngp"]]
-    for ax, key, label in ((axes[0], "m_S", "target overlap $m_S$"), (axes[1], "test_error01", "test 0-1 error")):
+    fig, axes = plot.figure(11.0, aspect=0.72, ncols=2)
+    for model, colour, name in (("mf", "C0", "plain MF"), ("mf_ard", "C3", "MF-ARD")):
+        model_spec = spec(model, Ps[0], argparse.Namespace(**a)).model_dump(mode="json")
+        served = run_job({"model": model_spec, "parameter": "P", "values": [float(p) for p in Ps]})
+        for k, (ax, key) in enumerate(((axes[0], "m_S"), (axes[1], "test_error01"))):
+            plot.learning_curve(served, key, ax, symbols=symbols, logx=True, label=f"{name} (equilibrium)",
+                                color=colour, caption=["model"] if (model, k) == ("mf", 0) else False)
+    for ax, key in ((axes[0], "m_S"), (axes[1], "test_error01")):
         ax.plot(Ps, [p[key] for p in res["nngp"]], "k:", marker="s", ms=4, label="NNGP (KRR on the data)")
-        for model, colour, name in (("mf", "C0", "plain MF"), ("mf_ard", "C3", "MF-ARD")):
-            pts = res["theory"][model]["points"]
-            eq = [(p["P"], p["branches"][p["equilibrium"]][key]) for p in pts if p["equilibrium"] in p["branches"]]
-            ax.plot(*zip(*eq, strict=True), "-", color=colour, marker="o", ms=4, label=f"{name} (equilibrium)")
-            other = [(p["P"], b[key]) for p in pts for n, b in p["branches"].items()
-                     if n != p["equilibrium"] and b["stable"]]
-            if other:
-                ax.plot(*zip(*other, strict=True), "x", color=colour, ms=7, label=f"{name} (metastable branch)")
         lg = res["langevin"]
         if key == "m_S":
             ax.errorbar([r["P"] for r in lg], [r["m_S"]["mean"] for r in lg],
@@ -144,17 +147,11 @@ def figure(res: dict[str, Any], path: str) -> None:
                         label="Langevin, finite network (±2 s.e.)")
         else:
             ax.plot([r["P"] for r in lg], [r["mean_predictor_test_error01"] for r in lg], "D", color="C2", ms=5,
-                    label="Langevin, finite network")
-        ax.set_xscale("log")
+                    label="Langevin, finite network (sign of the mean predictor)")
         ax.set_xticks(Ps, [str(int(p)) for p in Ps])
         ax.minorticks_off()
-        ax.set_xlabel("training-set size P")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{a['k']}-sparse parity, d = {a['d']}, N = {a['N']}, ReLU, κ = {a['kappa']} (T = 2κ²)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        ax.legend(fontsize="small")
+    plot.save(fig, path, dpi=120)
 
 
 def table(res: dict[str, Any]) -> None:

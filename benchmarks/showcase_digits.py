@@ -12,6 +12,7 @@ writes the figure and the raw results.
     python -m benchmarks.showcase_digits --P 250 --widths 50 200 --chains 4 --warmup 1000 --draws 1000
                                                    # the README's theory example's sizes
     python -m benchmarks.showcase_digits --replot  # the figure again from docs/data/experiment_digits.json
+                                                   # (the theory's lines computed again: seconds)
 """
 
 from __future__ import annotations
@@ -40,27 +41,14 @@ def request(args: argparse.Namespace, N1: int) -> dict[str, Any]:
     }
 
 
-def theory_curve(N1: int, P: int) -> dict[str, list[float]]:
-    """D²(T) and its NNGP value on a dense T grid at width N1 (the equilibrium branch of a grid sweep)."""
+def theory_sweep(N1: int, P: int) -> dict[str, Any]:
+    """The theory's T sweep at width N1 on a dense log grid (the lines of the figure), as ``/v1/sweeps`` returns it."""
     import numpy as np
 
-    from solvers.core.options import SolverOptions
-    from solvers.theories import get
-    from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSpec
+    from service.jobs.in_process import run_job
 
     grid = [float(t) for t in np.geomspace(3e-3, 30.0, 41)]
-    spec = KernelRenormalizationSpec.model_validate(model(N1, P), strict=False)
-    out = get("kernel_renormalization").sweep(spec, "T", grid, "grid", SolverOptions())
-    curve: dict[str, list[float]] = {"T": [], "D2": [], "D2_nngp": []}
-    for t, cat in zip(out.values, out.catalogues, strict=True):
-        eq = cat.equilibrium_branch
-        if eq is None or eq.report is None:
-            continue
-        cd = eq.report.observables["class_distance"]
-        curve["T"].append(float(t))
-        curve["D2"].append(float(cd["D2"]))
-        curve["D2_nngp"].append(float(cd["D2_nngp"]))
-    return curve
+    return run_job({"model": model(N1, P), "parameter": "T", "values": grid, "method": "grid"})
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
@@ -84,31 +72,25 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def figure(results: dict[str, dict[str, Any]], curves: dict[str, dict[str, list[float]]], path: str, P: int) -> None:
+def figure(results: dict[str, dict[str, Any]], sweeps: dict[str, dict[str, Any]], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    from clients import plot, series
+    from solvers.theories import get
+
+    symbols = {q.name: q.to_json() for q in get("kernel_renormalization").quantities}  # as GET /v1/theories serves
+    fig, ax = plot.figure(6.5, aspect=0.68)
     for k, (width, result) in enumerate(results.items()):
-        color = f"C{k}"
-        curve = curves[width]
-        ax.plot(curve["T"], curve["D2"], color=color, linewidth=1.3, label=f"theory, N1 = {width}")
-        pts = points(result)
-        xs = [p["parameter"] for p in pts]
-        ms = [estimate(p, "class_distance.D2") for p in pts]
-        ax.errorbar(xs, [m[0] for m in ms], yerr=[2 * m[1] for m in ms], fmt="o", color=color, capsize=3,
-                    label=f"sampled network, N1 = {width} (±2 s.e.)")
-    first = next(iter(curves.values()))
-    ax.plot(first["T"], first["D2_nngp"], color="gray", linestyle=":", label="NNGP (N1 → ∞)")
-    ax.set_xscale("log")
-    ax.set_xlabel("temperature T")
-    ax.set_ylabel("class distance D² = uᵀK̂u")
-    ax.set_title(f"digits 3 vs 8, one hidden erf layer, P = {P}", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+        plot.theory_vs_experiment({f"sampled network, N1 = {width}": result}, "class_distance.D2", ax,
+                                  sweep=sweeps[width], sigmas=2, logx=True, symbols=symbols, transitions=False,
+                                  equilibrium=False, color=f"C{k}", theory_label=f"theory, N1 = {width}",
+                                  caption=["N1"] if k == 0 else False)
+    T, nngp = series(next(iter(sweeps.values())), "class_distance.D2_nngp")
+    ax.plot(T, nngp, color="0.5", linestyle=":", label="NNGP (N1 → ∞)")
+    ax.legend(fontsize="small")
+    plot.save(fig, path, dpi=110)
 
 
 def main() -> None:
@@ -122,12 +104,13 @@ def main() -> None:
         stored = load(args.data)
     else:
         results = {str(w): run(request(args, w), f"N1={w}") for w in args.widths}
-        curves = {str(w): theory_curve(w, args.P) for w in args.widths}
-        stored = {"results": results, "curves": curves, "command": vars(args)}
+        stored = {"results": results, "command": vars(args)}
         save(args.data, stored)
     print(table(stored["results"]))
     print(f"\ndevice: {points(next(iter(stored['results'].values())))[0]['device']}")
-    figure(stored["results"], stored["curves"], args.figure, stored["command"]["P"])
+    # the theory's lines as served now (seconds; stored results of earlier versions kept them as "curves")
+    sweeps = {w: theory_sweep(int(w), stored["command"]["P"]) for w in stored["results"]}
+    figure(stored["results"], sweeps, args.figure)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the branch the network sits on), writes the figure and the raw results.
     python -m benchmarks.showcase_hciz                       # d = 20 (about 10 min on 2 shared cores)
     python -m benchmarks.showcase_hciz --d 100 --chains 4 --warmup 1000 --draws 1000    # the paper-like size
     python -m benchmarks.showcase_hciz --replot              # the figure again from docs/data/experiment_hciz.json
+                                                             # (the theory's lines computed again: seconds)
 """
 
 from __future__ import annotations
@@ -36,20 +37,14 @@ def request(args: argparse.Namespace, init: str) -> dict[str, Any]:
 
 
 def theory_sweep(alphas: list[float]) -> dict[str, Any]:
-    """Every branch of the theory along a dense α grid (the lines of the figure), as ``/v1/sweeps`` returns it."""
+    """Every branch of the theory along a dense α grid (the lines of the figure), as ``/v1/sweeps`` returns it (its
+    traced curves included)."""
     import numpy as np
 
-    from service.jsonsafe import json_safe
-    from service.serialize import sweep_json
-    from solvers.core.options import SolverOptions
-    from solvers.theories import get
-    from solvers.theories.hciz_mlp.spec import HCIZSpec
+    from service.jobs.in_process import run_job
 
-    theory = get("hciz_mlp")
     grid = [float(a) for a in np.linspace(0.25, max(alphas) + 0.5, 80)]
-    spec = HCIZSpec.model_validate(MODEL, strict=False)
-    sweep = theory.sweep(spec, "alpha", grid, "continuation", SolverOptions())
-    return json_safe(sweep_json("hciz_mlp", "alpha", sweep))
+    return run_job({"model": MODEL, "parameter": "alpha", "values": grid})
 
 
 def nearest_branch(point: dict[str, Any]) -> str:
@@ -87,22 +82,19 @@ def figure(results: dict[str, dict[str, Any]], sweep: dict[str, Any], path: str,
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    from clients.plot import theory_vs_experiment
+    from clients import plot
+    from solvers.theories import get
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    labelled = {f"experiment from {k}": v for k, v in results.items()}
-    theory_vs_experiment(labelled, "generalization_error", axes[0], sweep=sweep, branches=list(BRANCHES), sigmas=2)
-    theory_vs_experiment(labelled, "R2", axes[1], sweep=sweep, sweep_quantity="R2", branches=list(BRANCHES), sigmas=2)
-    axes[0].set_ylabel("generalisation error ε")
-    axes[1].set_ylabel("R2")
-    for ax in axes:
-        ax.set_xlabel("α = n/d²")
-    fig.suptitle(f"hciz_mlp, tanh, γ = 1/2, Δ = 0.1: theory (d → ∞) against the sampled network at d = {d} "
-                 "(NUTS, ±2 s.e.)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    symbols = {q.name: q.to_json() for q in get("hciz_mlp").quantities}  # the table GET /v1/theories serves
+    fig, axes = plot.figure(12.0, aspect=0.8, ncols=2)
+    labelled = {f"network at d = {d}, from the {k}": v for k, v in results.items()}
+    plot.theory_vs_experiment(labelled, "generalization_error", axes[0], sweep=sweep, branches=list(BRANCHES),
+                              sigmas=2, symbols=symbols)
+    plot.theory_vs_experiment(labelled, "R2", axes[1], sweep=sweep, branches=list(BRANCHES), sigmas=2,
+                              symbols=symbols, caption=False)
+    axes[0].get_legend().remove()  # one legend, beside the right panel
+    plot.save(fig, path, dpi=110)
 
 
 def main() -> None:
@@ -115,6 +107,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.replot:
         stored = load(args.data)
+        stored["sweep"] = theory_sweep(stored["command"]["alphas"])  # the theory's lines as served now (seconds)
     else:
         results = {init: run(request(args, init), f"init={init}") for init in INITS}
         stored = {"d": args.d, "results": results, "sweep": theory_sweep(args.alphas), "command": vars(args)}

@@ -1,32 +1,71 @@
-"""Plots of SaddleLab results (matplotlib, imported only when a plot is drawn).
+"""Figures of SaddleLab results (matplotlib, imported only when a figure is drawn).
 
-- :func:`learning_curve`: an equilibrium quantity (test error, …) against the swept parameter;
-- :func:`branch_diagram`: every branch of a sweep, stable solid and unstable dashed, the
-  equilibrium highlighted, spinodals and first-order points marked;
-- :func:`potential`: a potential with its wells (and barriers) marked;
-- :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its transitions joined
-  row by row, or the lines traced by a boundary job with their critical points;
-- :func:`theory_vs_experiment`: the theory's branches as lines, the sampled finite network as points with
-  error bars, along a learning curve or a sweep in T;
-- :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside
-  experiment, one row per α.
+- :func:`branch_diagram`: every traced branch of a sweep, stable solid and unstable dashed, folds closed, the
+  equilibrium path with a vertical jump at each first-order point, every special point marked with its value;
+- :func:`learning_curve`: the equilibrium's quantity along the sweep, jumps and transitions included;
+- :func:`potential`: the potential U(ρ) itself, both signs of ρ, with its wells and barriers marked;
+- :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its phase regions named and its
+  transitions as each row located them, and/or the lines traced by a boundary job, named alike;
+- :func:`theory_vs_experiment`: the theory's branches and equilibrium as lines, the sampled finite network as
+  points with Monte-Carlo error bars;
+- :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside experiment.
 
-Each returns the matplotlib ``Axes`` it drew on (a new figure's unless ``ax`` is given). A quantity is named by
-its dotted name (``class_distance.D2``); a name the result does not report raises
+Labels are the papers' symbols from the theory's table served by ``GET /v1/theories``: pass ``symbols=lab`` (a
+:class:`~clients.client.Client`) or a table; without one the dotted names label the axes. A caption line names the
+fixed parameters (from the result's ``model``). :func:`paper_style`, :func:`figure` and :func:`save` give journal
+widths and vector output. Each function returns the ``Axes`` it drew on (a new figure's unless ``ax`` is given).
+A quantity is named by its dotted name (``class_distance.D2``); one the result does not report raises
 :class:`~clients.names.UnknownQuantity`, which lists the names it does, before anything is drawn.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clients.names import UnknownQuantity, is_number
-from clients.tables import branch_names, branch_of, check_scalar, parameter_names, series, value_of
+from clients.plot_labels import Symbols, caption, line_name, transition_name
+from clients.plot_marks import mark_on_curves, mark_transitions
+from clients.plot_paths import (
+    EquilibriumPath,
+    curve_marks,
+    equilibrium_path,
+    stretches,
+    traced,
+    varies,
+)
+from clients.plot_style import (
+    EQUILIBRIUM_STYLE,
+    EQUILIBRIUM_WIDTH,
+    STABILITY_STYLE,
+    figure,
+    paper_style,
+    save,
+    transition_style,
+)
+from clients.tables import branch_names, check_scalar, parameter_names, series, value_of
 
+__all__ = [
+    "Symbols",
+    "branch_diagram",
+    "figure",
+    "learning_curve",
+    "paper_style",
+    "phase_diagram",
+    "potential",
+    "save",
+    "specialisation_map",
+    "theory_vs_experiment",
+]
+
+#: The gid of a figure's caption (an annotation under the x label).
+CAPTION = "caption"
+#: ``caption=``: True, False, or the fields to leave out of it besides the swept ones.
+Caption = bool | Sequence[str]
+#: Quantities a learning curve shows first (the first that varies along the sweep).
 LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
-FIRST_ORDER_STYLE = {"color": "crimson", "linestyle": "--", "linewidth": 1.2}
-SPINODAL_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}
 
 
 def _pyplot() -> Any:
@@ -40,240 +79,344 @@ def _pyplot() -> Any:
 def _axes(ax: Any) -> Any:
     if ax is not None:
         return ax
-    _, ax = _pyplot().subplots()
+    _, ax = _pyplot().subplots(figsize=(6.4, 4.4), layout="constrained")
     return ax
 
 
-def _one_parameter(result: dict[str, Any]) -> str:
+def _colors() -> list[str]:
+    return list(_pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"]))
+
+
+def _one_parameter(result: Mapping[str, Any]) -> str:
     names = parameter_names(result)
     if len(names) != 1:
         raise ValueError("this plot takes a one-parameter sweep; use phase_diagram() for two parameters")
     return names[0]
 
 
-def mark_transitions(ax: Any, result: dict[str, Any], label: bool = True) -> None:
-    """Vertical lines at the sweep's transitions: dashed red for first-order points, dotted grey for spinodals."""
-    seen: set[str] = set()
-    for tr in result.get("transitions", []):
-        if tr.get("parameter") is None:
-            continue
-        style = FIRST_ORDER_STYLE if tr["kind"] == "first_order" else SPINODAL_STYLE
-        name = "first-order" if tr["kind"] == "first_order" else "spinodal"
-        ax.axvline(tr["parameter"], label=name if label and name not in seen else None, **style)
-        seen.add(name)
-        if tr["kind"] == "first_order":
-            ax.annotate(f"{tr['parameter']:.4g}", (tr["parameter"], 1.0), xycoords=("data", "axes fraction"),
-                        xytext=(2, -12), textcoords="offset points", color=style["color"], fontsize=8)
+def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: Caption) -> None:
+    """The caption line(s) under the axes' x label, left-aligned with the axes and broken to their width; ``show``
+    False: none; a sequence of field names: without those too (fields that differ between results drawn on one
+    axes)."""
+    if show is False:
+        return
+    swept = [*swept, *(() if show is True else show)]
+    points = ax.figure.get_figwidth() * ax.get_position().width * 72.0
+    size = _pyplot().rcParams["font.size"] * 0.83
+    text = caption(result.get("model"), symbols, tuple(swept), width=max(20, int(points / (0.5 * size))))
+    if text:
+        # anchored to the x label at draw time, so it stays below it whatever the layout does to the axes
+        ax.annotate(text, (0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label), xytext=(0.0, -4.0),
+                    textcoords="offset points", ha="left", va="top", fontsize="small", gid=CAPTION,
+                    annotation_clip=False)
 
 
-def learning_curve(
-    result: dict[str, Any],
+#: More legend entries than this in a figure of scattered points go to the right of the axes.
+LEGEND_INSIDE = 6
+
+
+def _legend(ax: Any, fontsize: str | float = "small", outside: bool = False) -> None:
+    """The legend inside the axes where it covers least, or (``outside``) to the right of the axes."""
+    if not ax.get_legend_handles_labels()[0]:
+        return
+    if outside:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=fontsize)
+    else:
+        ax.legend(loc="best", fontsize=fontsize)
+
+
+def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
+    points = result.get("points") or []
+    for pt in points:
+        for name in (pt.get("order_parameters") or {}):
+            if is_number(value_of(pt, name)) and not isinstance(value_of(pt, name), bool):
+                return name
+    return None
+
+
+def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Sequence[str], prefix: str = "",
+                   linewidth: float = 1.4, color: str | None = None) -> None:
+    """Each branch's stretches, a colour per branch (or ``color`` for all); labelled ``prefix + branch``, or
+    ``prefix`` alone (without its ": ") where one branch is drawn in one colour."""
+    colors = _colors()
+    color_of = {name: color or colors[k % len(colors)] for k, name in enumerate(branch_names(result))}
+    labelled: set[str] = set()
+    drawn = stretches(result, quantity, names)
+    alone = color is not None and len({s.branch for s in drawn}) == 1 and prefix
+    for s in drawn:
+        label = prefix.rstrip(": ") if alone else f"{prefix}{s.branch}"
+        ax.plot(s.x, s.y, color=color_of.get(s.branch, "0.4"), linestyle=STABILITY_STYLE[s.stable],
+                linewidth=linewidth, gid=f"branch:{s.branch}", label=None if s.branch in labelled else label)
+        labelled.add(s.branch)
+    if any(s.stable is False for s in drawn):
+        ax.plot([], [], color="0.3", linestyle=STABILITY_STYLE[False], linewidth=linewidth, label="unstable (dashed)")
+
+
+def _draw_equilibrium(ax: Any, path: EquilibriumPath) -> None:
+    width = EQUILIBRIUM_WIDTH * _pyplot().rcParams["lines.linewidth"]
+    ax.plot(path.x, path.y, label="equilibrium", gid="equilibrium", linewidth=width, **EQUILIBRIUM_STYLE)
+
+
+def branch_diagram(
+    result: Mapping[str, Any],
     quantity: str | None = None,
     ax: Any = None,
     *,
+    symbols: Any = None,
+    equilibrium: bool = True,
+    transitions: bool = True,
+    caption: Caption = True,
+) -> Any:
+    """Every branch's ``quantity`` (default: the first order parameter) along a one-parameter sweep, from the
+    curves the continuation traced: stable solid, unstable dashed, folds closed; the equilibrium path (thick grey)
+    jumps vertically at each first-order point; each transition marked on its curve, with a thin line and its
+    value. A grid sweep (no curves) is drawn at its requested values only."""
+    parameter = _one_parameter(result)
+    quantity = quantity or _first_order_parameter(result)
+    if quantity is None:
+        raise ValueError("the result reports no order parameter; pass quantity=")
+    check_scalar(result, quantity)
+    labels = Symbols.of(symbols, result.get("theory"))
+    ax = _axes(ax)
+    _draw_branches(ax, result, quantity, branch_names(result))
+    if equilibrium:
+        _draw_equilibrium(ax, equilibrium_path(result, quantity))
+    if transitions:
+        mark_on_curves(ax, curve_marks(result, quantity))
+        mark_transitions(ax, result.get("transitions", []))
+    ax.set_xlabel(labels(parameter))
+    ax.set_ylabel(labels(quantity))
+    _caption(ax, result, labels, [parameter], caption)
+    _legend(ax)
+    return ax
+
+
+def _default_learning_quantity(result: Mapping[str, Any]) -> str:
+    """The first of LEARNING_QUANTITIES that varies along the equilibrium, else the first order parameter that
+    does (a constant curve says nothing)."""
+    points = result.get("points") or []
+    candidates = [*LEARNING_QUANTITIES, *((points[0].get("order_parameters") or {}) if points else {})]
+    for name in candidates:
+        if varies([value_of(pt, name) for pt in points]):
+            return name
+    raise ValueError(f"no quantity among {', '.join(candidates)} varies along this sweep; pass quantity=")
+
+
+def learning_curve(
+    result: Mapping[str, Any],
+    quantity: str | None = None,
+    ax: Any = None,
+    *,
+    symbols: Any = None,
     logx: bool = False,
     logy: bool = False,
     label: str | None = None,
     transitions: bool = True,
+    caption: Caption = True,
+    color: str | None = None,
 ) -> Any:
-    """The equilibrium's ``quantity`` (default: the first of generalization_error, test_mse, mmse present)."""
+    """The equilibrium's ``quantity`` along the sweep (default: the first of generalization_error, test_mse, mmse,
+    test_error that varies, else the first order parameter that varies), from the traced curves where the result
+    has them: a vertical jump at each first-order point, the transitions marked with their values."""
     parameter = _one_parameter(result)
-    if quantity is None:
-        first = result["points"][0] if result["points"] else {}
-        quantity = next((q for q in LEARNING_QUANTITIES if value_of(first, q) is not None), None)
-        if quantity is None:
-            raise ValueError(f"no learning quantity among {LEARNING_QUANTITIES}; pass quantity=")
+    quantity = quantity or _default_learning_quantity(result)
     check_scalar(result, quantity)
-    xs, ys = series(result, quantity)
+    labels = Symbols.of(symbols, result.get("theory"))
     ax = _axes(ax)
-    ax.plot(xs, [float("nan") if y is None else y for y in ys], marker=".", label=label or quantity)
+    if traced(result, quantity):
+        path = equilibrium_path(result, quantity)
+        ax.plot(path.x, path.y, label=label or "equilibrium", gid="equilibrium", color=color)
+    else:
+        xs, ys = series(result, quantity)
+        ax.plot(xs, [math.nan if y is None else y for y in ys], marker=".", label=label or "equilibrium",
+                gid="equilibrium", color=color)
     if transitions:
-        mark_transitions(ax, result)
+        mark_transitions(ax, result.get("transitions", []))
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
-    ax.set_xlabel(parameter)
-    ax.set_ylabel(quantity)
-    ax.legend(loc="best", fontsize=8)
+    ax.set_xlabel(labels(parameter))
+    ax.set_ylabel(labels(quantity))
+    _caption(ax, result, labels, [parameter], caption)
+    _legend(ax)
     return ax
 
 
-def _converged_branch(point: dict[str, Any], name: str) -> dict[str, Any] | None:
-    b = branch_of(point, name)
-    return b if b is not None and b.get("converged") else None
+def _level(pt: Mapping[str, Any]) -> float | None:
+    """U(ρ) − U(0) of a well or barrier (``f_minus_f0``)."""
+    value = pt.get("f_minus_f0")
+    return float(value) if is_number(value) else None
 
 
-def _runs(xs: list[float], ys: list[Any], stable: list[Any]) -> list[tuple[list[float], list[float], Any]]:
-    """Consecutive stretches where the branch exists with one stability."""
-    out: list[tuple[list[float], list[float], Any]] = []
-    cur: tuple[list[float], list[float], Any] | None = None
-    for x, y, s in zip(xs, ys, stable, strict=True):
-        if y is None:
-            cur = None
-            continue
-        if cur is None or cur[2] != s:
-            # Start the new stretch at the previous point so the curve stays connected.
-            cur = ([cur[0][-1], x], [cur[1][-1], y], s) if cur is not None else ([x], [y], s)
-            out.append(cur)
-        else:
-            cur[0].append(x)
-            cur[1].append(y)
-    return out
+def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, caption: Caption = True) -> Any:
+    """The potential U(ρ) − U(0) itself over both signs of ρ, its wells (filled triangles, named) and barriers
+    (open circles) marked at ±ρ.
 
-
-def branch_diagram(
-    result: dict[str, Any],
-    quantity: str = "rho",
-    ax: Any = None,
-    *,
-    equilibrium: bool = True,
-    transitions: bool = True,
-) -> Any:
-    """Every branch's ``quantity`` along the sweep: stable solid, unstable dashed; equilibrium highlighted."""
-    parameter = _one_parameter(result)
-    check_scalar(result, quantity)
-    ax = _axes(ax)
-    colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    for k, name in enumerate(branch_names(result)):
-        xs, ys, st = [], [], []
-        for pt in result["points"]:
-            b = _converged_branch(pt, name)
-            v = value_of(b, quantity) if b is not None else None
-            xs.append(pt["parameter"])
-            ys.append(v if is_number(v) else None)
-            st.append(b.get("stable") if b is not None else None)
-        color = colors[k % len(colors)]
-        labelled = False
-        for rx, ry, stable in _runs(xs, ys, st):
-            ax.plot(rx, ry, color=color, linestyle="-" if stable else "--", linewidth=1.4,
-                    label=None if labelled else name)
-            labelled = True
-    if equilibrium:
-        ex, ey = [], []
-        for pt in result["points"]:
-            v = value_of(pt, quantity) if pt.get("equilibrium") is not None else None
-            ex.append(pt["parameter"])
-            ey.append(float("nan") if not isinstance(v, (int, float)) else v)
-        ax.plot(ex, ey, color="k", alpha=0.18, linewidth=6, label="equilibrium", zorder=0)
-    if transitions:
-        mark_transitions(ax, result)
-    ax.set_xlabel(parameter)
-    ax.set_ylabel(quantity)
-    ax.legend(loc="best", fontsize=8)
-    return ax
-
-
-def _level(pt: dict[str, Any]) -> float | None:
-    """F(ρ²) − F(0) of a well or barrier (``f_minus_f0``; results from before it had only ``depth``, so signed)."""
-    return pt.get("f_minus_f0", pt.get("depth"))
-
-
-def potential(data: dict[str, Any], ax: Any = None, *, width: float = 0.25) -> Any:
-    """A potential with its wells (filled triangles) and barriers (open circles) marked.
-
-    ``data`` is a solve response, a sweep point or an observables dict. When the theory reports a
-    sampled curve (``observables.potential_curve = {"rho": [...], "value": [...]}``) it is drawn;
-    otherwise each stationary point gets its local quadratic, depth + curvature (ρ − ρ*)²/2, over
-    ``±width``, drawn thin and labelled as such.
+    ``data`` is a solve response or a sweep point of a theory that reports ``observables.potential_curve``
+    (``rubin_cavity`` with ``mode: "potential"`` and ``potential_samples`` > 0, e.g. 201); the wells and barriers
+    are its ``potential_wells`` and ``barriers``, listed at ρ ≥ 0 (the potential is even in ρ).
     """
     obs = data.get("observables", data)
-    wells = obs.get("potential_wells") or []
-    barriers = obs.get("barriers") or []
-    if not wells and not obs.get("potential_curve"):
-        raise ValueError("no potential in these results (expected observables.potential_wells)")
-    ax = _axes(ax)
     curve = obs.get("potential_curve")
-    if curve:
-        ax.plot(curve["rho"], curve["value"], color="C0", label="potential")
-    else:
-        label = "local quadratic"
-        for pt in [*wells, *barriers]:
-            if pt.get("curvature") is None or _level(pt) is None:
-                continue
-            xs = [pt["rho"] + width * (i / 20 - 1) for i in range(41)]
-            ys = [_level(pt) + 0.5 * pt["curvature"] * (x - pt["rho"]) ** 2 for x in xs]
-            ax.plot(xs, ys, color="0.6", linewidth=0.9, label=label)
-            label = None
-    for w in wells:
-        ax.plot(w["rho"], _level(w), marker="v", markersize=9, linestyle="none", color="C3")
+    if not curve:
+        raise ValueError("no potential curve in these results: solve rubin_cavity with mode 'potential' and "
+                         "\"potential_samples\": 201 (observables.potential_curve)")
+    labels = Symbols.of(symbols, data.get("theory"))
+    ax = _axes(ax)
+    ax.axhline(0.0, color="0.75", linewidth=0.6, zorder=0)
+    ax.plot(curve["rho"], curve["value"], color="C0", label="potential", gid="potential")
+    named: set[str] = set()
+    for w in obs.get("potential_wells") or []:
+        level = _level(w)
+        if level is None:
+            continue
+        xs = sorted({w["rho"], -w["rho"]})
+        ax.plot(xs, [level] * len(xs), marker="v", markersize=7, linestyle="none", color="C3", gid="well",
+                label=None if "wells" in named else "wells")
+        named.add("wells")
         text = w.get("kind", "well")
-        if w.get("weight") is not None:
+        if is_number(w.get("weight")):
             text += f" (weight {w['weight']:.2g})"
-        ax.annotate(text, (w["rho"], _level(w)), xytext=(4, -14), textcoords="offset points", fontsize=8)
-    for b in barriers:
-        ax.plot(b["rho"], _level(b), marker="o", markersize=7, linestyle="none", markerfacecolor="none",
-                color="C1")
-    ax.plot([], [], marker="v", linestyle="none", color="C3", label="wells")
-    if barriers:
-        ax.plot([], [], marker="o", linestyle="none", markerfacecolor="none", color="C1", label="barriers")
-    ax.set_xlabel("ρ")
-    ax.set_ylabel("potential / D")
-    ax.legend(loc="best", fontsize=8)
+        ax.annotate(text, (w["rho"], level), xytext=(0, -13), textcoords="offset points", fontsize="x-small",
+                    ha="center", va="top")
+    for b in obs.get("barriers") or []:
+        level = _level(b)
+        if level is None:
+            continue
+        xs = sorted({b["rho"], -b["rho"]})
+        ax.plot(xs, [level] * len(xs), marker="o", markersize=6, linestyle="none", markerfacecolor="none",
+                color="C1", gid="barrier", label=None if "barriers" in named else "barriers")
+        named.add("barriers")
+    low, high = ax.get_ylim()
+    ax.set_ylim(low - 0.06 * (high - low), high)  # room for the wells' names below them
+    ax.set_xlabel(labels("rho"))
+    ax.set_ylabel(labels("potential_curve.value"))
+    _caption(ax, data, labels, (), caption)
+    _legend(ax)
     return ax
 
 
-#: How each kind of traced line is drawn (a boundary job's ``lines[].kind``).
-LINE_STYLES: dict[str, dict[str, Any]] = {
-    "first_order": {"color": "crimson", "linestyle": "-", "linewidth": 1.8},
-    "spinodal": {"color": "0.25", "linestyle": "--", "linewidth": 1.4},
-    "stability_loss": {"color": "C0", "linestyle": "-.", "linewidth": 1.4},
-    "event": {"color": "C2", "linestyle": ":", "linewidth": 1.4},
-}
-
-
-def _line_xy(line: dict[str, Any], p1: str, p2: str) -> tuple[list[float], list[float]]:
+def _line_xy(line: Mapping[str, Any], p1: str, p2: str) -> tuple[list[float], list[float]]:
     """(p2 values, p1 values) of a line: [p1, p2] pairs (traced) or {p1: …, p2: …} records (a grid's rows)."""
     pts = line["points"]
-    if pts and isinstance(pts[0], dict):
+    if pts and isinstance(pts[0], Mapping):
         return [q[p2] for q in pts], [q[p1] for q in pts]
     return [q[1] for q in pts], [q[0] for q in pts]
 
 
-def phase_diagram(result: dict[str, Any], ax: Any = None, *, lines: bool = True, points: bool = True) -> Any:
-    """A two-parameter result drawn in the (p2, p1) plane.
+def _grid_line_type(result: Mapping[str, Any], line: Mapping[str, Any]) -> str | None:
+    """A grid line's transition type (fold, bifurcation, …), from the row transitions it joins."""
+    branches = sorted(line.get("name", "").split(":", 1)[-1].split("/")) if ":" in line.get("name", "") else []
+    for tr in result.get("transitions", []):
+        if tr["kind"] == line["kind"] and sorted(tr.get("branches") or []) == branches:
+            return tr.get("type")
+    return None
 
-    For a grid phase diagram: the equilibrium branch at each grid point (``points``) and the
-    transition lines joined row by row (marked ×, as located per row). For a boundary job: the
-    traced lines, styled by kind (first-order, spinodal, stability loss, event), and its critical
-    points (stars). Draw both on one ``ax`` to compare them.
+
+def region_of(point: Mapping[str, Any]) -> str | None:
+    """The name of a grid point's phase: the theory's ``phase`` observable where it reports one (GFL, GMFL-II;
+    universal, specialized), else its equilibrium branch."""
+    phase = value_of(point, "phase")
+    return phase if isinstance(phase, str) else point.get("equilibrium")
+
+
+def _region_anchor(xs: list[float], ys: list[float], others: list[tuple[float, float]],
+                   scale: tuple[float, float], box: tuple[float, float, float, float]) -> tuple[float, float]:
+    """The point of a region farthest from every point of the other regions (axes scaled to unit range), where
+    its name reads clear of the boundaries."""
+    if not others:
+        return xs[len(xs) // 2], ys[len(ys) // 2]
+    (sx, sy), (x_lo, x_hi, y_lo, y_hi) = scale, box
+
+    def clearance(x: float, y: float) -> float:
+        # away from the other regions' points, and from the frame (a name in a corner reads as a tick label)
+        frame = 1.5 * min((x - x_lo) / sx, (x_hi - x) / sx, (y - y_lo) / sy, (y_hi - y) / sy)
+        return min(frame ** 2, *(((x - ox) / sx) ** 2 + ((y - oy) / sy) ** 2 for ox, oy in others))
+
+    return max(zip(xs, ys, strict=True), key=lambda p: clearance(*p))
+
+
+def _draw_regions(ax: Any, result: Mapping[str, Any], names: bool) -> None:
+    groups: dict[str, tuple[list[float], list[float]]] = {}
+    for pt in result.get("points", []):
+        key = region_of(pt) or "no equilibrium"
+        xs, ys = groups.setdefault(key, ([], []))
+        xs.append(pt["parameter"][1])
+        ys.append(pt["parameter"][0])
+    if not groups:
+        return
+    all_x = [x for xs, _ in groups.values() for x in xs]
+    all_y = [y for _, ys in groups.values() for y in ys]
+    scale = ((max(all_x) - min(all_x)) or 1.0, (max(all_y) - min(all_y)) or 1.0)
+    colors = _colors()
+    for k, (name, (xs, ys)) in enumerate(sorted(groups.items())):
+        ax.scatter(xs, ys, s=10, color=colors[k % len(colors)], alpha=0.45, linewidths=0, gid=f"region:{name}",
+                   label=f"equilibrium: {name}")
+        if names:
+            others = [(x, y) for other, (oxs, oys) in groups.items() if other != name
+                      for x, y in zip(oxs, oys, strict=True)]
+            x, y = _region_anchor(xs, ys, others, scale, (min(all_x), max(all_x), min(all_y), max(all_y)))
+            ax.text(x, y, name, ha="center", va="center", fontsize="large", fontweight="bold", gid="region-name",
+                    color=colors[k % len(colors)], zorder=7,
+                    bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+
+
+def phase_diagram(
+    result: Mapping[str, Any],
+    ax: Any = None,
+    *,
+    lines: bool = True,
+    points: bool = True,
+    regions: bool = True,
+    symbols: Any = None,
+    caption: Caption = True,
+) -> Any:
+    """A two-parameter result in the (p2, p1) plane.
+
+    A grid phase diagram: the equilibrium at each grid point, coloured by phase, each phase named on its region
+    (``regions``), and the transitions where each row located them (×, not joined: a row cannot tell which line a
+    point belongs to). A boundary job: its
+    traced lines, styled by kind, and its critical points (stars). Lines are named alike by both methods
+    (:func:`clients.plot_labels.line_name`: "stability loss (barrier/center)"), with ", per row" or ", traced";
+    draw both on one ``ax`` to compare them.
     """
     names = parameter_names(result)
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")
     p1, p2 = names
+    labels = Symbols.of(symbols, result.get("theory"))
     ax = _axes(ax)
-    traced = result.get("method") == "boundary"
-    if points and not traced:
-        groups: dict[str, tuple[list[float], list[float]]] = {}
-        for pt in result.get("points", []):
-            key = pt.get("equilibrium") or "none"
-            xs, ys = groups.setdefault(key, ([], []))
-            xs.append(pt["parameter"][1])
-            ys.append(pt["parameter"][0])
-        for name, (xs, ys) in sorted(groups.items()):
-            ax.scatter(xs, ys, s=12, label=f"equilibrium: {name}")
+    boundary = result.get("method") == "boundary"
+    if points and not boundary:
+        _draw_regions(ax, result, regions)
     if lines:
         labelled: set[str] = set()
         for line in result.get("lines", []):
             xs, ys = _line_xy(line, p1, p2)
-            if traced:
-                kind = line["kind"]
-                label = None if kind in labelled else kind.replace("_", " ") + " (traced)"
-                labelled.add(kind)
-                ax.plot(xs, ys, label=label, **LINE_STYLES.get(kind, SPINODAL_STYLE))
+            if boundary:
+                name = line_name(line["kind"], line.get("type"), line.get("branches"))
+                style = transition_style(name.split(" (")[0])
+                ax.plot(xs, ys, linewidth=1.6, gid=f"line:{line['kind']}",
+                        label=None if name in labelled else f"{name}, traced", **style)
             else:
-                style = FIRST_ORDER_STYLE if line["kind"] == "first_order" else SPINODAL_STYLE
-                ax.plot(xs, ys, marker="x", label=line.get("name", line["kind"]), **style)
+                # A row locates each transition between its grid values and cannot tell which line a point
+                # belongs to (a branch's birth and death are one "line" here): markers only, named by kind.
+                name = transition_name(line["kind"], _grid_line_type(result, line))
+                style = {**transition_style(name), "linestyle": "none"}
+                ax.plot(xs, ys, marker="x", markersize=5, gid=f"line:{line['kind']}",
+                        label=None if name in labelled else f"{name}, per row", **style)
+            labelled.add(name)
         critical = result.get("critical_points", [])
         if critical:
-            ax.plot([c["point"][1] for c in critical], [c["point"][0] for c in critical], marker="*", markersize=12,
-                    linestyle="none", color="k", label="critical point")
-    ax.set_xlabel(p2)
-    ax.set_ylabel(p1)
-    ax.legend(loc="best", fontsize=7)
+            ax.plot([c["point"][1] for c in critical], [c["point"][0] for c in critical], marker="*",
+                    markersize=11, linestyle="none", color="k", label="critical point", gid="critical")
+    ax.set_xlabel(labels(p2))
+    ax.set_ylabel(labels(p1))
+    _caption(ax, result, labels, names, caption)
+    _legend(ax, fontsize="x-small", outside=True)
     return ax
 
 
-def _x_of(point: dict[str, Any], x: float | None) -> float:
+def _x_of(point: Mapping[str, Any], x: float | None) -> float:
     if x is not None:
         return float(x)
     if point.get("parameter") is None:
@@ -291,6 +434,12 @@ def _component(value: Any, component: int | None) -> float | None:
     return None if value is None else float(value)
 
 
+def _experiment_model(results: Any) -> Mapping[str, Any] | None:
+    request = getattr(results, "request", None)
+    model = (request or {}).get("model") if isinstance(request, Mapping) else None
+    return model if isinstance(model, Mapping) else None
+
+
 def theory_vs_experiment(
     results: Any,
     observable: str = "generalization_error",
@@ -298,52 +447,55 @@ def theory_vs_experiment(
     *,
     branches: list[str] | None = None,
     component: int | None = None,
-    sweep: dict[str, Any] | None = None,
+    sweep: Mapping[str, Any] | None = None,
     sweep_quantity: str | None = None,
     sigmas: float = 1.0,
     x: float | None = None,
     logx: bool = False,
+    symbols: Any = None,
+    transitions: bool = True,
+    equilibrium: bool = True,
+    caption: Caption = True,
+    color: str | None = None,
+    theory_label: str = "theory",
 ) -> Any:
-    """The theory's branches as lines and the experiment as points with error bars, along a learning curve or a
-    sweep in any parameter (T, α, …).
+    """The theory's branches as lines and the experiment as points with error bars (±``sigmas`` Monte-Carlo
+    standard errors), along a learning curve or a sweep in any parameter (T, α, …).
+
+    ``color``: one colour for the theory and the experiment (several results on one axes, e.g. two widths), whose
+    lines are then named ``theory_label`` alone when they are one branch.
 
     ``results``: an experiment result (a learning curve, or one experiment with ``x=``), or a mapping label ->
-    result (e.g. two initialisations), each drawn as its own markers with ±``sigmas`` Monte-Carlo standard errors.
-    The theory's lines are each branch's value at the experiments' parameter values (from each point's
-    ``theory.comparison``), or, with ``sweep`` (a ``/v1/sweeps`` result in the same parameter), every branch of
-    the sweep, stable solid and unstable dashed, for the quantity ``sweep_quantity`` (a dotted name, e.g.
-    ``class_distance.D2``; default: ``observable``). An observable the experiment does not estimate, or a quantity
-    the sweep does not report, raises :class:`~clients.names.UnknownQuantity`.
+    result (e.g. two initialisations), each drawn with its own markers. With ``sweep`` (a ``/v1/sweeps`` result
+    in the same parameter) the theory is the sweep's traced branches, stable solid and unstable dashed, its
+    equilibrium path with its jumps, and its transitions marked, for the quantity ``sweep_quantity`` (a dotted
+    name, e.g. ``class_distance.D2``; default: ``observable``). Without it, each branch's value at the experiments'
+    parameter values (from each point's ``theory.comparison``). An observable the experiment does not estimate,
+    or a quantity the sweep does not report, raises :class:`~clients.names.UnknownQuantity`.
     """
     from clients.experiments import points_of
 
-    runs = dict(results) if isinstance(results, dict) and "kind" not in results else {"experiment": results}
+    runs = dict(results) if isinstance(results, Mapping) and "kind" not in results else {"experiment": results}
     estimated = sorted({n for r in runs.values() for pt in points_of(r) for n in (pt.get("observables") or {})})
     if observable not in estimated:
         raise UnknownQuantity(observable, estimated)
+    quantity = sweep_quantity or observable
     if sweep is not None:
-        check_scalar(sweep, sweep_quantity or observable)
+        check_scalar(sweep, quantity)
+    first = next(iter(runs.values()))
+    theory = (sweep or {}).get("theory") or (first.get("theory") or {}).get("name") or \
+        (_experiment_model(first) or {}).get("theory")
+    labels = Symbols.of(symbols, theory if isinstance(theory, str) else None)
     ax = _axes(ax)
-    colors = _pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    colors = _colors()
     if sweep is not None:
-        quantity = sweep_quantity or observable
-        for k, name in enumerate(branch_names(sweep)):
-            if branches is not None and name not in branches:
-                continue
-            xs, ys, st = [], [], []
-            for pt in sweep["points"]:
-                b = _converged_branch(pt, name)
-                xs.append(pt["parameter"])
-                v = value_of(b, quantity) if b is not None else None
-                ys.append(float(v) if is_number(v) else None)
-                st.append(b.get("stable") if b is not None else None)
-            labelled = False
-            for rx, ry, stable in _runs(xs, ys, st):
-                ax.plot(rx, ry, color=colors[k % len(colors)], linestyle="-" if stable else "--", linewidth=1.3,
-                        label=None if labelled else f"theory: {name}")
-                labelled = True
+        wanted = [b for b in branch_names(sweep) if branches is None or b in branches]
+        _draw_branches(ax, sweep, quantity, wanted, prefix=f"{theory_label}: ", linewidth=1.3, color=color)
+        if equilibrium:
+            _draw_equilibrium(ax, equilibrium_path(sweep, quantity))
+        if transitions:
+            mark_transitions(ax, sweep.get("transitions", []))
     else:
-        first = next(iter(runs.values()))
         lines: dict[str, tuple[list[float], list[float]]] = {}
         for pt in points_of(first):
             for name, rows in (pt.get("theory", {}).get("comparison") or {}).items():
@@ -352,11 +504,11 @@ def theory_vs_experiment(
                 value = _component((rows.get(observable) or {}).get("theory"), component)
                 xs, ys = lines.setdefault(name, ([], []))
                 xs.append(_x_of(pt, x))
-                ys.append(float("nan") if value is None else value)
+                ys.append(math.nan if value is None else value)
         for k, (name, (xs, ys)) in enumerate(lines.items()):
             order = sorted(range(len(xs)), key=xs.__getitem__)
-            ax.plot([xs[i] for i in order], [ys[i] for i in order], color=colors[k % len(colors)], linewidth=1.3,
-                    label=f"theory: {name}")
+            ax.plot([xs[i] for i in order], [ys[i] for i in order], color=color or colors[k % len(colors)],
+                    linewidth=1.3, label=f"{theory_label}: {name}", gid=f"branch:{name}")
     markers = ["o", "s", "^", "D", "v"]
     for k, (label, result) in enumerate(runs.items()):
         xs, ys, es = [], [], []
@@ -370,13 +522,19 @@ def theory_vs_experiment(
             xs.append(_x_of(pt, x))
             ys.append(mean)
             es.append(sigmas * (err or 0.0))
-        ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)], color="k" if len(runs) == 1 else f"C{k + 3}",
-                    markersize=5, capsize=3, linestyle="none", label=f"{label} (±{sigmas:g} s.e.)")
+        ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)],
+                    color=color or ("k" if len(runs) == 1 else f"C{k + 3}"),
+                    markersize=4.5, capsize=2.5, linestyle="none", gid=f"experiment:{label}",
+                    label=f"{label} (±{sigmas:g} s.e.)")
     ax.set_xscale("log" if logx else "linear")
-    first = next(iter(runs.values()))
-    ax.set_xlabel(first.get("parameter") or "parameter")
-    ax.set_ylabel(observable if component is None else f"{observable}[{component}]")
-    ax.legend(loc="best", fontsize=8)
+    parameter = first.get("parameter") or (parameter_names(sweep)[0] if sweep is not None else "parameter")
+    ax.set_xlabel(labels(parameter))
+    ylabel = labels(observable)
+    ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
+    model = (sweep or {}).get("model") or _experiment_model(first)
+    _caption(ax, {"model": model}, labels, [parameter], caption)
+    # experiments are scattered over the whole axes: a long legend would cover some of them
+    _legend(ax, outside=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
     return ax
 
 
@@ -390,9 +548,9 @@ def _bin_means(x: list[float], y: list[float], edges: list[float]) -> tuple[list
     return centres, means
 
 
-def _alpha_of(point: dict[str, Any]) -> float | None:
+def _alpha_of(point: Mapping[str, Any]) -> float | None:
     value = point.get("alpha", point.get("parameter"))
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return float(value) if is_number(value) else None
 
 
 def specialisation_map(
@@ -403,6 +561,7 @@ def specialisation_map(
     bins: int = 8,
     xmax: float | None = 3.5,
     axes: Any = None,
+    symbols: Any = None,
 ) -> Any:
     """Which neurons have specialised, theory (left) beside experiment (right), one row per α.
 
@@ -417,10 +576,13 @@ def specialisation_map(
     plt = _pyplot()
     if layer not in (1, 2):
         raise ValueError("layer must be 1 or 2")
+    labels = Symbols.of(symbols, "hciz_mlp")
     experiment_points = experiment_points or []
     rows = sorted(theory_points, key=lambda p: _alpha_of(p) or 0.0)
     if axes is None:
-        _, axes = plt.subplots(len(rows), 2, figsize=(8, 2.2 * len(rows)), sharex=True, sharey=True, squeeze=False)
+        _, axes = plt.subplots(len(rows), 2, figsize=(8, 2.2 * len(rows)), sharex=True, sharey=True, squeeze=False,
+                               layout="constrained")
+    overlap = labels(f"Q{layer}")
     for r, point in enumerate(rows):
         alpha = _alpha_of(point)
         op = point.get("order_parameters") or {}
@@ -434,7 +596,7 @@ def specialisation_map(
                 left.plot(op["v2"], row, marker="o", label=f"|v| = {v:.3g}")
             if len(op["Q2"]) > 1:
                 left.legend(fontsize=7, loc="best")
-        left.set_ylabel(f"Q{layer}" + (f"  (α = {alpha:g})" if alpha is not None else ""))
+        left.set_ylabel(f"{overlap}" + (f"  ({labels('alpha')} = {alpha:g})" if alpha is not None else ""))
         exp = next((e for e in experiment_points if alpha is not None and _alpha_of(e) is not None
                     and abs(_alpha_of(e) - alpha) < 1e-9), None)
         if exp is not None:
@@ -453,6 +615,9 @@ def specialisation_map(
                 ax.set_xlim(0.0, xmax)
     axes[0][0].set_title("theory")
     axes[0][1].set_title("experiment")
-    axes[-1][0].set_xlabel("|v₂| (effective readout)")
-    axes[-1][1].set_xlabel("|v₂| (effective readout)")
+    readout = labels("v2")
+    readout = readout if readout != "v2" else r"$|v_2|$"
+    axes[-1][0].set_xlabel(f"{readout} (effective readout)")
+    axes[-1][1].set_xlabel(f"{readout} (effective readout)")
     return axes
+

@@ -167,6 +167,11 @@ class SolveResponse(BaseModel):
     branches: list[BranchOut]
     equilibrium: str | None
     diagnostics: Diagnostics
+    model: dict[str, Any] | None = Field(
+        None, description="The validated spec that was solved, every default filled in (the request's model for a "
+        "sweep or phase diagram, where a swept field keeps the request's value): the fixed parameters of a "
+        "figure's caption."
+    )
     provenance: Provenance | None = None
 
 
@@ -281,6 +286,11 @@ class SweepResult(BaseModel):
         None, description="Continuation: the traced curves (one page, see curve_page); grid: null, with "
         "curves_reason."
     )
+    model: dict[str, Any] | None = Field(
+        None, description="The validated spec that was solved, every default filled in (the request's model for a "
+        "sweep or phase diagram, where a swept field keeps the request's value): the fixed parameters of a "
+        "figure's caption."
+    )
     provenance: Provenance | None = None
 
 
@@ -314,6 +324,11 @@ class BoundaryResult(BaseModel):
     lines: list[LineOut]
     critical_points: list[CriticalPointOut]
     reason: str = Field("", description="Why lines is empty, when it is.")
+    model: dict[str, Any] | None = Field(
+        None, description="The validated spec that was solved, every default filled in (the request's model for a "
+        "sweep or phase diagram, where a swept field keeps the request's value): the fixed parameters of a "
+        "figure's caption."
+    )
     provenance: Provenance | None = None
 
 

@@ -75,8 +75,10 @@ def answer(model: BaseModel, options: SolverOptions, settings: Settings) -> tupl
 
 
 def stamped(body: dict[str, Any], key: str, model: BaseModel) -> dict[str, Any]:
-    """A solve's body with its key and its provenance (this process computed it)."""
-    return {**body, "spec_hash": key, "provenance": provenance(key, seeds_in(model.model_dump(mode="json"), "model"))}
+    """A solve's body with its key, the validated model (every default filled in) and its provenance (this
+    process computed it)."""
+    spec = model.model_dump(mode="json")
+    return {**body, "spec_hash": key, "model": spec, "provenance": provenance(key, seeds_in(spec, "model"))}
 
 
 def _answer_in_child(send: Any, model: BaseModel, options: SolverOptions, settings: Settings) -> tuple[Any, bool]:

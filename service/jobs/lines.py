@@ -225,10 +225,10 @@ def job_curves(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> list[
 
 
 def job_summary(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Everything of a job's result but its points and curves, from the outcomes of its lines (in order); a job
-    without curves says why (``curves: null``, ``curves_reason``)."""
+    """Everything of a job's result but its points and curves, from the outcomes of its lines (in order), with the
+    validated ``model`` of the request; a job without curves says why (``curves: null``, ``curves_reason``)."""
     if is_boundary(payload):
-        return outcomes[0]
+        return {**outcomes[0], "model": payload["model"]}
     if len(payload["parameters"]) == 2:
         summary = diagram_summary(payload, [o["transitions"] for o in outcomes], joined_provenance(outcomes))
     else:
@@ -236,13 +236,14 @@ def job_summary(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> dict
     if job_curves(payload, outcomes) is None:
         reason = next((o["curves_reason"] for o in outcomes if o.get("curves_reason")), None)
         summary.update(curves=None, curves_reason=reason)
+    summary["model"] = payload["model"]  # every default filled in: the fixed parameters of a figure's caption
     return summary
 
 
 def assemble_job(payload: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
     """The result of any job from its computed lines (a sweep, a phase diagram's rows, a boundary job)."""
     if is_boundary(payload):
-        return line_outcome(lines[0])
+        return job_summary(payload, [line_outcome(lines[0])])
     if len(payload["parameters"]) == 2:
         return assemble_diagram(payload, lines)
     return assemble_line(payload, lines[0])

@@ -105,7 +105,7 @@ def test_the_installed_client_works_without_any_server_package(wheel: Path, tmp_
         z.extractall(site)
     with TestClient(create_app(Settings(redis_url=None, rate_limit_per_minute=0))) as api:
         canned = {"theories": api.get("/v1/theories").json(),
-                  "solve": api.post("/v1/solve", json={"model": POTENTIAL}).json()}
+                  "solve": api.post("/v1/solve", json={"model": {**POTENTIAL, "potential_samples": 51}}).json()}
     (tmp_path / "canned.json").write_text(json.dumps(canned))
     code = f"clients_dir = {str(site)!r}\n" + CHILD
     run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "canned.json"), ",".join(SERVER_PACKAGES),

@@ -69,3 +69,18 @@ def test_a_continuation_sweep_serves_its_curves_in_pages_and_its_provenance(clie
     done = wait(client, grid.json()["status_url"])
     assert done["result"]["curves"] is None and "grid" in done["result"]["curves_reason"]
     assert "curve_page" not in done and done["result"]["provenance"]["source"] == prov["source"]
+
+
+def test_every_result_carries_the_validated_model_with_its_defaults(client: TestClient) -> None:
+    # the caption of a figure needs the fixed parameters, also those the request left at their defaults
+    short = {"theory": "rubin_cavity", "mode": "potential"}
+    full = {**short, "sigma_w2": 0.5, "b": 0.3, "c": -0.3, "u": 29.45, "D": None, "potential_samples": 0}
+    assert client.post("/v1/solve", json={"model": short}).json()["model"] == full
+    jobs = [{"parameter": "u", "values": [25.0, 30.0]},
+            {"parameter": ["b", "u"], "values": [[0.3, 0.35], [25.0, 30.0]], "method": "grid"},
+            {"parameter": ["b", "u"], "values": [[0.3, 0.35], [20.0, 40.0]], "method": "boundary"}]
+    for job in jobs:
+        r = client.post("/v1/sweeps", json={"model": short, **job})
+        done = wait(client, r.json()["status_url"])
+        assert done["status"] == "finished", done
+        assert done["result"]["model"] == full, job

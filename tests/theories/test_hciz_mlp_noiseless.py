@@ -83,14 +83,14 @@ def test_equilibrium_jumps_to_perfect_recovery_at_gamma(sweep: dict) -> None:
         else:
             pr = names["perfect_recovery"]
             assert pt["equilibrium"] == "perfect_recovery" and pr["stable"]
-            _, observables = branch_tables(pt, pr)
+            _, observables = branch_tables(pt, pr)  # a compact point: the branch lists what differs from the point
             assert observables["free_entropy"] is None  # +∞ at Δ = 0, reported as non-finite
             assert observables["generalization_error"] < 1e-7
     # the unstable specialised branch between: its Q solves the reduced equation at every α > γ
     for pt in sweep["points"]:
         for b in pt["branches"]:
             if b["name"] == "specialized_unstable":
-                assert alpha_of(branch_tables(pt, b)[0]["Q"]) == pytest.approx(pt["parameter"], rel=1e-6)
+                assert alpha_of(b["order_parameters"]["Q"]) == pytest.approx(pt["parameter"], rel=1e-6)
 
 
 def test_no_nan_reaches_lapack(capfd: pytest.CaptureFixture[str]) -> None:

@@ -49,3 +49,29 @@ def test_each_branch_is_named_like_its_stationary_point() -> None:
     assert aligned["branch_f_minus_f0"] == -aligned["branch_depth"]
     assert barrier["branch_depth"] is None and barrier["branch_height"] > 0
     assert barrier["branch_height"] == barrier["branch_f_minus_f0"]
+
+
+def test_the_sampled_potential_is_the_blog_formula_on_both_sides_with_every_well_a_sample() -> None:
+    u = 75 * math.pi / 8  # equal depth: the aligned wells at ±1/√2 lie exactly at the centre's level
+    spec = TypeAdapter(THEORY.spec_model).validate_python(
+        {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": SW, "b": B, "c": C, "u": u,
+         "potential_samples": 61})
+    body = solve_json(THEORY, spec, SolverOptions())
+    curve = body["observables"]["potential_curve"]
+    rho, value = curve["rho"], curve["value"]
+    assert rho == sorted(rho) and len(rho) == 61 + 4  # the grid and the aligned well and barrier at ±ρ
+    assert rho[0] == -rho[-1] == -max(1.0, 1.4 / math.sqrt(2))  # ρ_max: the outermost well and beyond
+    for r, v in zip(rho, value, strict=True):
+        assert v == pytest.approx(blog_potential(r, u) - blog_potential(0.0, u), abs=1e-13)
+    at = dict(zip(rho, value, strict=True))
+    (aligned,) = [w for w in body["observables"]["potential_wells"] if w["kind"] == "aligned"]
+    (barrier,) = body["observables"]["barriers"]
+    assert aligned["rho"] == pytest.approx(1 / math.sqrt(2), abs=1e-12)
+    for sign in (1, -1):
+        assert at[sign * aligned["rho"]] == pytest.approx(0.0, abs=1e-13)
+        assert at[sign * barrier["rho"]] == barrier["f_minus_f0"]
+    assert min(value) == pytest.approx(0.0, abs=1e-13)  # no sample lies below the three degenerate wells
+    # one curve per parameter point, not per branch; without potential_samples nothing is reported
+    assert all("potential_curve" not in (b["observables"] or {}) for b in body["branches"])
+    plain = TypeAdapter(THEORY.spec_model).validate_python({"theory": "rubin_cavity", "mode": "potential", "u": u})
+    assert "potential_curve" not in solve_json(THEORY, plain, SolverOptions())["observables"]

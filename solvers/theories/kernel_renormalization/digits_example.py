@@ -1,9 +1,9 @@
 """Worked example: Q̄(T) and the class-manifold distance D²(T) on scikit-learn's digits 3 vs 8.
 
-    python -m solvers.theories.kernel_renormalization.digits_example [--png docs/img/kernel_renormalization_digits.png]
+    python -m solvers.theories.kernel_renormalization.digits_example
 
-Prints a markdown table (the numbers quoted in the documentation) and, with ``--png``, draws both
-curves for two widths plus a shuffled-label control (matplotlib, the ``plot`` extra).
+Prints a markdown table (the numbers quoted in the documentation). The figure of both curves for two widths plus a
+shuffled-label control is drawn from the served sweeps by ``python -m benchmarks.figure_digits``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from solvers.theories.kernel_renormalization.spec import KernelRenormalizationSp
 CLASSES = [3, 8]
 P, P_TEST, SEED = 250, 100, 0
 WIDTHS = (50, 200)
-TEMPERATURES = np.geomspace(1e-4, 1e2, 61)
 TABLE_TEMPERATURES = (1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
 
 
@@ -73,44 +72,11 @@ def table(N1: int) -> str:
     return "\n".join(lines)
 
 
-def plot(path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_q, ax_d, ax_c) = plt.subplots(1, 3, figsize=(14, 4))
-    for N1, color in zip(WIDTHS, ("tab:blue", "tab:orange"), strict=True):
-        c = curves(digits_spec(N1), TEMPERATURES)
-        ax_q.semilogx(c["T"], c["Qbar"], color=color, label=f"N1 = {N1} (α = {P / N1:g})")
-        ax_d.semilogx(c["T"], c["D2"], color=color, label=f"N1 = {N1}")
-        if WIDTHS[0] == N1:
-            ax_c.semilogx(c["T"], c["D2"] / c["D2_nngp"], color=color, label=f"true labels, N1 = {N1}")
-    ax_d.semilogx(c["T"], c["D2_nngp"], "k--", label="infinite width (NNGP)")
-    ctrl = curves(shuffled_spec(WIDTHS[0]), TEMPERATURES)
-    ax_c.semilogx(ctrl["T"], ctrl["D2"] / ctrl["D2_nngp"], color="tab:gray", label=f"shuffled labels, N1 = {WIDTHS[0]}")
-    for ax in (ax_q, ax_c):
-        ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax_q.set(xlabel="temperature T", ylabel="Q̄", title="order parameter Q̄(T)")
-    ax_d.set(xlabel="temperature T", ylabel="⟨D²⟩", title="class-manifold distance D²(T)")
-    ax_c.set(xlabel="temperature T", ylabel="⟨D²⟩ / D²_NNGP", title="control: shuffled training labels")
-    for ax in (ax_q, ax_d, ax_c):
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Bayesian 1-hidden-layer erf network, digits {CLASSES[0]} vs {CLASSES[1]}, P = {P}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--png", help="write the figure to this path")
-    args = parser.parse_args()
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     for N1 in WIDTHS:
         print(table(N1))
         print()
-    if args.png:
-        plot(args.png)
-        print(f"figure written to {args.png}")
 
 
 if __name__ == "__main__":

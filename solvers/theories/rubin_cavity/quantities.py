@@ -6,20 +6,22 @@ from solvers.theories.quantities import Quantity, nested, records, table
 
 P, OP, OBS = ("parameters",), ("order_parameters",), ("observables",)
 
-WELL_COLUMNS = (
+STATIONARY = (
     Quantity("rho", r"$\rho$", "position of the stationary point"),
-    Quantity("depth", r"$\tilde U(0) - \tilde U(\rho)$", "how far the well lies below ρ = 0 (potential per D)"),
-    Quantity("f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$", "potential per D relative to ρ = 0 (signed)"),
+    Quantity("f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$", "value of the potential per D relative to ρ = 0"),
     Quantity("curvature", r"$\tilde U''(\rho)$", "curvature of the potential per D there"),
+)
+WELL_COLUMNS = (
+    *STATIONARY,
+    Quantity("depth", r"$\tilde U(0) - \tilde U(\rho)$", "how far the well lies below ρ = 0 (potential per D)"),
     Quantity("kind", r"$\mathrm{kind}$", "center or aligned"),
     Quantity("weight", r"$p_{\mathrm{well}}$", "probability of the basin under the finite-D law (with D)"),
     Quantity("mean_rho2", r"$\langle\rho^2\rangle_{\mathrm{well}}$", "E[ρ²] within the basin (with D)"),
 )
 WELLS = records("potential_wells", "well", WELL_COLUMNS, "one record per well of the potential")
 BARRIER_COLUMNS = (
-    WELL_COLUMNS[0],
+    *STATIONARY,
     Quantity("height", r"$\tilde U(\rho) - \tilde U(0)$", "how far the barrier rises above ρ = 0 (potential per D)"),
-    *WELL_COLUMNS[2:4],
 )
 BARRIERS = records("barriers", "barrier", BARRIER_COLUMNS, "one record per barrier between wells")
 
@@ -69,16 +71,20 @@ QUANTITIES = table(
     Quantity("phase", r"$\mathrm{phase}$", "GFL, GMFL-I or GMFL-II"),
     *WELLS,
     *BARRIERS,
+    Quantity("potential_curve.rho", r"$\rho$", "overlap at which the potential is sampled (ρ of both signs)",
+             dims=("sample",)),
+    Quantity("potential_curve.value", r"$\tilde U(\rho) - \tilde U(0)$",
+             "the potential per D relative to ρ = 0, at potential_curve.rho", dims=("sample",)),
     Quantity("test_mse", r"$\varepsilon_g$", "test mean squared error of the posterior mean, b² + 6c²"),
     Quantity("center_curvature", r"$\tilde U''(0)$", "curvature of the potential per D at ρ = 0"),
     Quantity("depth_gap", r"$\Delta\tilde U$",
              "depth of the deepest aligned well relative to ρ = 0 (negative: below the centre)"),
     Quantity("branch_depth", r"$\tilde U(0) - \tilde U(\rho)$",
-             "how far this branch's stationary point lies below ρ = 0 (a minimum; null at a maximum)"),
+             "how far this branch's well lies below ρ = 0 (null for a barrier)"),
     Quantity("branch_height", r"$\tilde U(\rho) - \tilde U(0)$",
-             "how far this branch's stationary point rises above ρ = 0 (a maximum; null at a minimum)"),
+             "how far this branch's barrier rises above ρ = 0 (null for a well)"),
     Quantity("branch_f_minus_f0", r"$\tilde U(\rho) - \tilde U(0)$",
-             "value of the potential per D at this branch's point relative to ρ = 0 (signed)"),
+             "the potential per D at this branch's stationary point relative to ρ = 0"),
     Quantity("branch_curvature", r"$\tilde U''(\rho)$", "curvature of the potential at this branch's point"),
     Quantity("aligned_weight_scaled", r"$\omega\eta D$", "aligned mass times η D (finite as D → ∞)"),
     Quantity("learned_fraction_linear", "$1 - b$", "learned fraction of the linear target mode"),

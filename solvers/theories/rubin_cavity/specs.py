@@ -73,6 +73,15 @@ class PotentialSpec(BaseModel):
         description="Input dimension d. Optional: when given, well weights and R = E[ρ²] are computed for the "
         "finite-D law p(ρ) ∝ exp(−D Ũ_u(ρ)/D); when null only the D → ∞ (saddle-point) picture is reported.",
     )
+    potential_samples: int = Field(
+        0,
+        ge=0,
+        le=501,  # every point of a sweep carries its curve: ~2 × 501 numbers a point at most, as a kernel's predictor
+        description="When > 0, the potential itself is reported, observables.potential_curve = {rho, value}: "
+        "Ũ_u(ρ)/D − Ũ_u(0)/D at this many equally spaced ρ on [−ρ_max, ρ_max] (one more for an even number: the "
+        "grid is symmetric about ρ = 0) and at every stationary point ±ρ, "
+        "ρ_max = max(1, 1.4 × the outermost stationary point) (for drawing U(ρ)). 0: not reported.",
+    )
 
 
 class _NetworkSpec(BaseModel):

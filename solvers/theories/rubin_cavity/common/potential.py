@@ -257,6 +257,18 @@ class OverlapPotential:
             pts.append(StationaryPoint(rho, float(self.F(s)) - f0, curv, "aligned" if curv > 0 else "barrier"))
         return pts
 
+    def sampled(self, n: int) -> tuple[list[float], list[float]]:
+        """(ρ, f(ρ) − f(0)) in increasing ρ: ``n`` equally spaced ρ on [−ρ_max, ρ_max] (n + 1 for an even n: the
+        grid is symmetric and holds ρ = 0) and every stationary point at ±ρ, so each well and barrier is a sample;
+        ρ_max = max(1, 1.4 × the outermost stationary point) shows the rise beyond the outer wells."""
+        pts = self.stationary_points()
+        rho_max = max(1.0, 1.4 * max(p.rho for p in pts))
+        half = np.linspace(0.0, rho_max, n // 2 + 1)
+        grid = np.concatenate([-half[::-1], half[1:]])
+        rho = np.unique(np.concatenate([grid, [p.rho for p in pts], [-p.rho for p in pts]]))
+        values = np.asarray(self.value(rho), dtype=float) - float(self.value(0.0))
+        return [float(r) + 0.0 for r in rho], [float(v) for v in values]
+
     def wells(self) -> list[StationaryPoint]:
         """Local minima: the center when it is locally stable, and every aligned well."""
         return [p for p in self.stationary_points() if p.curvature > 0]

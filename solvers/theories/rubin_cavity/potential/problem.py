@@ -21,7 +21,7 @@ import numpy as np
 from solvers.core.errors import is_numerical
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.problem import Problem
-from solvers.core.results import Report
+from solvers.core.results import Catalogue, Notes, Report
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES, guarded, guarded_scalar
 from solvers.theories.rubin_cavity.common.observables import barrier_record, well_record
 from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
@@ -148,6 +148,11 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
         }
         return Report(order_parameters, observables)
 
+    def notes(cat: Catalogue) -> Notes:
+        """The potential itself, sampled (one curve per parameter point, not per branch)."""
+        rho, value = pot(cat.parameter).sampled(spec.potential_samples)
+        return Notes(observables={"potential_curve": {"rho": rho, "value": value}})
+
     return Problem(
         residual=guarded(residual, (1,)),
         dim=1,
@@ -161,6 +166,7 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
         scale=np.array([1.0]),
         names=("rho",),
         report=report,
+        notes=notes if spec.potential_samples > 0 else None,
     )
 
 

@@ -24,7 +24,8 @@ class PotentialTheory(Theory):
     spec_model: ClassVar[Any] = PotentialSpec
     sweepable: ClassVar[tuple[str, ...]] = ("u", "b", "c", "sigma_w2", "D")
     examples: ClassVar[tuple[Example, ...]] = (
-        Example({"theory": "rubin_cavity", "mode": "potential", "u": 29.45, "D": 150.0}, "u", (20.0, 30.0, 40.0)),
+        Example({"theory": "rubin_cavity", "mode": "potential", "u": 29.45, "D": 150.0, "potential_samples": 21}, "u",
+                (20.0, 30.0, 40.0)),
     )
 
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:

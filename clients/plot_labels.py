@@ -1,0 +1,149 @@
+"""The words and symbols on SaddleLab's figures: each quantity's symbol from its theory's served table, the caption
+line of fixed parameters, and one name per kind of transition for every plot.
+
+The symbols come from the server (``GET /v1/theories``: each theory's quantity table, ``Client.quantities``); the
+client keeps no table of its own. Pass a :class:`~clients.client.Client` (or a table) as ``symbols=`` to a plot;
+without one, a quantity is labelled by its dotted name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clients.names import flatten, is_number
+
+#: A theory's quantity table as served: dotted name -> {"symbol", "description", ...}.
+Table = Mapping[str, Mapping[str, Any]]
+#: Fields of a model that name it rather than fix a parameter.
+NAMING_FIELDS = ("theory", "mode")
+#: Fields of a model that choose what is reported, not what is computed: never in a caption.
+OUTPUT_FIELDS = ("potential_samples",)
+#: A caption line breaks after about this many characters (where the figure's width does not say) …
+CAPTION_WIDTH = 110
+#: … and stops after this many lines (the whole model is the result's ``model``).
+CAPTION_LINES = 3
+#: A nested setting with more fields than this (a solver's knobs) is left out of a caption.
+NESTED_FIELDS = 5
+
+
+class Symbols:
+    """Labels of one theory's quantities: the served symbol (mathtext) of a dotted name, else the name itself."""
+
+    def __init__(self, table: Table | None = None):
+        self.table: Table = table or {}
+
+    @classmethod
+    def of(cls, source: Any, theory: str | None) -> Symbols:
+        """From a client (anything with ``quantities(theory)``), a table, an existing :class:`Symbols` or None."""
+        if isinstance(source, Symbols):
+            return source
+        if source is None:
+            return cls()
+        if callable(getattr(source, "quantities", None)):
+            return cls(source.quantities(theory) if theory else None)
+        if isinstance(source, Mapping):
+            return cls(source)
+        raise TypeError("symbols= takes a Client, a quantity table (name -> {'symbol', ...}) or None")
+
+    def __call__(self, name: str) -> str:
+        entry = self.table.get(name)
+        return str(entry["symbol"]) if entry and entry.get("symbol") else name
+
+    def describe(self, name: str) -> str | None:
+        entry = self.table.get(name)
+        return str(entry["description"]) if entry and entry.get("description") else None
+
+
+def number(value: float) -> str:
+    """A number as a figure shows it: four significant digits, a true minus sign."""
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return text.replace("-", "−")
+
+
+def value_label(value: float) -> str:
+    """A located transition's value, to six significant digits (28.3225, 29.4524)."""
+    return f"{value:.6g}".replace("-", "−")
+
+
+def _visible(text: str) -> int:
+    """Roughly how many characters a mathtext string shows (``$\\sigma_w^2$`` shows three)."""
+    shown, i = 0, 0
+    while i < len(text):
+        if text[i] == "\\":
+            j = i + 1
+            while j < len(text) and text[j].isalpha():
+                j += 1
+            shown, i = shown + 1, j
+            continue
+        shown += text[i] not in "${}^_"
+        i += 1
+    return shown
+
+
+def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[str, ...] = (),
+            width: int = CAPTION_WIDTH) -> str | None:
+    """The fixed parameters of a result: its theory and mode, then every scalar field of its model (a short nested
+    setting's by dotted name, ``data.P``) but the swept ones and ``exclude``, each as ``symbol = value``, broken
+    into lines of about ``width`` characters between parameters (at most :data:`CAPTION_LINES`). None without a
+    model."""
+    if not model:
+        return None
+    head = ", ".join(str(model[k]) for k in NAMING_FIELDS if isinstance(model.get(k), str))
+    parts = []
+    for name, value in _settings(model).items():
+        if name in NAMING_FIELDS or name in OUTPUT_FIELDS or name in exclude:
+            continue
+        shown = number(value) if is_number(value) else value
+        parts.append(f"{symbols(name)} = {shown}")
+    if not parts:
+        return head or None
+    lines, line = [], f"{head}: " if head else ""
+    for k, part in enumerate(parts):
+        piece = part + (", " if k + 1 < len(parts) else "")
+        if _visible(line) + _visible(piece) > width and line.strip():
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line)
+    if len(lines) > CAPTION_LINES:
+        lines = [*lines[:CAPTION_LINES - 1], lines[CAPTION_LINES - 1].rstrip(", ") + ", …"]
+    return "\n".join(lines)
+
+
+def _shown(value: Any) -> bool:
+    """A value a caption writes: a number or a word (not a flag, a list or null)."""
+    return not isinstance(value, bool) and (is_number(value) or isinstance(value, str))
+
+
+def _settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's scalar fields, and those of a nested setting by dotted name (``data.P``) when it is short (at
+    most :data:`NESTED_FIELDS` of them: a data set, a target), not a solver's many knobs."""
+    out: dict[str, Any] = {}
+    for name, value in model.items():
+        if isinstance(value, Mapping):
+            leaves = {f"{name}.{k}": v for k, v in flatten(value).items() if _shown(v)}
+            if len(leaves) <= NESTED_FIELDS:
+                out.update(leaves)
+        elif _shown(value):
+            out[name] = value
+    return out
+
+
+def transition_name(kind: str, type_: str | None = None) -> str:
+    """One name per kind of special point, the same in branch diagrams and in grid and traced phase diagrams:
+    a boundary job's ``stability_loss`` line and a sweep's ``spinodal`` of type ``bifurcation`` are both a
+    stability loss; a fold is a spinodal."""
+    if kind == "first_order":
+        return "first order"
+    if kind == "stability_loss" or type_ in ("bifurcation", "stability_loss"):
+        return "stability loss"
+    if kind == "spinodal":
+        return "spinodal"
+    return kind.replace("_", " ")
+
+
+def line_name(kind: str, type_: str | None, branches: Any) -> str:
+    """A phase-diagram line's name: its kind as :func:`transition_name` says, and its branches in sorted order."""
+    names = sorted(str(b) for b in branches or ())
+    return f"{transition_name(kind, type_)} ({'/'.join(names)})" if names else transition_name(kind, type_)

@@ -1,0 +1,124 @@
+"""Transitions on a figure: a thin vertical line at each located special point, its value written just above the
+axes (clear of the data), the labels of close values stacked in rows so that none covers another, and each
+special point marked where it lies on its curve.
+
+Every artist drawn here has a ``gid`` (``transition:<kind>``, ``transition-label``, ``special:<kind>``), so a test
+can find what was drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from clients.names import is_number
+from clients.plot_labels import transition_name, value_label
+from clients.plot_paths import CurveMark
+from clients.plot_style import MARKERS, transition_style
+
+LABEL, PLACER = "transition-label", "transition-label-placer"
+#: Pixels kept free between two value labels of one row.
+GAP = 3.0
+#: Points between the top of the axes and the first row of value labels, and from one row to the next.
+ROW_OFFSET, ROW_HEIGHT = 2.0, 9.0
+
+
+def _renderer(ax: Any) -> Any:
+    canvas = ax.figure.canvas
+    get = getattr(canvas, "get_renderer", None)
+    if get is not None:
+        return get()
+    from matplotlib.backend_bases import _get_renderer  # a backend without its own: draw once to get one
+
+    return _get_renderer(ax.figure)
+
+
+def _overlaps(box: Any, placed: Sequence[Any]) -> bool:
+    return any(box.x0 < other.x1 + GAP and other.x0 < box.x1 + GAP for other in placed)
+
+
+def place_labels(texts: Sequence[Any], renderer: Any, margin: float = 0.0) -> int:
+    """Stack value labels (annotations just above the axes, offset in points) in rows: each goes to the lowest row
+    where it overlaps no label already placed, each label counted ``margin`` times wider than it is (room for the
+    axes to shrink when the figure is laid out). Returns the number of rows used."""
+    rows: list[list[Any]] = []
+    for text in sorted(texts, key=lambda t: t.xy[0]):
+        for r in range(len(texts)):
+            if r == len(rows):
+                rows.append([])
+            text.set_position((0.0, ROW_OFFSET + ROW_HEIGHT * r))
+            box = text.get_window_extent(renderer)
+            grow = margin * box.width / 2
+            box = box.from_extents(box.x0 - grow, box.y0, box.x1 + grow, box.y1)
+            if not _overlaps(box, rows[r]):
+                rows[r].append(box)
+                break
+    return len(rows)
+
+
+def _add_placer(ax: Any) -> None:
+    """An artist that places the axes' value labels again when the figure is drawn, at its final layout (a layout
+    engine may have narrowed the axes since the labels were written); drawn before the labels it moves."""
+    if any(a.get_gid() == PLACER for a in ax.artists):
+        return
+    from matplotlib.artist import Artist
+
+    class LabelPlacer(Artist):
+        def draw(self, renderer: Any) -> None:
+            place_labels([t for t in ax.texts if t.get_gid() == LABEL], renderer)
+
+    placer = LabelPlacer()
+    placer.set_zorder(-100)
+    placer.set_gid(PLACER)
+    ax.add_artist(placer)
+
+
+def _title_above(ax: Any, rows: int) -> None:
+    """Titles of these axes go above the rows of value labels (a title set later with ``set_title`` takes its own
+    ``pad``)."""
+    import matplotlib
+
+    offset = getattr(ax, "_set_title_offset_trans", None)  # the setter behind set_title(pad=…)
+    if offset is not None:
+        offset(float(matplotlib.rcParams["axes.titlepad"]) + ROW_HEIGHT * rows)
+
+
+def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, values: bool = True,
+                     legend: bool = True) -> int:
+    """A thin vertical line at each transition, styled by its kind, and (``values``) its value just above the
+    axes, over its line; the values of every result drawn on these axes are placed together, and the axes' titles
+    above them. Returns the number of rows of value labels."""
+    # names already in the legend and values already written, by an earlier result drawn on these axes
+    seen = {str(ln.get_label()) for ln in ax.get_lines() if str(ln.get_gid()).startswith("transition:")}
+    labels = [t for t in ax.texts if t.get_gid() == LABEL]
+    for tr in transitions:
+        x = tr.get("parameter")
+        if not is_number(x):
+            continue
+        name = transition_name(tr["kind"], tr.get("type"))
+        style = transition_style(name)
+        ax.axvline(x, linewidth=0.7, alpha=0.55, zorder=1, gid=f"transition:{tr['kind']}",
+                   label=name if legend and name not in seen else None, **style)
+        seen.add(name)
+        if values:
+            labels.append(ax.annotate(value_label(float(x)), (x, 1.0), xycoords=ax.get_xaxis_transform(),
+                                      xytext=(0.0, ROW_OFFSET), textcoords="offset points", ha="center",
+                                      va="bottom", fontsize="x-small", color=style["color"],
+                                      gid=LABEL, annotation_clip=False))
+    if not labels:
+        return 0
+    rows = place_labels(labels, _renderer(ax), margin=0.5)
+    _add_placer(ax)
+    _title_above(ax, rows)
+    return rows
+
+
+def mark_on_curves(ax: Any, marks: Sequence[CurveMark]) -> None:
+    """Each special point where it lies on its curve: a fold at its turning point, a stability loss on the branch
+    that loses it, a first-order point at both ends of its jump."""
+    for m in marks:
+        name = transition_name(m.kind, m.type)
+        style = transition_style(name)
+        ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS.get(name, "o"), markersize=4.5,
+                markerfacecolor="white" if name == "spinodal" else style["color"],
+                markeredgecolor=style["color"], zorder=6, gid=f"special:{m.kind}")

@@ -1,0 +1,310 @@
+"""What a figure of a sweep draws, as plain data (no matplotlib): each branch's stretches of one stability, the
+equilibrium path with its jumps, and where each special point lies on its curve.
+
+A continuation result serves the curves it traced (``result["curves"]``, ``docs/architecture.md``): every row a
+solution, folds as turning points shared by the two branches that meet there, each special point a row of the
+curves it involves. Figures are drawn from them, so folds close and jumps sit at their refined values. A result
+without curves (a grid sweep) is drawn from its requested values only, and nothing is drawn between them that was
+not computed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clients.names import is_number
+from clients.tables import branch_of, value_of
+
+#: Two parameter values closer than this fraction of the swept range are the same point.
+SAME = 1e-9
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """A piece of one branch with one stability (None: the theory gives none), in the order it was traced."""
+
+    branch: str
+    stable: bool | None
+    x: list[float]
+    y: list[float]
+
+
+@dataclass(frozen=True)
+class CurveMark:
+    """A special point where it lies on a traced curve (a fold is its turning point)."""
+
+    kind: str
+    type: str | None
+    parameter: float
+    y: float
+    branches: tuple[str, ...]
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if is_number(v) and math.isfinite(v) else None
+
+
+def curve_values(curve: Mapping[str, Any], quantity: str) -> list[Any] | None:
+    """The column of ``quantity`` (dotted name) on a traced curve, None if the curve does not carry it."""
+    for group in ("order_parameters", "observables"):
+        column = (curve.get(group) or {}).get(quantity)
+        if column is not None:
+            return list(column)
+    return None
+
+
+def traced(result: Mapping[str, Any], quantity: str) -> list[Mapping[str, Any]]:
+    """The traced curves of a one-parameter result that carry ``quantity`` (none for a grid sweep)."""
+    return [c for c in result.get("curves") or [] if curve_values(c, quantity) is not None]
+
+
+def _span(result: Mapping[str, Any]) -> float:
+    xs = [p["parameter"] for p in result.get("points", []) if is_number(p.get("parameter"))]
+    return (max(xs) - min(xs)) if len(xs) > 1 else 1.0
+
+
+def _curve_stretches(curve: Mapping[str, Any], quantity: str) -> list[Stretch]:
+    """A curve's stretches of one (branch, stability) in the order traced; each starts where the last one ended
+    (a fold's row is written twice, once per branch), so the curve stays one line."""
+    ys = curve_values(curve, quantity) or []
+    out: list[Stretch] = []
+    current: Stretch | None = None
+    previous: tuple[float, float] | None = None
+    for branch, x, y, stable in zip(curve["branch"], curve["parameter"], ys, curve["stable"], strict=True):
+        y = _number(y)
+        if y is None or x is None:
+            current, previous = None, None
+            continue
+        if current is None or (branch, stable) != (current.branch, current.stable):
+            current = Stretch(branch, stable, [], [])
+            if previous is not None and previous != (x, y):
+                current.x.append(previous[0])
+                current.y.append(previous[1])
+            out.append(current)
+        current.x.append(float(x))
+        current.y.append(y)
+        previous = (float(x), y)
+    return out
+
+
+def _monotone(s: Stretch) -> list[Stretch]:
+    """A stretch cut where it turns back in the parameter (a mirror image traced back over itself), each piece
+    keeping the turning point."""
+    pieces: list[Stretch] = []
+    start, direction = 0, 0.0
+    for i in range(1, len(s.x)):
+        step = s.x[i] - s.x[i - 1]
+        if step * direction < 0:  # turned back at the row before (rows repeated at a special point do not count)
+            pieces.append(Stretch(s.branch, s.stable, s.x[start:i], s.y[start:i]))
+            start = i - 1
+        if step != 0:
+            direction = step
+    pieces.append(Stretch(s.branch, s.stable, s.x[start:], s.y[start:]))
+    return pieces
+
+
+def _covers(p: Stretch, q: Stretch, tol_x: float, tol_y: float) -> bool:
+    """Whether monotone piece ``q`` lies on monotone piece ``p`` (same branch and stability)."""
+    if (p.branch, p.stable) != (q.branch, q.stable) or len(p.x) < 2:
+        return False
+    order = sorted(range(len(p.x)), key=p.x.__getitem__)
+    px, py = [p.x[i] for i in order], [p.y[i] for i in order]
+    for x, y in zip(q.x, q.y, strict=True):
+        if x < px[0] - tol_x or x > px[-1] + tol_x:
+            return False
+        k = min(max(bisect.bisect_left(px, x), 1), len(px) - 1)
+        x0, x1, y0, y1 = px[k - 1], px[k], py[k - 1], py[k]
+        on = y0 if x1 == x0 else y0 + (y1 - y0) * (min(max(x, x0), x1) - x0) / (x1 - x0)
+        if abs(on - y) > tol_y:
+            return False
+    return True
+
+
+def _without_retraces(pieces: list[Stretch], tol_x: float, tol_y: float) -> list[Stretch]:
+    """Leave out every piece that lies on a longer one (a curve through a symmetric point traces each mirror
+    image, which reads the same in a symmetric quantity): a dashed line is never drawn twice over itself."""
+    kept: list[int] = []
+    for i in sorted(range(len(pieces)), key=lambda i: -len(pieces[i].x)):  # the most finely traced first
+        if not any(_covers(pieces[k], pieces[i], tol_x, tol_y) for k in kept):
+            kept.append(i)
+    return [pieces[i] for i in sorted(kept)]
+
+
+def _point_stretches(result: Mapping[str, Any], quantity: str, branch: str) -> list[Stretch]:
+    """A branch at the requested values only (a grid sweep): consecutive values where it exists."""
+    out: list[Stretch] = []
+    current: Stretch | None = None
+    for pt in result["points"]:
+        b = branch_of(pt, branch)
+        y = _number(value_of(b, quantity)) if b is not None and b.get("converged") else None
+        if y is None:
+            current = None
+            continue
+        stable = b.get("stable") if b is not None else None
+        if current is None or stable != current.stable:
+            start = ([current.x[-1]], [current.y[-1]]) if current is not None else ([], [])
+            current = Stretch(branch, stable, *start)
+            out.append(current)
+        current.x.append(float(pt["parameter"]))
+        current.y.append(y)
+    return out
+
+
+def stretches(result: Mapping[str, Any], quantity: str, branches: Sequence[str]) -> list[Stretch]:
+    """Every branch's stretches of one stability: from the traced curves, else from the requested values."""
+    curves = traced(result, quantity)
+    if curves:
+        pieces = [p for c in curves for s in _curve_stretches(c, quantity) if s.branch in branches
+                  for p in _monotone(s)]
+        ys = [y for p in pieces for y in p.y]
+        scale = (max(ys) - min(ys)) if ys else 1.0
+        # within 1 % of the drawn range a retrace is invisible, whatever the spacing of its rows near a fold
+        return _without_retraces(pieces, SAME * _span(result), 1e-2 * (scale or 1.0))
+    return [s for name in branches for s in _point_stretches(result, quantity, name)]
+
+
+def curve_marks(result: Mapping[str, Any], quantity: str) -> list[CurveMark]:
+    """The special points on the traced curves, each once per (kind, parameter, value)."""
+    seen: set[tuple[str, float, float]] = set()
+    out: list[CurveMark] = []
+    for curve in traced(result, quantity):
+        ys = curve_values(curve, quantity) or []
+        for sp in curve.get("special") or []:
+            y = _number(ys[sp["index"]]) if 0 <= sp["index"] < len(ys) else None
+            if y is None:
+                continue
+            key = (sp["kind"], round(sp["parameter"], 9), round(y, 9))
+            if key not in seen:
+                seen.add(key)
+                out.append(CurveMark(sp["kind"], sp.get("type"), float(sp["parameter"]), y,
+                                     tuple(sp.get("branches") or ())))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the equilibrium
+
+
+@dataclass(frozen=True)
+class _Segment:
+    branch: str
+    xs: list[float]  # requested values where this branch is the equilibrium
+
+
+def _segments(result: Mapping[str, Any]) -> list[_Segment | None]:
+    """Runs of requested values with one equilibrium branch (None: a value without an equilibrium)."""
+    out: list[_Segment | None] = []
+    for pt in sorted(result["points"], key=lambda p: p["parameter"]):
+        eq = pt.get("equilibrium")
+        if eq is None:
+            if out and out[-1] is not None:
+                out.append(None)
+            continue
+        last = out[-1] if out else None
+        if last is not None and last.branch == eq:
+            last.xs.append(float(pt["parameter"]))
+        else:
+            out.append(_Segment(eq, [float(pt["parameter"])]))
+    return out
+
+
+def _boundary(result: Mapping[str, Any], a: _Segment, b: _Segment) -> Mapping[str, Any] | None:
+    """The transition between two consecutive equilibria: in the interval between them, involving both (a
+    first-order point preferred), else one of them; None when the result reports none there."""
+    lo, hi = a.xs[-1], b.xs[0]
+    tol = SAME * _span(result)
+    inside = [t for t in result.get("transitions", [])
+              if is_number(t.get("parameter")) and lo - tol <= t["parameter"] <= hi + tol]
+    both = [t for t in inside if {a.branch, b.branch} <= set(t.get("branches") or ())]
+    either = [t for t in inside if {a.branch, b.branch} & set(t.get("branches") or ())]
+    for group in (both, either):
+        group.sort(key=lambda t: t["kind"] != "first_order")
+        if group:
+            return group[0]
+    return None
+
+
+def _rows(result: Mapping[str, Any], quantity: str, branch: str, lo: float, hi: float) -> list[tuple[float, float]]:
+    """(parameter, value) of ``branch`` on the traced curves within [lo, hi], in increasing parameter, one row per
+    parameter (stable rows first: the equilibrium is a stable branch)."""
+    tol = SAME * _span(result)
+    rows: list[tuple[bool, float, float]] = []
+    for curve in traced(result, quantity):
+        ys = curve_values(curve, quantity) or []
+        for name, x, y, stable in zip(curve["branch"], curve["parameter"], ys, curve["stable"], strict=True):
+            y = _number(y)
+            if name == branch and y is not None and x is not None and lo - tol <= x <= hi + tol:
+                rows.append((stable is False, float(x), y))
+    out: list[tuple[float, float]] = []
+    for _, x, y in sorted(rows, key=lambda r: (r[1], r[0])):
+        if not out or x - out[-1][0] > tol:
+            out.append((x, y))
+    return out
+
+
+def _requested(result: Mapping[str, Any], quantity: str, seg: _Segment) -> list[tuple[float, float]]:
+    """The equilibrium's values at the requested values of a segment (no curve carries its branch)."""
+    out = []
+    for pt in result["points"]:
+        y = _number(value_of(pt, quantity))
+        if pt.get("equilibrium") == seg.branch and float(pt["parameter"]) in seg.xs and y is not None:
+            out.append((float(pt["parameter"]), y))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class EquilibriumPath:
+    """The equilibrium's value along the sweep, NaN where it is interrupted; ``jumps``: the first-order points,
+    each drawn as two consecutive rows at its parameter (a vertical segment)."""
+
+    x: list[float]
+    y: list[float]
+    jumps: list[float]
+
+
+def equilibrium_path(result: Mapping[str, Any], quantity: str) -> EquilibriumPath:
+    """The equilibrium branch's ``quantity`` from the traced curves, changing branch at the reported transitions:
+    vertically at a first-order point (both sides' values at its parameter), continuously at a stability loss
+    or a fold. Where a result has no curve of the equilibrium branch, its requested values stand in, and where
+    two equilibria meet at no reported transition, the path is interrupted rather than joined."""
+    segments = _segments(result)
+    xs: list[float] = []
+    ys: list[float] = []
+    jumps: list[float] = []
+    have_curves = bool(traced(result, quantity))
+    for i, seg in enumerate(segments):
+        if seg is None:
+            xs.append(math.nan)
+            ys.append(math.nan)
+            continue
+        before = segments[i - 1] if i > 0 else None
+        after = segments[i + 1] if i + 1 < len(segments) else None
+        left = _boundary(result, before, seg) if before is not None else None
+        right = _boundary(result, seg, after) if after is not None else None
+        lo = float(left["parameter"]) if left is not None else seg.xs[0]
+        hi = float(right["parameter"]) if right is not None else seg.xs[-1]
+        rows = _rows(result, quantity, seg.branch, lo, hi) if have_curves else []
+        if not rows:
+            rows = _requested(result, quantity, seg)
+        tol = SAME * _span(result)
+        meet = (left is not None and bool(rows) and bool(xs) and abs(rows[0][0] - lo) <= tol
+                and abs(xs[-1] - lo) <= tol)
+        if xs and not meet:
+            xs.append(math.nan)  # two equilibria meet at no point that both reach: do not join them
+            ys.append(math.nan)
+        elif meet and left is not None and left["kind"] == "first_order":
+            jumps.append(float(left["parameter"]))
+        for x, y in rows:
+            xs.append(x)
+            ys.append(y)
+    return EquilibriumPath(xs, ys, jumps)
+
+
+def varies(values: Sequence[Any]) -> bool:
+    """Whether a quantity takes more than one numeric value (up to rounding)."""
+    numbers = [v for v in (_number(v) for v in values) if v is not None]
+    return bool(numbers) and max(numbers) - min(numbers) > 1e-12 * max(1.0, max(abs(v) for v in numbers))
