@@ -47,7 +47,8 @@ def integral(value: float, field: str) -> int:
 def estimator_sizes(spec: FiniteSampleSpec | SelfConsistentSpec, sizes: ExperimentSizes) -> dict[str, int]:
     """Components of each per-draw estimator of ``experiment.build_target``'s network."""
     P_test = spec.P_test if isinstance(spec, FiniteSampleSpec) else sizes.P_test
-    scalars = dict.fromkeys(("b", "c", "R", "weight_covariance.perpendicular", "aligned_fraction"), 1)
+    scalars = dict.fromkeys(
+        ("b", "c", "b_test", "c_test", "R", "weight_covariance.perpendicular", "aligned_fraction"), 1)
     return {**scalars, "rho_histogram": sizes.rho_bins, "test_mean": min(sizes.test_points, int(P_test))}
 
 

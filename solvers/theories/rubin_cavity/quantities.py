@@ -25,6 +25,20 @@ BARRIER_COLUMNS = (
 )
 BARRIERS = records("barriers", "barrier", BARRIER_COLUMNS, "one record per barrier between wells")
 
+#: What the tree-level treatment reports beyond the cavity's (self_consistent and finite_sample).
+TREE_LEVEL = (
+    Quantity("tree_level.kappa", r"$\kappa$", "κ = η/N, the weight of the tree level's variance term"),
+    Quantity("tree_level.learnability.H1", r"$\ell_{11}$", "how much of the H1 mode the kernel has learned"),
+    Quantity("tree_level.learnability.H3", r"$\ell_{33}$", "how much of the H3 mode the kernel has learned"),
+    Quantity("tree_level.learnability.H1_H3", r"$\ell_{13}$", "the kernel's learned coupling of H1 and H3"),
+    Quantity("tree_level.learnability.perpendicular", r"$\ell_\perp$",
+             "how much of each linear mode perpendicular to the teacher the kernel has learned"),
+    Quantity("tree_level.expansion_parameter.center", r"$\lambda V(0)$",
+             "size of what the tree level drops, at the centre well"),
+    Quantity("tree_level.expansion_parameter.aligned", r"$\lambda V(\rho^{*2})$",
+             "size of what the tree level drops, at the populated aligned well (null without one)"),
+)
+
 #: What the finite-D solution of the self-consistent mode reports again under ``finite_D``.
 FINITE_D_SAME = (
     Quantity("b", "$b$", "residual coefficient on H1 (1 = the linear part unlearned)"),
@@ -40,6 +54,7 @@ FINITE_D_SAME = (
     Quantity("weight_covariance.perpendicular", r"$\langle w_\perp^2\rangle$",
              "posterior second moment per direction orthogonal to the teacher, σ_w²/(D − 1)"),
     *WELLS,
+    *TREE_LEVEL,
     Quantity("diagnostics.residual", r"$\|F\|$", "residual of the finite-D equations"),
     Quantity("diagnostics.iterations", r"$n_{\mathrm{it}}$", "iterations of the finite-D solve"),
     Quantity("diagnostics.nfev", r"$n_{\mathrm{eval}}$", "residual evaluations of the finite-D solve"),
@@ -105,10 +120,15 @@ QUANTITIES = table(
              "posterior second moment of the weights along the teacher direction (= R)"),
     Quantity("weight_covariance.perpendicular", r"$\langle w_\perp^2\rangle$",
              "posterior second moment per direction orthogonal to the teacher, σ_w²/(D − 1)"),
+    *TREE_LEVEL,
     nested("finite_D", FINITE_D_SAME, "(D)", "solved at the spec's finite D"),
     Quantity("train_mse", r"$\varepsilon_t$", "mean squared training residual of the posterior mean"),
     Quantity("test_mse_measured", r"$\hat\varepsilon_g$",
              "test MSE of the posterior-mean predictor on P_test fresh inputs against the noise-free teacher"),
+    Quantity("b_test", r"$b_{\mathrm{test}}$",
+             "projection of the posterior mean's discrepancy on H1, fitted on the P_test fresh inputs"),
+    Quantity("c_test", r"$c_{\mathrm{test}}$",
+             "projection of the posterior mean's discrepancy on H3, fitted on the P_test fresh inputs"),
     Quantity("kernel_series_order", r"$n_{\mathrm{series}}$", "order at which the kernel's Hermite series is cut"),
     Quantity("kernel_series_tail_bound", r"$\delta_{\mathrm{series}}$", "bound on the cut series' remainder"),
 )
