@@ -78,8 +78,8 @@ def test_should_stop_cancels_between_points() -> None:
 
 
 def test_diagram_lines_join_the_rows_transitions_in_order() -> None:
-    payload = {"theory": "rubin_cavity", "parameters": ["b", "u"], "axes": [[0.3, 0.2], [1.0, 2.0]],
-               "method": "grid"}
+    payload = {"theory": "rubin_cavity", "model": {"theory": "rubin_cavity", "mode": "potential"},
+               "parameters": ["b", "u"], "axes": [[0.3, 0.2], [1.0, 2.0]], "method": "grid"}
     pt = {"converged": True, "equilibrium": None, "branches": [], "order_parameters": {}, "observables": {}}
     rows = [
         {"points": [{**pt, "parameter": 1.0}, {**pt, "parameter": 2.0}],
