@@ -274,3 +274,18 @@ def test_centre_well_closed_forms_equal_the_general_local_expansion(activation: 
         assert Uc == pytest.approx(U, rel=1e-13, abs=1e-13)
         np.testing.assert_allclose(gc, g, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(Hc, H, rtol=1e-12, atol=1e-12 * np.max(np.abs(H)))
+
+
+def test_finite_p_with_fewer_irrelevant_coordinates_than_resolved_chaos_orders() -> None:
+    """d − k = 6 < J_MAX = 12: the blocks j > d − k have no hypercube modes (C(6, j) = 0); the closure must not
+    divide by them (it raised on a NaN before). The solve converges to a finite overlap between 0 and 1."""
+    from solvers.core.options import SolverOptions
+    from solvers.theories import get
+
+    th = get("mean_field_ard")
+    spec = th.spec_model.model_validate({"theory": "mean_field_ard", "model": "mf", "d": 8, "N": 64, "kappa": 0.05,
+                                         "P": 100, "target": {"kind": "parity", "k": 2}})
+    cat = th.solve(spec, SolverOptions())
+    b = cat.equilibrium_branch
+    assert b is not None and b.converged
+    assert 0.0 < b.report.order_parameters["m_S"] < 1.0
