@@ -187,8 +187,8 @@ def table(res: dict[str, Any]) -> None:
                 text = f"{b['m_S']:.3f}; {b['second_moment_ratio']:.2f}"
                 parts.append(text if name == eq else f"[{name} {text}]")
             cells.append(" ".join(parts))
-        print(f"| {P} | {kappa:g} | {net['m_S']['mean']:.3f} ± {net['m_S']['stderr']:.3f} | "
-              f"{net['second_moment_ratio']['mean']:.3f} ± {net['second_moment_ratio']['stderr']:.3f} | {worst}{mark} "
+        print(f"| {P} | {kappa:g} | {net['m_S']['mean']:.4f} ± {net['m_S']['stderr']:.4f} | "
+              f"{net['second_moment_ratio']['mean']:.4f} ± {net['second_moment_ratio']['stderr']:.4f} | {worst}{mark} "
               f"| {net['steps_per_chain']} | " + " | ".join(cells) + " |")
     print()
     for label, curves in res["theory"].items():
