@@ -7,12 +7,16 @@ measures κ_c with SaddleLab's reduced solver (k-sparse parity, ReLU, population
 * plain MF: κ_c is the alignment onset reported by a κ sweep (``transitions`` entry "alignment onset":
   an aligned well of the unaligned state's single-neuron potential as deep as the central one — plain
   MF has one solution at every κ, so there is no fold or crossing to report);
-* MF-ARD: κ_c is the engine's first-order point (free-entropy crossing of the aligned and symmetric
-  branches, found by continuation), reported with both spinodals.
+* MF-ARD with shared precisions (``mf_ard``): κ_c is the engine's first-order point (free-entropy crossing of
+  the aligned and symmetric branches, found by continuation), reported with both spinodals;
+* MF-ARD with per-unit precisions (``mf_ard_per_unit``): one solution at every κ, like plain MF (each unit's
+  precisions are integrated out, the problem is convex), so κ_c is again the alignment onset; its bulk rule
+  uses 20 nodes per coordinate at k = 4 (``--per-unit-bulk``; 40, the default, would be 3.7·10⁶ nodes).
 
 Slopes carry the standard error of the least-squares fit (4 points, 2 parameters). Run:
 
-    python -m benchmarks.mean_field_scaling [--d 16 32 64 128] [--k 4] [--points 8] [--json out.json]
+    python -m benchmarks.mean_field_scaling [--d 16 32 64 128] [--k 4] [--points 8]
+        [--models mf mf_ard mf_ard_per_unit] [--json out.json]
 """
 
 from __future__ import annotations
@@ -33,17 +37,25 @@ from solvers.theories import get
 THEORY = get("mean_field_ard")
 
 
-def spec(model: str, d: int, k: int, kappa: float, N: int):
+#: Per-unit bulk nodes per coordinate (k = 4: 8 855 v-orbits × ≈ 30 u-nodes).
+PER_UNIT_BULK = 20
+
+
+def spec(model: str, d: int, k: int, kappa: float, N: int, per_unit_bulk: int = PER_UNIT_BULK):
+    extra: dict = {}
+    if model == "mf_ard_per_unit":
+        model, extra = "mf_ard", {"ard": {"precisions": "per_unit"}, "quadrature": {"bulk_per_unit": per_unit_bulk}}
     return THEORY.spec_model.model_validate({"theory": "mean_field_ard", "model": model, "d": d, "N": N,
-                                             "kappa": kappa, "target": {"kind": "parity", "k": k}})
+                                             "kappa": kappa, "target": {"kind": "parity", "k": k}, **extra})
 
 
-def kappa_c(model: str, d: int, k: int, N: int, lo: float, hi: float, points: int) -> dict:
+def kappa_c(model: str, d: int, k: int, N: int, lo: float, hi: float, points: int,
+            per_unit_bulk: int = PER_UNIT_BULK) -> dict:
     t0 = time.perf_counter()
-    out = THEORY.sweep(spec(model, d, k, lo, N), "kappa", list(np.linspace(lo, hi, points)), "continuation",
-                       SolverOptions())
+    out = THEORY.sweep(spec(model, d, k, lo, N, per_unit_bulk), "kappa", list(np.linspace(lo, hi, points)),
+                       "continuation", SolverOptions())
     tr = [special_point_json(sp) for sp in out.special_points]
-    if model == "mf":
+    if model in ("mf", "mf_ard_per_unit"):
         onset = [t for t in tr if "alignment onset" in t.get("detail", "")]
         kc = onset[0]["parameter"] if onset else None
         spinodals: list[float] = []
@@ -73,17 +85,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--N", type=int, default=512)
     ap.add_argument("--points", type=int, default=8)
     ap.add_argument("--json", type=str, default=None)
+    ap.add_argument("--models", nargs="+", default=["mf", "mf_ard", "mf_ard_per_unit"],
+                    choices=["mf", "mf_ard", "mf_ard_per_unit"])
+    ap.add_argument("--per-unit-bulk", dest="per_unit_bulk", type=int, default=PER_UNIT_BULK)
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore", RuntimeWarning)
     rows = []
     for d in args.d:
         # plain MF: κ_c √d is expected constant; bracket the onset measured at d = 35 (κ_c ≈ 0.013)
         scale = 0.013 * math.sqrt(35.0 / d)
-        rows.append(kappa_c("mf", d, args.k, args.N, 0.6 * scale, 1.6 * scale, args.points))
-        print(f"mf     d={d:4d} κ_c={rows[-1]['kappa_c']}  ({rows[-1]['seconds']:.0f} s)", file=sys.stderr, flush=True)
-        rows.append(kappa_c("mf_ard", d, args.k, args.N, 0.010, 0.045, args.points))
-        print(f"mf_ard d={d:4d} κ_c={rows[-1]['kappa_c']} spinodals={rows[-1]['spinodals']} "
-              f"({rows[-1]['seconds']:.0f} s)", file=sys.stderr, flush=True)
+        ranges = {"mf": (0.6 * scale, 1.6 * scale), "mf_ard": (0.010, 0.045),
+                  # per unit: at d = 16 just above plain MF's onset; a weaker d-dependence would leave plain MF's
+                  # bracket upwards, so the range reaches to the d = 16 value at every d
+                  "mf_ard_per_unit": (0.8 * scale, 0.026)}
+        for model in args.models:
+            lo, hi = ranges[model]
+            points = args.points if model != "mf_ard_per_unit" else max(args.points, round((hi - lo) / 0.0015) + 1)
+            rows.append(kappa_c(model, d, args.k, args.N, lo, hi, points, args.per_unit_bulk))
+            print(f"{model} d={d:4d} κ_c={rows[-1]['kappa_c']} spinodals={rows[-1]['spinodals']} "
+                  f"({rows[-1]['seconds']:.0f} s)", file=sys.stderr, flush=True)
     print("| model | d | κ_c | κ_c √d | spinodals | seconds |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -93,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         spin = ", ".join(f"{s:.5f}" for s in r["spinodals"]) or "—"
         print(f"| {r['model']} | {d} | {kc_s} | {scaled} | {spin} | {r['seconds']:.0f} |")
     summary = {}
-    for model, theorem in (("mf", -0.5), ("mf_ard", 0.0)):
+    for model, theorem in (("mf", -0.5), ("mf_ard", 0.0), ("mf_ard_per_unit", 0.0)):
+        if model not in args.models:
+            continue
         pts = [(r["d"], r["kappa_c"]) for r in rows if r["model"] == model and r["kappa_c"]]
         if len(pts) >= 3:
             slope, se = fit([p[0] for p in pts], [p[1] for p in pts])

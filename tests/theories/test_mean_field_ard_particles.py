@@ -76,27 +76,30 @@ def solved() -> dict[str, tuple[dict, dict]]:
 
     th = get("mean_field_ard")
     out = {}
-    for model in ("mf", "mf_ard"):
-        red = solve_json(th, th.spec_model.model_validate(cube_spec(model, "reduced")), SolverOptions())
-        spec = th.spec_model.model_validate(cube_spec(model, "particles"))
+    for model in ("mf", "mf_ard", "mf_ard_per_unit"):
+        name, extra = ("mf_ard", {"ard": {"precisions": "per_unit"}}) if model == "mf_ard_per_unit" else (model, {})
+        red = solve_json(th, th.spec_model.model_validate(cube_spec(name, "reduced", **extra)), SolverOptions())
+        spec = th.spec_model.model_validate(cube_spec(name, "particles", **extra))
         data = dataset(spec)
-        res = particles.solve(particle_report.physics(spec), data.X, data.y, np.full(D, D / spec.sigma_w2),
+        res = particles.solve(particle_report.physics(spec), data.X, data.y, particle_report.whitening(spec),
                               particle_report.ard_of(spec), spec.particles, "symmetric", [0], spec.seed_asymmetry)
         out[model] = (red, {"branches": [branch_json(particle_report.branch(spec, "symmetric", res, data))]})
     return out
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["mf", "mf_ard"])
+@pytest.mark.parametrize("model", ["mf", "mf_ard", "mf_ard_per_unit"])
 def test_reduced_and_particle_solvers_agree(solved: dict, model: str) -> None:
     red, par = solved[model]
     b = next(x for x in par["branches"] if x["converged"])
     se_m, se_mse = b["observables"]["m_S_stderr"], b["observables"]["test_mse_stderr"]
     assert abs(b["order_parameters"]["m_S"] - red["order_parameters"]["m_S"]) < 3 * se_m
     assert abs(b["observables"]["test_mse"] - red["observables"]["test_mse"]) < 3 * se_mse
-    if model == "mf_ard":
+    if model != "mf":
         for key in ("rho_relevant", "rho_irrelevant"):
             assert b["order_parameters"][key] == pytest.approx(red["order_parameters"][key], rel=0.1)
+        for key in ("second_moment_relevant", "second_moment_irrelevant"):
+            assert b["observables"][key] == pytest.approx(red["observables"][key], rel=0.1)
 
 
 @pytest.mark.slow
@@ -180,3 +183,38 @@ def test_particle_sweep_is_a_typed_grid_with_every_point() -> None:
     with pytest.raises(ValueError, match="stochastic"):
         th.two_parameter_problem(spec, ("kappa", "N"))
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["mf", "mf_ard_per_unit"])
+def test_finite_p_shortcut_against_particles_on_sampled_data(model: str) -> None:
+    """k = 2 on 256 sampled hypercube points (d = 16, N = 64, κ = 0.05): the reduced solver's finite-P closure
+    (equivalent kernel on the central-limit law) against the particle solver on that very data set: m_S, the test
+    MSE of f̄ and both weight second moments within 3 of the particles' standard errors (16 groups).
+
+    The closure keeps only the mean training residual (no dataset-specific fluctuations of J_r), so the gap is
+    not all Monte-Carlo noise; measured (2048 particles): plain MF m_S 0.242 vs 0.244 ± 0.011, per-unit ARD
+    0.327 vs 0.361 ± 0.022 (shared ARD, not tested here: 0.710 vs 0.687 ± 0.015, its relevant second moment
+    13 % apart: the nearly marginal shared fixed point amplifies the closure's error)."""
+    from solvers.theories.mean_field_ard import particle_report
+    from solvers.theories.mean_field_ard.data import dataset
+
+    th = get("mean_field_ard")
+    base = {"theory": "mean_field_ard", "model": "mf", "d": 16, "N": 64, "kappa": 0.05, "P": 256,
+            "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 2000}}
+    if model == "mf_ard_per_unit":
+        base |= {"model": "mf_ard", "ard": {"precisions": "per_unit"}}
+    red = th.solve(th.spec_model.model_validate(base), SolverOptions()).equilibrium_branch
+    spec = th.spec_model.model_validate(base | {"solver": "particles", "particles": {
+        "n": 1024, "inner_steps": 100, "average_steps": 50, "outer_iterations": 40}})
+    data = dataset(spec)
+    res = particles.solve(particle_report.physics(spec), data.X, data.y, particle_report.whitening(spec), None,
+                          spec.particles, "symmetric", [0, 1], spec.seed_asymmetry)
+    assert res.converged
+    par = particle_report.branch(spec, "symmetric", res, data).report
+    assert par is not None and red.report is not None
+    op, ob = par.order_parameters, par.observables
+    assert abs(op["m_S"] - red.report.order_parameters["m_S"]) < 3 * ob["m_S_stderr"]
+    assert abs(ob["test_mse"] - red.report.observables["test_mse"]) < 3 * ob["test_mse_stderr"]
+    for key in ("second_moment_relevant", "second_moment_irrelevant"):
+        assert abs(ob[key] - red.report.observables[key]) < 3 * ob[f"{key}_stderr"]

@@ -25,7 +25,7 @@ def net(d: int = 35, k: int = 2, kappa: float = 0.03, N: float = 512.0, sigma_a2
 @pytest.mark.parametrize("d,k", [(16, 2), (64, 3)])
 def test_prior_law_is_integrated_exactly(d: int, k: int) -> None:
     """No reward (t = 0) and no readout cost (κ → ∞): the law is the prior, Z = 1, and its moments are exact."""
-    pot = ParityPotential(net(d, k, kappa=1e6), 0.0, rho_rel=0.7 * d, rho_irr=1.3 * d)
+    pot = ParityPotential.gaussian(net(d, k, kappa=1e6), 0.0, rho_rel=0.7 * d, rho_irr=1.3 * d)
     L = law(pot, find_wells(pot, 1.0))
     # the bulk rule is exact in q (Gauss–Laguerre on the prior's law given v) and accurate to ~1e-5 in v
     assert L.log_Z == pytest.approx(0.0, abs=1e-4)
@@ -61,7 +61,7 @@ def brute_force(pot: ParityPotential, w_panels: int = 30, u_panels: int = 16) ->
 @pytest.mark.parametrize("state", [(0.9, 35.0, 35.0), (0.4, 2.0, 60.0)], ids=["plain-like", "ard-like"])
 def test_well_mixture_against_brute_force(state: tuple[float, float, float]) -> None:
     """Bulk rule + Laplace-centred aligned rules against a dense grid (k = 2, where one is affordable)."""
-    pot = ParityPotential(net(35, 2, kappa=0.025), *state)
+    pot = ParityPotential.gaussian(net(35, 2, kappa=0.025), *state)
     ref = brute_force(pot)
     for compiled in (True, False):
         L = law(pot, find_wells(pot, 1.0), compiled=compiled)
@@ -71,7 +71,7 @@ def test_well_mixture_against_brute_force(state: tuple[float, float, float]) -> 
 
 
 def test_compiled_and_numpy_reductions_agree() -> None:
-    pot = ParityPotential(net(35, 3, kappa=0.02), 0.8, 30.0, 40.0)
+    pot = ParityPotential.gaussian(net(35, 3, kappa=0.02), 0.8, 30.0, 40.0)
     wells = find_wells(pot, 1.0)
     a, b = law(pot, wells, compiled=True, threshold=0.1), law(pot, wells, compiled=False, threshold=0.1)
     assert a.log_Z == pytest.approx(b.log_Z, abs=1e-11)
@@ -136,13 +136,13 @@ def test_newton_jacobian_is_the_rules_own_derivative() -> None:
 
 def test_the_law_without_aligned_wells_needs_no_central_well() -> None:
     """The central well only shares mass with aligned wells: leaving it out where there are none changes nothing."""
-    pot = ParityPotential(net(35, 2, kappa=0.1), 0.4, math.exp(0.86), math.exp(3.6))
+    pot = ParityPotential.gaussian(net(35, 2, kappa=0.1), 0.4, math.exp(0.86), math.exp(3.6))
     full, lean = find_wells(pot, 1.0), find_wells(pot, 1.0, lone_center=False)
     assert [w.kind for w in full] == ["center"] and lean == []
     a, b = law(pot, full, compiled=False), law(pot, lean, compiled=False)
     assert a.log_Z == b.log_Z and a.means == b.means
     np.testing.assert_array_equal(a.second, b.second)
-    with_aligned = ParityPotential(net(35, 2, kappa=0.03), 0.5, 5.0, 45.0)
+    with_aligned = ParityPotential.gaussian(net(35, 2, kappa=0.03), 0.5, 5.0, 45.0)
     lean, full = find_wells(with_aligned, 1.0, lone_center=False), find_wells(with_aligned, 1.0)
     assert [w.kind for w in lean] == [w.kind for w in full] == ["center", "aligned"]
     for a_well, b_well in zip(lean, full, strict=True):
@@ -265,7 +265,7 @@ def test_centre_well_closed_forms_equal_the_general_local_expansion(activation: 
     """At w_S = 0 the centre's moments (E[c], E[c x], E[c x xᵀ] times one smoothing per order) give the same
     Ũ, gradient and Hessian as the per-point expansion over the 2^k cube points."""
     net = Network(d=20, k=k, N=64.0, gamma=0.5, kappa=0.07, sigma_a2=1.3, activation=Activation(activation))
-    pot = ParityPotential(net, 0.6, 20.0, 25.0)
+    pot = ParityPotential.gaussian(net, 0.6, 20.0, 25.0)
     for u in (-3.0, -0.2, 1.1):
         y = np.zeros(k + 1)
         y[k] = u
@@ -274,3 +274,18 @@ def test_centre_well_closed_forms_equal_the_general_local_expansion(activation: 
         assert Uc == pytest.approx(U, rel=1e-13, abs=1e-13)
         np.testing.assert_allclose(gc, g, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(Hc, H, rtol=1e-12, atol=1e-12 * np.max(np.abs(H)))
+
+
+def test_finite_p_with_fewer_irrelevant_coordinates_than_resolved_chaos_orders() -> None:
+    """d − k = 6 < J_MAX = 12: the blocks j > d − k have no hypercube modes (C(6, j) = 0); the closure must not
+    divide by them (it raised on a NaN before). The solve converges to a finite overlap between 0 and 1."""
+    from solvers.core.options import SolverOptions
+    from solvers.theories import get
+
+    th = get("mean_field_ard")
+    spec = th.spec_model.model_validate({"theory": "mean_field_ard", "model": "mf", "d": 8, "N": 64, "kappa": 0.05,
+                                         "P": 100, "target": {"kind": "parity", "k": 2}})
+    cat = th.solve(spec, SolverOptions())
+    b = cat.equilibrium_branch
+    assert b is not None and b.converged
+    assert 0.0 < b.report.order_parameters["m_S"] < 1.0

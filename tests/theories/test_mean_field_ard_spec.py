@@ -33,6 +33,9 @@ def check(bad: dict, field: str) -> None:
         ({"target": {"kind": "single_index", "hermite": {"2": 0.0}}, "solver": "particles", "P": 5}, "hermite"),
         ({"ard": {"alpha0": -1.0}}, "alpha0"),
         ({"ard": {"alpha0": 0.5, "update": "map"}}, "ard"),
+        ({"ard": {"precisions": "per_unit", "alpha0": 1.0}}, "ard"),
+        ({"ard": {"precisions": "per_unit", "update": "map"}}, "ard"),
+        ({"ard": {"precisions": "each"}}, "precisions"),
         ({"activation": "gelu"}, "activation"),
         ({"data": {"kind": "arrays", "X": [[1.0] * 10], "y": [1.0, 2.0], "X_test": [[1.0] * 10], "y_test": [1.0]},
           "solver": "particles"}, "data"),
@@ -49,6 +52,19 @@ def test_solver_requirements_are_explained() -> None:
             MeanFieldARDSpec.model_validate(BASE | bad)
     with pytest.raises(ValidationError, match="particles"):
         MeanFieldARDSpec.model_validate(BASE | {"solver": "particles"})  # no data
+
+
+def test_per_unit_precisions_are_explained() -> None:
+    """per_unit needs a Student-t with a variance (α₀ > 1), and the reduced solver's bulk rule needs α₀ ≥ 3; the
+    particle solver takes any α₀ > 1; the default reading is the shared one."""
+    with pytest.raises(ValidationError, match="variance"):
+        MeanFieldARDSpec.model_validate(BASE | {"model": "mf_ard", "ard": {"precisions": "per_unit", "alpha0": 0.1}})
+    with pytest.raises(ValidationError, match="particles"):
+        MeanFieldARDSpec.model_validate(BASE | {"model": "mf_ard", "ard": {"precisions": "per_unit", "alpha0": 2.0}})
+    particles = BASE | {"model": "mf_ard", "solver": "particles", "P": 20,
+                        "ard": {"precisions": "per_unit", "alpha0": 2.0}}
+    assert MeanFieldARDSpec.model_validate(particles).ard_settings.precisions == "per_unit"
+    assert MeanFieldARDSpec.model_validate(BASE | {"model": "mf_ard"}).ard_settings.precisions == "shared"
 
 
 def test_sizes_are_not_capped_by_the_spec() -> None:

@@ -47,7 +47,11 @@ def test_size(spec: MeanFieldARDSpec) -> int:
 
 def estimator_sizes(spec: MeanFieldARDSpec, sizes: ExperimentSizes) -> dict[str, int]:
     """Components of each per-draw estimator of ``experiment.build_target``'s network."""
-    scalars = dict.fromkeys(("m_S", "m_spurious_max", "test_mse", "test_error01", "train_mse"), 1)
+    names = ["m_S", "m_spurious_max", "test_mse", "test_error01", "train_mse", "second_moment_relevant",
+             "second_moment_irrelevant"]
+    if spec.model == "mf_ard" and spec.ard_settings.precisions == "per_unit":
+        names += ["rho_relevant", "rho_irrelevant"]
+    scalars = dict.fromkeys(names, 1)
     return {**scalars, "f_test": min(sizes.prediction_points, test_size(spec)),
             "f_train": min(sizes.prediction_points, training_size(spec, sizes))}
 

@@ -1,8 +1,8 @@
 """The averages of the reduced law, summed node by node without storing the nodes.
 
 Every quantity the equations, the Jacobian and the observables need is an average of a few node
-statistics (:data:`STATS`) and the second moments of three of them (:data:`PAIRS`), because the
-state derivatives of Ũ are linear in them:
+statistics (:data:`STATS`, plus any the prior reports, such as the per-unit precisions) and the second
+moments of three of them (:data:`PAIRS`), because the state derivatives of Ũ are linear in them:
 
     ∂Ũ/∂t = −(t/(κ² s)) J_S²/Λ,   ∂Ũ/∂log ρ_rel = ½ ρ_rel |w_S|² − k/2,   ∂Ũ/∂log ρ_irr = ½ ρ_irr q − (d − k)/2.
 
@@ -30,33 +30,37 @@ MAX_ALIGNED = 2
 
 
 def node_stats(xp: Any, JS: Any, S: Any, wS2: Any, q: Any, A: float, s: float, thr2: float,
-               B: Any = None) -> tuple[Any, Any]:
-    """Stacked statistics (len(STATS) [+ m block powers B/Λ], …) and the PAIRS rows, elementwise.
+               B: Any = None, extra: Any = None) -> tuple[Any, Any]:
+    """Stacked statistics (len(STATS) [+ the prior's extra statistics] [+ m block powers B/Λ], …) and the PAIRS
+    rows, elementwise.
 
-    ``B`` (m, …): the kernel's block powers at the nodes (``spectrum.block_powers``, flattened), for EK.
+    ``extra`` (m', …): statistics the prior reports at the nodes (the per-unit precisions); ``B`` (m, …): the
+    kernel's block powers at the nodes (``spectrum.block_powers``, flattened), for EK.
     """
     lam = A + S / s
     g = JS * JS / lam
     SL = S / lam
     spec = (thr2 * S <= JS * JS).astype(g.dtype)
-    rows = [xp.ones_like(g), g, wS2, q, g * g, SL, g * SL, wS2 * wS2, spec]
-    stats = xp.stack(rows) if B is None else xp.concatenate([xp.stack(rows), B / lam[None]])
+    parts = [xp.stack([xp.ones_like(g), g, wS2, q, g * g, SL, g * SL, wS2 * wS2, spec])]
+    if extra is not None and extra.shape[0]:
+        parts.append(extra)
+    if B is not None:
+        parts.append(B / lam[None])
+    stats = parts[0] if len(parts) == 1 else xp.concatenate(parts)
     return stats, xp.stack([g, wS2, q])
 
 
-def bulk_reduce(xp: Any, grid: dict[str, Any], xq: Any, lWq: Any, sc: dict[str, Any],
+def bulk_reduce(xp: Any, grid: dict[str, Any], q: Any, logw: Any, extra: Any, sc: dict[str, Any],
                 center: Any, aligned: Any) -> tuple[Any, Any, Any, Any]:
     """(shift, Σe, Σe·stats, Σe·pairᵢpairⱼ) over the bulk nodes, e = exp(log mass − shift).
 
-    ``grid``: v-representatives' v2, Σv, log weights, J_S(v, 1), Σ(v, 1), block powers B(v, 1) (n_v, m;
-    m = 0 without EK; B scales like q, as Σ does); ``xq``, ``lWq``: the Gauss rule
-    of Gamma(d/2, 1); ``sc``: scalars of the state; ``center`` = (u_c, α_c, δ_c, U_c, present);
-    ``aligned`` = rows (s_a, u_a, α, β, γ, δ, U_a, log weight) of diagonal wells (log weight −inf: empty).
+    ``grid``: v-representatives' v2, Σv, J_S(v, 1), Σ(v, 1), block powers B(v, 1) (n_v, m; m = 0 without EK;
+    B scales like q, as Σ does); ``q``, ``logw`` (n_v, n_q): the prior's rule (``ReducedPrior.bulk``: node
+    positions and log prior masses); ``extra`` (m', n_v, n_q): the prior's extra node statistics; ``sc``:
+    scalars of the state; ``center`` = (u_c, α_c, δ_c, U_c, present); ``aligned`` = rows (s_a, u_a, α, β, γ,
+    δ, U_a, log weight) of diagonal wells (log weight −inf: empty).
     """
-    r = 0.5 * (sc["rho_rel"] * grid["v2"] + sc["rho_irr"])
-    q = xq[None, :] / r[:, None]
     sq = xp.sqrt(q)
-    logw = (grid["lw"] + sc["logC"] - sc["b"] * xp.log(r))[:, None] + lWq[None, :]
     JS = grid["JS1"][:, None] * sq
     S = grid["S1"][:, None] * q
     lam = sc["A"] + S / sc["s"]
@@ -83,7 +87,7 @@ def bulk_reduce(xp: Any, grid: dict[str, Any], xq: Any, lWq: Any, sc: dict[str, 
     shift = xp.max(logm)
     e = xp.exp(logm - shift)
     B = None if grid["B1"].shape[1] == 0 else xp.moveaxis(grid["B1"], 1, 0)[:, :, None] * q[None]
-    stats, pairs = node_stats(xp, JS, S, wS2, q, sc["A"], sc["s"], sc["thr2"], B)
+    stats, pairs = node_stats(xp, JS, S, wS2, q, sc["A"], sc["s"], sc["thr2"], B, extra)
     sums = xp.sum(stats * e, axis=(1, 2))
     second = xp.einsum("anq,bnq,nq->ab", pairs, pairs, e)
     return shift, xp.sum(e), sums, second
@@ -94,8 +98,9 @@ def _compiled() -> Any:
     return jax.jit(partial(bulk_reduce, jnp))
 
 
-def bulk_reduce_jax(grid: dict[str, np.ndarray], xq: np.ndarray, lWq: np.ndarray, sc: dict[str, float],
-                    center: np.ndarray, aligned: np.ndarray) -> tuple[float, float, np.ndarray, np.ndarray]:
+def bulk_reduce_jax(grid: dict[str, np.ndarray], q: np.ndarray, logw: np.ndarray, extra: np.ndarray,
+                    sc: dict[str, float], center: np.ndarray, aligned: np.ndarray
+                    ) -> tuple[float, float, np.ndarray, np.ndarray]:
     """:func:`bulk_reduce` compiled with float64 (jax.enable_x64 is scoped to this call)."""
     with jax.enable_x64(True):
         fn = _compiled()
@@ -103,8 +108,9 @@ def bulk_reduce_jax(grid: dict[str, np.ndarray], xq: np.ndarray, lWq: np.ndarray
         # them in one batch, where jnp.asarray per argument cost more than the reduction itself.
         args = (
             {k: np.asarray(v, np.float64) for k, v in grid.items()},
-            np.asarray(xq, np.float64),
-            np.asarray(lWq, np.float64),
+            np.asarray(q, np.float64),
+            np.asarray(logw, np.float64),
+            np.asarray(extra, np.float64),
             {k: float(v) for k, v in sc.items()},
             np.asarray(center, np.float64),
             np.asarray(aligned, np.float64),

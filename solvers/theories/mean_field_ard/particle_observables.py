@@ -99,7 +99,13 @@ def observables(spec: MeanFieldARDSpec, phys: Physics, state: ParticleState, dat
     else:
         modes = [hermite_normalised(l, data.X_test[:, j]) for _, j, l in spurious_hermite(spec.d, target)]
     overlaps = np.array([float(np.mean(f_test * m)) for m in modes]) if modes else np.zeros(1)
-    w2 = np.mean(meas["W"] ** 2, axis=0)
+    W = meas["W"]
+    w2 = np.mean(W**2, axis=0)
+    if spec.model == "mf_ard" and spec.ard_settings.precisions == "per_unit":
+        # each unit's own precision has the posterior mean (α₀ + ½)/(β₀ + w_j²/2) given its weight
+        rho_profile = np.mean((spec.ard_settings.alpha0 + 0.5) / (spec.beta0 + 0.5 * W**2), axis=0)
+    else:
+        rho_profile = state.rho
     rel = list(range(target.k)) if isinstance(target, ParityTarget) else [0]
     irr = [j for j in range(spec.d) if j not in rel]
     corr = np.abs(J_S) / np.sqrt(np.maximum(Sigma, 1e-300))
@@ -112,10 +118,14 @@ def observables(spec: MeanFieldARDSpec, phys: Physics, state: ParticleState, dat
         "chi_SS": chi_ss,
         "chi_SS_stderr": chi_se,
         "m_spurious_max": float(np.max(np.abs(overlaps))),
-        "rho_profile": [float(r) for r in state.rho],
-        "w2_profile": [float(v) for v in w2],
-        "w2_relevant": float(np.mean(w2[rel])),
-        "w2_irrelevant": float(np.mean(w2[irr])) if irr else None,
+        "rho_profile": [float(r) for r in rho_profile],
+        "second_moment_profile": [float(v) for v in w2],
+        "second_moment_relevant": float(np.mean(w2[rel])),
+        "second_moment_relevant_stderr": _mean_se(
+            np.array([np.mean(W[grp == i][:, rel] ** 2) for i in range(GROUPS)]))[1],
+        "second_moment_irrelevant": float(np.mean(w2[irr])) if irr else None,
+        "second_moment_irrelevant_stderr": _mean_se(
+            np.array([np.mean(W[grp == i][:, irr] ** 2) for i in range(GROUPS)]))[1] if irr else None,
         "specialised_fraction": float(np.mean(corr >= 0.5 * best)),
         "mc_note": "standard errors over independent particle groups; the finite test set adds its own sampling error",
     }

@@ -3,8 +3,8 @@
 The particle solver is stochastic, so it is no deterministic :class:`~solvers.core.problem.Problem`: the
 solves run here and their outcomes become :class:`~solvers.core.results.Catalogue` and
 :class:`~solvers.core.sweep.Sweep` objects like every other theory's. A branch's state is f̄ on the
-training set (then log ρ for MF-ARD); its residual is the undamped residual's rms, and the Monte-Carlo
-error of that residual is reported with the observables (``residual_mc_error``). There is no free
+training set (then log ρ for MF-ARD's shared precisions); its residual is the undamped residual's rms, and
+the Monte-Carlo error of that residual is reported with the observables (``residual_mc_error``). There is no free
 entropy, so distinct branches are listed but not ranked (no equilibrium unless both starts agree).
 """
 
@@ -47,15 +47,26 @@ DETAIL = {
 }
 
 
+def per_unit(spec: MeanFieldARDSpec) -> bool:
+    return spec.model == "mf_ard" and spec.ard_settings.precisions == "per_unit"
+
+
 def physics(spec: MeanFieldARDSpec) -> Physics:
-    return Physics(spec.activation, float(spec.N), spec.gamma, spec.kappa, spec.sigma_a2)
+    alpha = spec.ard_settings.alpha0 if per_unit(spec) else 0.0
+    return Physics(spec.activation, float(spec.N), spec.gamma, spec.kappa, spec.sigma_a2, alpha)
 
 
 def ard_of(spec: MeanFieldARDSpec) -> ARD | None:
-    if spec.model != "mf_ard":
+    """The shared precisions' fixed point (None: plain MF, or per-unit precisions integrated out in each unit)."""
+    if spec.model != "mf_ard" or per_unit(spec):
         return None
     a = spec.ard_settings
     return ARD(alpha0=a.alpha0, beta0=spec.beta0, N=float(spec.N), update=a.update, ema=a.ema)
+
+
+def whitening(spec: MeanFieldARDSpec) -> np.ndarray:
+    """The precisions ρ₀ of the whitened coordinates z = √ρ₀ ⊙ w: d/σ_w², or the per-unit prior's mean α₀/β₀."""
+    return np.full(spec.d, spec.ard_settings.alpha0 / spec.beta0 if per_unit(spec) else spec.d / spec.sigma_w2)
 
 
 def relevant(spec: MeanFieldARDSpec) -> list[int]:
@@ -64,7 +75,7 @@ def relevant(spec: MeanFieldARDSpec) -> list[int]:
 
 def state_vector(spec: MeanFieldARDSpec, res: particles.ParticleResult) -> np.ndarray:
     """f̄ on the training set, then log ρ for MF-ARD."""
-    parts = [res.fbar] + ([np.log(res.state.rho)] if spec.model == "mf_ard" else [])
+    parts = [res.fbar] + ([np.log(res.state.rho)] if ard_of(spec) is not None else [])
     return np.concatenate(parts)
 
 
@@ -72,7 +83,7 @@ def branch(spec: MeanFieldARDSpec, name: str, res: particles.ParticleResult, dat
     obs = observables(spec, physics(spec), res.state, data)
     m_S = obs.pop("_m_S")
     rel = obs.pop("_rel")
-    rho = res.state.rho
+    rho = np.asarray(obs["rho_profile"])
     irr = [j for j in range(spec.d) if j not in rel]
     obs.update({
         "residual_mc_error": res.mc_error,
@@ -120,7 +131,7 @@ def run(spec: MeanFieldARDSpec, data: Dataset, warm: Mapping[str, particles.Part
         time_limit: float | None = None) -> dict[str, particles.ParticleResult]:
     """Both starts; ``time_limit`` is one budget for the two solves."""
     t0 = time.perf_counter()
-    rho0 = np.full(spec.d, spec.d / spec.sigma_w2)
+    rho0 = whitening(spec)
     out = {}
     for start in STARTS:
         left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0)

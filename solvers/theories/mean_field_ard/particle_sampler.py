@@ -44,15 +44,17 @@ class Physics:
     gamma: float
     kappa: float
     sigma_a2: float
+    #: per-unit ARD: the Student-t shape α₀ of every weight's prior (0: the Gaussian prior)
+    student_alpha: float = 0.0
 
     @property
     def s(self) -> float:
         return self.kappa**2 * self.N ** (2.0 * self.gamma)
 
     def consts(self) -> jax.Array:
-        """(A = 1/σ_a², s = κ² N^{2γ}, κ² N^γ, N^{1−γ}, κ² s)."""
+        """(A = 1/σ_a², s = κ² N^{2γ}, κ² N^γ, N^{1−γ}, κ² s, α₀ of a per-unit prior or 0)."""
         return jnp.asarray([1.0 / self.sigma_a2, self.s, self.kappa**2 * self.N**self.gamma,
-                            self.N ** (1.0 - self.gamma), self.kappa**2 * self.s])
+                            self.N ** (1.0 - self.gamma), self.kappa**2 * self.s, self.student_alpha])
 
 
 def neuron_terms(act: str, c: jax.Array, w: jax.Array, X: jax.Array, r: jax.Array) -> tuple[jax.Array, ...]:
@@ -66,11 +68,20 @@ def neuron_terms(act: str, c: jax.Array, w: jax.Array, X: jax.Array, r: jax.Arra
     return phi, lam, J, a_mean
 
 
+def log_prior_z(c: jax.Array, z: jax.Array) -> jax.Array:
+    """The prior's log-density in whitened coordinates z = √ρ ⊙ w (up to a constant): −½|z|² for the Gaussian
+    prior; for the per-unit Student-t (ρ = α₀/β₀, so w²/(2β₀) = z²/(2α₀)) −(α₀ + ½) Σ log(1 + z²/(2α₀))."""
+    alpha = c[5]
+    safe = jnp.where(alpha > 0, alpha, 1.0)  # the unused branch stays finite, and so does its gradient
+    student = -(safe + 0.5) * jnp.sum(jnp.log1p(z * z / (2.0 * safe)))
+    return jnp.where(alpha > 0, student, -0.5 * jnp.sum(z * z))
+
+
 def log_density_z(act: str, c: jax.Array, z: jax.Array, X: jax.Array, r: jax.Array, sqrt_rho: jax.Array) -> jax.Array:
-    """−U in whitened coordinates (up to a constant): −½|z|² − ½ log(Λ/A) + J_r²/(2κ² s Λ)."""
+    """−U in whitened coordinates (up to a constant): log prior − ½ log(Λ/A) + J_r²/(2κ² s Λ)."""
     w = z / sqrt_rho
     _, lam, J, _ = neuron_terms(act, c, w, X, r)
-    return -0.5 * jnp.sum(z * z) - 0.5 * jnp.log(lam / c[0]) + J * J / (2.0 * c[4] * lam)
+    return log_prior_z(c, z) - 0.5 * jnp.log(lam / c[0]) + J * J / (2.0 * c[4] * lam)
 
 
 def run_chains(phys: Physics, key: jax.Array, Z: jax.Array, X: jax.Array, r: jax.Array, sqrt_rho: jax.Array,

@@ -2,8 +2,9 @@
 
 Order parameters (a flat vector x):
 
-* plain MF: x = (t), the residual's coefficient on the target parity, r = t χ_S;
-* MF-ARD:   x = (t, log ρ_rel, log ρ_irr).
+* plain MF, and MF-ARD with per-unit precisions: x = (t), the residual's coefficient on the target parity,
+  r = t χ_S (per-unit precisions are integrated out inside each unit's law: a Student-t prior, fixed);
+* MF-ARD with shared precisions: x = (t, log ρ_rel, log ρ_irr).
 
 By the sign-flip symmetry of the law (U is even in every w_j) the adapted kernel is diagonal in the
 Walsh basis, so the population residual of a parity target stays on χ_S: r = t χ_S exactly and
@@ -18,7 +19,8 @@ conditions of the free entropy (the mean-field evidence lower bound, ρ point-es
     Φ(t, ρ) = N log Z(t, ρ) − (2t − t²)/(2κ²) − Σ_j [β₀ ρ_j − a log ρ_j],
 
 Z = E_prior[√(A_a/Λ) e^{t² J_S²/(2κ² s Λ)}]: ∇Φ = D·F with D = diag(1/κ², −k(N/2 + a), −(d − k)(N/2 + a)).
-Φ is convex in t (so plain MF has exactly one solution) and a branch is stable when it is a local
+Φ is convex in t whatever the (fixed) prior — log Z is a log-partition function of t², increasing — so plain
+MF and per-unit MF-ARD have exactly one solution, and a shared-precision branch is stable when it is a local
 maximum in ρ of min_t Φ.
 """
 
@@ -36,6 +38,7 @@ from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.specialisation import best_correlation
 from solvers.theories.mean_field_ard.spectrum import EK, closure
+from solvers.theories.mean_field_ard.student_prior import StudentPrior
 from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES, bulk_grid
 
 #: Bulk nodes (v-nodes × q-nodes) from which the compiled reduction is used: below it the compiled call's
@@ -60,13 +63,17 @@ class Quadrature:
 
 
 class PopulationParity:
-    """The reduced equations of one network; ``ard`` None is plain MF with ρ_j = d/σ_w² pinned."""
+    """The reduced equations of one network; ``ard`` None is plain MF with ρ_j = d/σ_w² pinned, or, with
+    ``unit_prior``, per-unit MF-ARD (each unit's precisions integrated out: that fixed prior instead)."""
 
     def __init__(self, net: Network, sigma_w2: float, ard: ARD | None, quad: Quadrature | None = None,
-                 compiled: bool | None = None, P: float | None = None):
+                 compiled: bool | None = None, P: float | None = None, unit_prior: StudentPrior | None = None):
+        if ard is not None and unit_prior is not None:
+            raise ValueError("shared and per-unit precisions exclude each other")
         self.net = net
         self.sigma_w2 = sigma_w2
         self.ard = ard
+        self.unit_prior = unit_prior
         self.quad = quad or Quadrature()
         self.rho0 = net.d / sigma_w2
         self._memo: Memo[Law] = Memo(MEMO)
@@ -98,7 +105,9 @@ class PopulationParity:
     # ---- the law at a state ---------------------------------------------------------------------
     def potential(self, x: np.ndarray) -> ParityPotential:
         t, rr, ri = self.unpack(x)
-        return ParityPotential(self.net, t, rr, ri)
+        if self.unit_prior is not None:
+            return ParityPotential(self.net, t, self.unit_prior)
+        return ParityPotential.gaussian(self.net, t, rr, ri)
 
     def state(self, x: np.ndarray, central_basin: bool = False) -> Law:
         """The law at x (memoised); ``central_basin`` restricts it to the central well's basin."""
@@ -120,6 +129,14 @@ class PopulationParity:
             "m2_rel": L.mean("wS2") / net.k,
             "m2_irr": L.mean("q") / (net.d - net.k),
         }
+
+    def precisions(self, x: np.ndarray) -> tuple[float, float]:
+        """(ρ_rel, ρ_irr): the state's shared precisions, d/σ_w² (plain MF), or the law's average posterior mean
+        of each unit's own precision (per-unit)."""
+        if self.unit_prior is None:
+            return self.unpack(x)[1:]
+        L = self.state(x)
+        return L.mean("rho_rel"), L.mean("rho_irr")
 
     # ---- equations ----------------------------------------------------------------------------------
     def ek(self, L: Law) -> EK | None:

@@ -21,6 +21,7 @@ from solvers.theories.mean_field_ard.population import PopulationParity, Quadrat
 from solvers.theories.mean_field_ard.reduced_observables import summary
 from solvers.theories.mean_field_ard.reduced_potential import Network
 from solvers.theories.mean_field_ard.spec import MeanFieldARDSpec
+from solvers.theories.mean_field_ard.student_prior import StudentPrior
 
 #: Fields a reduced sweep may vary continuously.
 SWEEPABLE = ("kappa", "N", "sigma_a2", "sigma_w2", "gamma")
@@ -39,7 +40,8 @@ class ReducedModel:
         self.parameter = parameter
         self._pops: Memo[PopulationParity] = Memo(MEMO)
         q = spec.quadrature
-        self.quad = Quadrature(q.bulk, q.bulk_q, q.aligned)
+        per_unit = spec.model == "mf_ard" and spec.ard_settings.precisions == "per_unit"
+        self.quad = Quadrature(q.bulk_per_unit if per_unit else q.bulk, q.bulk_q, q.aligned)
 
     # ---- the network at p ---------------------------------------------------------------------------
     def value(self, p: float | None) -> dict[str, float]:
@@ -61,22 +63,31 @@ class ReducedModel:
         k = s.target.k  # type: ignore[union-attr]
         net = Network(d=s.d, k=k, N=v["N"], gamma=v["gamma"], kappa=v["kappa"], sigma_a2=v["sigma_a2"],
                       activation=Activation(s.activation))
-        ard = None
+        ard = unit = None
         if s.model == "mf_ard":
             a = s.ard_settings
             beta0 = a.beta0 if a.beta0 is not None else a.alpha0 * v["sigma_w2"] / s.d
-            ard = ARD(alpha0=a.alpha0, beta0=beta0, N=v["N"], update=a.update, ema=a.ema)
+            if a.precisions == "shared":
+                ard = ARD(alpha0=a.alpha0, beta0=beta0, N=v["N"], update=a.update, ema=a.ema)
+            else:
+                unit = StudentPrior(k, s.d - k, a.alpha0, beta0)
         P = None if math.isnan(v["P"]) else v["P"]
-        return PopulationParity(net, v["sigma_w2"], ard, self.quad, P=P)
+        return PopulationParity(net, v["sigma_w2"], ard, self.quad, P=P, unit_prior=unit)
 
     # ---- equations ------------------------------------------------------------------------------------
     @property
+    def shared(self) -> bool:
+        """True for MF-ARD with shared precisions (state t, log ρ_rel, log ρ_irr); otherwise the state is t alone
+        and the problem has one solution (plain MF, per-unit MF-ARD)."""
+        return self.spec.model == "mf_ard" and self.spec.ard_settings.precisions == "shared"
+
+    @property
     def dim(self) -> int:
-        return 1 if self.spec.model == "mf" else 3
+        return 3 if self.shared else 1
 
     @property
     def names(self) -> tuple[str, ...]:
-        return ("t",) if self.spec.model == "mf" else ("t", "log_rho_relevant", "log_rho_irrelevant")
+        return ("t", "log_rho_relevant", "log_rho_irrelevant") if self.shared else ("t",)
 
     def residual(self, x: np.ndarray, p: float | None) -> np.ndarray:
         return self.pop(p).residual(x)
@@ -105,9 +116,9 @@ class ReducedModel:
         return {"symmetric": pop.symmetric_start(), "aligned": pop.aligned_start(self.spec.seed_asymmetry)}
 
     def label(self, x: np.ndarray, p: float | None, start: str) -> str:
-        """'aligned' / 'symmetric' by the state (relevant prior ≥ 4× wider under ARD; m_S ≥ ½ in plain MF);
-        'unstable' for the saddle between two stable ARD branches."""
-        if self.spec.model == "mf_ard":
+        """'aligned' / 'symmetric' by the state (relevant prior ≥ 4× wider under shared ARD; m_S ≥ ½ otherwise);
+        'unstable' for the saddle between two stable shared-ARD branches."""
+        if self.shared:
             if self.stability(x, p) < 0:
                 return "unstable"
             return "aligned" if float(x[2] - x[1]) > ALIGNED_LOG_RATIO else "symmetric"
@@ -155,8 +166,8 @@ class ReducedModel:
             "chi_SS": s["chi_SS"],
             "m_spurious_max": s["ek_m_spurious_rms"] if finite else 0.0,
             "rho_profile": [s["rho_relevant"]] * k + [s["rho_irrelevant"]] * (d - k),
-            "w2_relevant": s["w2_relevant"],
-            "w2_irrelevant": s["w2_irrelevant"],
+            "second_moment_relevant": s["second_moment_relevant"],
+            "second_moment_irrelevant": s["second_moment_irrelevant"],
             "specialised_fraction": s["specialised_fraction"],
             "aligned_well_mass": s["aligned_well_mass"],
             "kernel_target_eigenvalue": s["lambda_S_over_ridge"],

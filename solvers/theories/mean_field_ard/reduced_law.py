@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from solvers.theories.mean_field_ard.law_moments import (
     MAX_ALIGNED,
@@ -17,23 +16,37 @@ from solvers.theories.mean_field_ard.law_moments import (
     combine,
     node_stats,
 )
+from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.parity_cube import cube
-from solvers.theories.mean_field_ard.reduced_potential import ParityPotential
+from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
+from solvers.theories.mean_field_ard.reduced_prior import BulkNodes, GaussianPrior, ReducedPrior
 from solvers.theories.mean_field_ard.spectrum import block_powers
 from solvers.theories.mean_field_ard.wells import (
     ALIGNED_NODES,
     BULK_INFLATE,
     BULK_NODES,
     BULK_Q_NODES,
+    BulkGrid,
     Well,
     aligned_wells,
     bulk_grid,
+    bulk_rule,
     center_well,
-    gamma_rule,
+    geometry,
     partition,
     quadratic_form,
     well_rule,
 )
+
+#: The prior's bulk nodes per (prior, grid, order): a per-unit prior's rule is fixed for a network, and a Gaussian
+#: prior's is rebuilt only when its precisions move.
+_NODES: Memo[BulkNodes] = Memo(16)
+
+
+def prior_bulk(prior: ReducedPrior, net: Network, nodes: int, q_nodes: int) -> BulkNodes:
+    """The prior's bulk rule on the fixed v-grid of ``net`` with ``nodes`` per coordinate (memoised)."""
+    return _NODES.get_or_make((prior, geometry(net), nodes, q_nodes),
+                              lambda: prior.bulk(bulk_grid(net, nodes), q_nodes))
 
 
 @dataclass(frozen=True)
@@ -57,13 +70,16 @@ class Law:
         return float(self.second[i, j]) - self.means[a] * self.means[b]
 
     def cov_score(self, stat: str, coordinate: str) -> float:
-        """Cov(stat, ∂Ũ/∂coordinate) for coordinate ∈ {t, log_rho_relevant, log_rho_irrelevant}."""
+        """Cov(stat, ∂Ũ/∂coordinate) for coordinate ∈ {t, log_rho_relevant, log_rho_irrelevant} (the last two:
+        the shared precisions of a Gaussian prior)."""
         pot = self.pot
         if coordinate == "t":
             return -(pot.t / (pot.net.kappa**2 * pot.net.s)) * self.cov(stat, "g")
+        prior = pot.prior
+        assert isinstance(prior, GaussianPrior)
         if coordinate == "log_rho_relevant":
-            return 0.5 * pot.rho_rel * self.cov(stat, "wS2")
-        return 0.5 * pot.rho_irr * self.cov(stat, "q")
+            return 0.5 * prior.rho_rel * self.cov(stat, "wS2")
+        return 0.5 * prior.rho_irr * self.cov(stat, "q")
 
 
 def find_wells(pot: ParityPotential, scale: float, *, lone_center: bool = True) -> list[Well]:
@@ -94,8 +110,8 @@ def _structured(H: np.ndarray) -> tuple[float, float, float, float] | None:
 def _pseudo_center(pot: ParityPotential) -> Well:
     """The prior's own Gaussian at w_S = 0 (reference of the bulk when the central well is unstable)."""
     net = pot.net
-    u = math.log(2.0 * net.shape / pot.rho_irr)
-    H = np.diag([pot.rho_rel] * net.k + [net.shape])
+    u = pot.prior.u_mode()
+    H = np.diag([pot.prior.curvature_at_zero()] * net.k + [pot.prior.u_derivatives(u)[1]])
     U = pot.local(np.r_[np.zeros(net.k), u])[0]
     return Well("center", np.r_[np.zeros(net.k), u], H, U, 1)
 
@@ -118,13 +134,9 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     # the reference well only partitions mass with aligned wells (no aligned well: any finite row will do)
     ref = (center if center is not None else _pseudo_center(pot)) if aligned else None
     grid = bulk_grid(net, bn)
-    b = net.shape + 0.5 * k
-    xq, Wq = gamma_rule(b, qn)
-    logC = 0.5 * k * math.log(pot.rho_rel / (2.0 * math.pi)) + net.shape * math.log(0.5 * pot.rho_irr) - gammaln(
-        net.shape
-    ) + gammaln(b)
-    sc = {"rho_rel": pot.rho_rel, "rho_irr": pot.rho_irr, "logC": logC, "b": b, "A": net.A, "s": net.s,
-          "tau": pot.tau, "k": float(k), "inflate": BULK_INFLATE, "thr2": threshold * threshold}
+    nodes = prior_bulk(pot.prior, net, bn, qn)
+    sc = {"A": net.A, "s": net.s, "tau": pot.tau, "k": float(k), "inflate": BULK_INFLATE,
+          "thr2": threshold * threshold}
     cvec = np.array([0.0, 1.0, 1.0, 0.0, 1.0]) if ref is None else np.array(
         [ref.y[k], ref.H[0, 0], ref.H[k, k], ref.U, 1.0])
     rows = np.full((MAX_ALIGNED, 8), -np.inf)
@@ -135,11 +147,11 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
         if st is not None:
             rows[i] = [float(np.mean(w.y[:k])), w.y[k], *st, w.U, math.log(w.weight)]
     B1 = grid.blocks().reshape(grid.v2.size, -1) if spectrum else np.zeros((grid.v2.size, 0))
-    gd = {"v2": grid.v2, "sv": grid.V.sum(axis=1), "lw": grid.logw, "JS1": grid.JS1, "S1": grid.Sigma1, "B1": B1}
+    gd = {"v2": grid.v2, "sv": grid.V.sum(axis=1), "JS1": grid.JS1, "S1": grid.Sigma1, "B1": B1}
     if fast:
-        pieces = [bulk_reduce_jax(gd, xq, np.log(Wq), sc, cvec, rows)]
+        pieces = [bulk_reduce_jax(gd, nodes.q, nodes.logw, nodes.extra, sc, cvec, rows)]
     else:
-        pieces = [_bulk_numpy(pot, gd, xq, Wq, sc, cvec, ref, aligned, grid)]
+        pieces = [_bulk_numpy(pot, gd, nodes, sc, cvec, ref, aligned, grid)]
     aligned_total = []
     for i, well in enumerate([] if central_basin else aligned):
         Y, lw = well_rule(well, an)
@@ -152,7 +164,8 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
         top = float(np.max(logm))
         e = np.exp(logm - top)
         B = block_powers(net.activation, cube(k), Y).reshape(Y.shape[0], -1).T if spectrum else None
-        stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, net.A, net.s, threshold**2, B)
+        extra = pot.prior.extra_stats(Y[:, :k], Y[:, k])
+        stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, net.A, net.s, threshold**2, B, extra)
         piece = (top, float(e.sum()), stats @ e, np.einsum("an,bn,n->ab", pairs, pairs, e))
         pieces.append(piece)
         aligned_total.append(piece)
@@ -160,15 +173,15 @@ def law(pot: ParityPotential, wells: list[Well], quad: tuple[int, int, int] | No
     mass = sum(p[1] * math.exp(p[0] - log_Z) for p in aligned_total)
     if not (math.isfinite(log_Z) and np.all(np.isfinite(means))):
         raise FloatingPointError("non-finite law averages")
-    n = len(STATS)
+    names = STATS + tuple(pot.prior.extra_names)
+    n = len(names)
     blocks = means[n:].reshape(k + 1, -1) if spectrum else None
-    return Law(pot, tuple(wells), log_Z, dict(zip(STATS, (float(m) for m in means[:n]), strict=True)), second,
+    return Law(pot, tuple(wells), log_Z, dict(zip(names, (float(m) for m in means[:n]), strict=True)), second,
                mass, blocks)
 
 
-def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray, Wq: np.ndarray, sc: dict,
-                cvec: np.ndarray, ref: Well | None, aligned: list[Well],
-                grid: object) -> tuple[float, float, np.ndarray, np.ndarray]:
+def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], nodes: BulkNodes, sc: dict, cvec: np.ndarray,
+                ref: Well | None, aligned: list[Well], grid: BulkGrid) -> tuple[float, float, np.ndarray, np.ndarray]:
     """The bulk reduction in NumPy; aligned wells of any shape (the general partition)."""
     k = pot.net.k
     structured = [_structured(w.H) for w in aligned]
@@ -177,22 +190,20 @@ def _bulk_numpy(pot: ParityPotential, gd: dict[str, np.ndarray], xq: np.ndarray,
         rows[:, :7] = 0.0
         for i, (st, w) in enumerate(zip(structured, aligned, strict=True)):
             rows[i] = [float(np.mean(w.y[:k])), w.y[k], *st, w.U, math.log(w.weight)]  # type: ignore[misc]
-        out = bulk_reduce(np, gd, xq, np.log(Wq), sc, cvec, rows)
+        out = bulk_reduce(np, gd, nodes.q, nodes.logw, nodes.extra, sc, cvec, rows)
         return float(out[0]), float(out[1]), np.asarray(out[2]), np.asarray(out[3])
     # general wells: explicit nodes and the general partition
-    from solvers.theories.mean_field_ard.wells import bulk_rule
-
-    Y, lw, f = bulk_rule(pot, grid, xq.size)  # type: ignore[arg-type]
+    Y, lw, f, extra = bulk_rule(pot, grid, nodes)
     if aligned:
         assert ref is not None
         lw = lw + partition(ref, aligned, Y, -1, k, canonical=np.column_stack([Y[:, k - 1 :: -1], Y[:, k]]))
-    logm = lw - pot.from_features(f, Y[:, -1])
+    logm = lw - pot.from_features(f, Y)
     top = float(np.max(logm))
     e = np.exp(logm - top)
     B = None
     if gd["B1"].shape[1]:
         B = block_powers(pot.net.activation, cube(k), Y).reshape(Y.shape[0], -1).T
-    stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, pot.net.A, pot.net.s, sc["thr2"], B)
+    stats, pairs = node_stats(np, f.J_S, f.Sigma, f.wS2, f.q, pot.net.A, pot.net.s, sc["thr2"], B, extra)
     return top, float(e.sum()), stats @ e, np.einsum("an,bn,n->ab", pairs, pairs, e)
 
 

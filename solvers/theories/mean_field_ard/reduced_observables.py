@@ -15,7 +15,8 @@ def summary(pop: PopulationParity, x: np.ndarray) -> dict[str, float]:
     """The state's named quantities (population limit)."""
     L = pop.state(x)
     net = pop.net
-    t, rho_rel, rho_irr = pop.unpack(x)
+    t = pop.unpack(x)[0]
+    rho_rel, rho_irr = pop.precisions(x)
     m = pop.moments(L)
     ek = pop.ek(L)
     # population: m_S = t λ_S/c₀ (= 1 − t at the solution); finite P (EK): the learnability λ_S/(λ_S + κ)
@@ -33,8 +34,8 @@ def summary(pop: PopulationParity, x: np.ndarray) -> dict[str, float]:
         "rho_relevant": rho_rel,
         "rho_irrelevant": rho_irr,
         "lambda_S_over_ridge": m["lambda_S"] / net.ridge,
-        "w2_relevant": m["m2_rel"],
-        "w2_irrelevant": m["m2_irr"],
+        "second_moment_relevant": m["m2_rel"],
+        "second_moment_irrelevant": m["m2_irr"],
         "w4_relevant_norm": w4,
         "chi_SS": chi,
         "gibbs_variance": var_f,

@@ -7,9 +7,10 @@ p_MF(w) ∝ exp(−U(w)),
     Λ(w) = A_a + Σ(w)/s,     s = κ² N^{2γ},     A_a = 1/σ_a²,
 
 with Σ(w) = E_x φ(wᵀx)² and J_r(w) = E_x φ(wᵀx) r(x). On the symmetric and aligned branches of the
-parity problem the residual is r = t χ_S and the prior precision takes one value ρ_rel on S and one
-value ρ_irr off S, so U depends on w only through y = (w_S, u), u = log |w_⊥|². The density of y is
-the prior's — Gaussian in w_S, log-Gamma in u with shape (d − k)/2 — times exp(−½ log(Λ/A_a) + R),
+parity problem the residual is r = t χ_S and the prior treats the coordinates of S alike and those off S
+alike, so U depends on w only through y = (w_S, u), u = log |w_⊥|². The density of y is the prior's
+(``reduced_prior``: Gaussian with precisions ρ_rel on S and ρ_irr off S — log-Gamma in u with shape
+(d − k)/2 — or the per-unit ARD prior of ``student_prior``) times exp(−½ log(Λ/A_a) + R),
 R = t² J_S² / (2κ² s Λ). ``Ũ(y)`` below is minus the log of that density (normalised prior included),
 so ∫ exp(−Ũ) dy = Z = E_prior[√(A_a/Λ) e^R].
 """
@@ -19,13 +20,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import gammaln
 
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.parity_cube import ParityCube, cube
+
+if TYPE_CHECKING:
+    from solvers.theories.mean_field_ard.reduced_prior import ReducedPrior
 
 
 @lru_cache(maxsize=8)
@@ -120,12 +124,18 @@ def _features(act: Activation, cb: ParityCube, Y: np.ndarray) -> Features:
 
 @dataclass(frozen=True)
 class ParityPotential:
-    """Ũ(y) at one state (t, ρ_rel, ρ_irr) of one network."""
+    """Ũ(y) at one state (t and the unit's prior) of one network."""
 
     net: Network
     t: float
-    rho_rel: float
-    rho_irr: float
+    prior: ReducedPrior
+
+    @classmethod
+    def gaussian(cls, net: Network, t: float, rho_rel: float, rho_irr: float) -> ParityPotential:
+        """The potential with Gaussian weights of precision ρ_rel on S and ρ_irr off S."""
+        from solvers.theories.mean_field_ard.reduced_prior import GaussianPrior
+
+        return cls(net, t, GaussianPrior(net.k, net.d - net.k, rho_rel, rho_irr))
 
     @property
     def cb(self) -> ParityCube:
@@ -136,26 +146,17 @@ class ParityPotential:
         """R = τ J_S²/Λ."""
         return self.t * self.t / (2.0 * self.net.kappa**2 * self.net.s)
 
-    @property
-    def log_norm(self) -> float:
-        """−log of the prior density's normalisation in y (added to Ũ)."""
-        net = self.net
-        a = net.shape
-        return -0.5 * net.k * math.log(self.rho_rel / (2.0 * math.pi)) - a * math.log(0.5 * self.rho_irr) + gammaln(a)
-
-    def prior_part(self, wS2: np.ndarray, u: np.ndarray) -> np.ndarray:
-        return 0.5 * self.rho_rel * wS2 + 0.5 * self.rho_irr * np.exp(u) - self.net.shape * u + self.log_norm
-
     def values(self, Y: np.ndarray) -> tuple[np.ndarray, Features]:
         """Ũ at the rows of Y, and the features there."""
         Y = np.atleast_2d(Y)
         f = features(self.net.activation, self.cb, Y)
-        return self.from_features(f, Y[:, -1]), f
+        return self.from_features(f, Y), f
 
-    def from_features(self, f: Features, u: np.ndarray) -> np.ndarray:
-        """Ũ from the features at points with u = log q."""
+    def from_features(self, f: Features, Y: np.ndarray) -> np.ndarray:
+        """Ũ at the rows of Y = (w_S, u) from the features there."""
         lam = self.net.A + f.Sigma / self.net.s
-        return self.prior_part(f.wS2, u) + 0.5 * np.log(lam / self.net.A) - self.tau * f.J_S * f.J_S / lam
+        k = self.net.k
+        return self.prior.value(Y[:, :k], Y[:, k]) + 0.5 * np.log(lam / self.net.A) - self.tau * f.J_S * f.J_S / lam
 
     def local(self, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Ũ, its gradient and Hessian at one point."""
@@ -190,7 +191,7 @@ class ParityPotential:
             H[:, k, k] = (half_q * small_matmul(f[2], c) + half_q * half_q * small_matmul(f[4], c)) / n_pts
             return v, g, H
 
-        return self._assemble(w, u, q, moments(cb.chi, s1), moments(np.ones(n_pts), s2))
+        return self._assemble(w, u, moments(cb.chi, s1), moments(np.ones(n_pts), s2))
 
     def local_center(self, u: float) -> tuple[float, np.ndarray, np.ndarray]:
         """:meth:`local` at y = (0, u), the centre well, where every pre-activation mean vanishes.
@@ -217,29 +218,22 @@ class ParityPotential:
             return np.array([f[0, 0] * mc]), g, H
 
         chi, one = _cube_moments(k)
-        U, g, H = self._assemble(np.zeros((1, k)), np.array([u]), np.array([q]), moments(chi, s1), moments(one, s2))
+        U, g, H = self._assemble(np.zeros((1, k)), np.array([u]), moments(chi, s1), moments(one, s2))
         return float(U[0]), g[0], H[0]
 
-    def _assemble(self, w: np.ndarray, u: np.ndarray, q: np.ndarray, jm: tuple[np.ndarray, ...],
+    def _assemble(self, w: np.ndarray, u: np.ndarray, jm: tuple[np.ndarray, ...],
                   sm: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Ũ, gradient and Hessian from the moments of J_S = E[χ φ] (jm) and Σ = E[φ²] (sm)."""
         net = self.net
-        k = net.k
-        n = w.shape[0]
         J, dJ, HJ = jm
         S, dS, HS = sm
         lam = net.A + S / net.s
         dL, HL = dS / net.s, HS / net.s
         tau = self.tau
-        U = self.prior_part(np.sum(w * w, axis=1), u) + 0.5 * np.log(lam / net.A) - tau * J * J / lam
-        grad = np.zeros((n, k + 1))
-        grad[:, :k] = self.rho_rel * w
-        grad[:, k] = 0.5 * self.rho_irr * q - net.shape
+        U = self.prior.value(w, u) + 0.5 * np.log(lam / net.A) - tau * J * J / lam
+        grad, H = self.prior.gradient_hessian(w, u)
         L1 = lam[:, None]
         grad += 0.5 * dL / L1 - tau * (2.0 * J[:, None] * dJ / L1 - (J * J)[:, None] * dL / L1**2)
-        H = np.zeros((n, k + 1, k + 1))
-        H[:, np.arange(k), np.arange(k)] = self.rho_rel
-        H[:, k, k] = 0.5 * self.rho_irr * q
         L2 = lam[:, None, None]
         Jb = J[:, None, None]
         dLdL = np.einsum("ni,nj->nij", dL, dL)

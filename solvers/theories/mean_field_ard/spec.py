@@ -123,26 +123,53 @@ class ArraysData(BaseModel):
         return y
 
 
+#: per_unit needs a Student-t prior with a variance (shape α₀ > 1): the ARD mechanism is about second moments.
+PER_UNIT_MIN_ALPHA0 = 1.0
+#: The reduced solver's bulk rule reaches |w_S| ≤ 6|w_⊥| (``wells.BULK_V_MAX``); a Student-t relevant weight with
+#: fewer degrees of freedom than 2·3 puts too much of its second moment beyond it (prior ⟨w_S²⟩ integrated to
+#: 1.3e-4 at α₀ = 3, 6e-3 at α₀ = 2).
+REDUCED_PER_UNIT_MIN_ALPHA0 = 3.0
+
+
 class ARDSpec(BaseModel):
     """Gamma(α₀, β₀) hyperprior on the per-coordinate prior precisions ρ_j of MF-ARD."""
 
     model_config = _CONFIG
 
+    precisions: Literal["shared", "per_unit"] = Field(
+        "shared",
+        description="Which precisions the hyperprior is on. shared: one ρ_j per input coordinate, shared by the N "
+        "hidden units (classic ARD of a network's inputs, MacKay/Neal): d order parameters ρ_j, each unit one "
+        "observation, ρ_j = (α₀ + N/2)/(β₀ + N⟨w_j²⟩/2), so α₀ weighs against N/2. per_unit: every unit has its own "
+        "precision vector with the Gamma(α₀, β₀) hyperprior, integrated out exactly in the mean-field limit: each "
+        "weight has a Student-t prior (2α₀ degrees of freedom, scale √(β₀/α₀)), α₀ weighs against ½, and the "
+        "mean-field problem is convex again (one solution, no first-order transition). Needs alpha0 > 1 (a prior "
+        "with a variance). See docs/theories/mean_field_ard.md, 'The two ARD readings'.",
+    )
     alpha0: float = Field(4.0, gt=0, description="Shape α₀ of the Gamma hyperprior (the paper: 4 for parity, 0.1 "
                           "for the single-index teacher).")
     beta0: float | None = Field(
-        None, gt=0, description="Rate β₀; null gives β₀ = α₀ σ_w²/d, whose mean α₀/β₀ is the isotropic d/σ_w²."
+        None, gt=0, description="Rate β₀; null gives β₀ = α₀ σ_w²/d, whose mean α₀/β₀ is the isotropic d/σ_w² "
+        "(per_unit: the Student-t weight then has variance β₀/(α₀ − 1) = (σ_w²/d)·α₀/(α₀ − 1))."
     )
     ema: float = Field(0.5, gt=0, le=1, description="Particle iteration: weight of the (Newton-like) precision step "
-                       "per outer step (the EMA of Algorithm 1).")
+                       "per outer step (the EMA of Algorithm 1; shared precisions only).")
     update: Literal["mean", "map"] = Field(
-        "mean", description="Fixed point: posterior mean (α₀ + N/2)/(β₀ + N⟨w_j²⟩/2), or its mode (α₀ − 1 + N/2 …)."
+        "mean", description="Shared precisions' fixed point: posterior mean (α₀ + N/2)/(β₀ + N⟨w_j²⟩/2), or its mode "
+        "(α₀ − 1 + N/2 …)."
     )
 
     @model_validator(mode="after")
     def _map_shape(self) -> ARDSpec:
         if self.update == "map" and self.alpha0 <= 1.0:
             raise ValueError("the MAP update needs alpha0 > 1 (the Gamma mode is at 0 otherwise)")
+        if self.precisions == "per_unit":
+            if self.alpha0 <= PER_UNIT_MIN_ALPHA0:
+                raise ValueError("precisions 'per_unit' needs alpha0 > 1: each weight's prior is then a Student-t "
+                                 "with 2·alpha0 degrees of freedom, which has no variance for alpha0 ≤ 1")
+            if self.update != "mean":
+                raise ValueError("precisions 'per_unit' integrates each unit's precisions out exactly; 'update' "
+                                 "(the point estimate of a shared precision) applies to 'shared' only")
         return self
 
 
@@ -171,6 +198,11 @@ class QuadratureSpec(BaseModel):
     bulk: int = Field(20, ge=5, le=60, description="Nodes per relevant coordinate of the bulk rule (multiple of 5).")
     bulk_q: int = Field(6, ge=2, le=40, description="Gauss–Laguerre nodes in |w_⊥|² per bulk node.")
     aligned: int = Field(7, ge=3, le=15, description="Gauss–Hermite nodes per axis of an aligned well.")
+    bulk_per_unit: int = Field(
+        40, ge=5, le=60, description="Nodes per relevant coordinate of the bulk rule under per-unit ARD precisions "
+        "(replaces bulk; its u-rule is a sinh-trapezoid of about 30 nodes per v). The Student-t law needs the finer "
+        "grid: at 20 its λ_S is 0.5 % off a brute-force grid (k = 2), at 40 1e-4. At k = 4 the default is 3.7·10⁶ "
+        "nodes: lower it (20: 2.7·10⁵).")
 
 
 def _data_kind(v: Any) -> str:
@@ -204,7 +236,8 @@ class MeanFieldARDSpec(BaseModel):
     )
     target: Target = Field(description="The target function and its input law.")
     data: Data = Field(default_factory=GeneratedData, description="Generated ({seed, P_test}) or inline arrays.")
-    ard: ARDSpec | None = Field(None, description="Hyperprior of mf_ard (defaults when null).")
+    ard: ARDSpec | None = Field(None, description="Hyperprior of mf_ard and which precisions it is on (defaults "
+                                "when null: shared, α₀ = 4).")
     solver: Literal["reduced", "particles"] = Field(
         "reduced",
         description="reduced: deterministic quadrature of the reduced law (parity, ReLU, population limit or "
@@ -243,6 +276,11 @@ class MeanFieldARDSpec(BaseModel):
             if self.d - self.target.k < MIN_IRRELEVANT:
                 raise ValueError(f"solver 'reduced' needs d − k ≥ {MIN_IRRELEVANT} irrelevant coordinates (central "
                                  "limit for their sum); use 'particles'")
+            a = self.ard_settings
+            if self.model == "mf_ard" and a.precisions == "per_unit" and a.alpha0 < REDUCED_PER_UNIT_MIN_ALPHA0:
+                raise ValueError(f"solver 'reduced' with ard.precisions 'per_unit' needs ard.alpha0 ≥ "
+                                 f"{REDUCED_PER_UNIT_MIN_ALPHA0:g} (its bulk rule would lose the heavier Student-t "
+                                 "tail of the relevant weights); use solver 'particles'")
         elif self.P is None and not isinstance(self.data, ArraysData):
             raise ValueError("solver 'particles' needs data: give P (generated inputs) or inline arrays")
         return self

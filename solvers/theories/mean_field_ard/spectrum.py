@@ -93,8 +93,12 @@ def effective_ridge(lam: np.ndarray, mult: np.ndarray, tail: float, c0: float, P
 
 
 def closure(block_means: np.ndarray, sigma_mean: float, d: int, k: int, c0: float, P: float) -> EK:
-    """EK from E_p[B_ij/Λ] (k+1, j_max+1) and E_p[Σ/Λ]."""
+    """EK from E_p[B_ij/Λ] (k+1, j_max+1) and E_p[Σ/Λ].
+
+    With fewer than j_max irrelevant coordinates the blocks j > d − k have no modes on the hypercube (C(d − k, j)
+    = 0); the central-limit power the Gaussian g puts there joins the tail, and their eigenvalue is 0."""
     mult = multiplicities(d, k, block_means.shape[1] - 1)
-    lam = block_means / mult
-    tail = max(sigma_mean - float(np.sum(block_means)), 0.0)
+    modes = mult > 0
+    lam = np.where(modes, block_means / np.where(modes, mult, 1.0), 0.0)
+    tail = max(sigma_mean - float(np.sum(block_means[modes])), 0.0)
     return EK(effective_ridge(lam, mult, tail, c0, P), c0, P, lam, mult, tail)

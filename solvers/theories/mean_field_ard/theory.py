@@ -33,7 +33,7 @@ from solvers.theories.mean_field_ard import experiment_sizes, particle_report
 from solvers.theories.mean_field_ard.events import onset_event
 from solvers.theories.mean_field_ard.quantities import QUANTITIES
 from solvers.theories.mean_field_ard.reduced import SWEEPABLE, ReducedModel
-from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec
+from solvers.theories.mean_field_ard.spec import ArraysData, MeanFieldARDSpec, ParityTarget
 from solvers.theories.quantities import QuantityTable
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ SIZE_LIMITS: dict[str, float] = {
 #: Memory of a solve besides its arrays: JAX's compilation and buffers (measured peaks in a fresh solve process:
 #: 135–139 MiB for the reduced examples, 232 MiB for a small particle solve).
 MEMORY_OVERHEAD = 320 * 2**20
+#: u-nodes per v-node of the per-unit prior's bulk rule (its sinh-trapezoid: 28–34 for the examples measured).
+PER_UNIT_U_NODES = 32
 #: Bytes per quadrature node of the reduced rules (node statistics, their pairs and the fused temporaries).
 MEMORY_PER_NODE = 8 * 64
 #: Bytes per particle and data point (φ, its derivative and the vmapped potential's temporaries, train and test).
@@ -75,8 +77,9 @@ def reduced_problem(spec: MeanFieldARDSpec, parameter: str | None) -> Problem:
     def report(x: np.ndarray, p: float) -> Report:
         return Report(model.order_parameters(x, at(p)), model.observables(x, at(p)))
 
+    # one solution at every κ (plain MF, per-unit MF-ARD): the transition is the alignment onset, an event
     events = (onset_event(lambda p: model.onset_indicator(at(p))),) if (
-        spec.model == "mf" and parameter == "kappa") else ()
+        not model.shared and parameter == "kappa") else ()
     return Problem(
         residual=lambda x, p: model.residual(x, at(p)),
         dim=model.dim,
@@ -125,6 +128,11 @@ class MeanFieldARDTheory(Theory):
         assert isinstance(spec, MeanFieldARDSpec)
         return self.experiment_example if spec.n_train is None else {}
 
+    def experiment_inits_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """``prior``, and for a parity target ``aligned`` (every unit on the parity's relevant coordinates)."""
+        assert isinstance(spec, MeanFieldARDSpec)
+        return ("prior", "aligned") if isinstance(spec.target, ParityTarget) else ("prior",)
+
     def check_experiment(self, spec: BaseModel, sizes: BaseModel) -> Sizes:
         return experiment_sizes.check(cast(MeanFieldARDSpec, spec), cast(experiment_sizes.ExperimentSizes, sizes))
 
@@ -144,7 +152,8 @@ class MeanFieldARDTheory(Theory):
     ) -> Predictions:
         from solvers.theories.mean_field_ard.experiment import theory_observables
 
-        return theory_observables(catalogue, branch=branch)
+        assert isinstance(spec, MeanFieldARDSpec)
+        return theory_observables(catalogue, branch=branch, ard=spec.model == "mf_ard")
 
     def sizes(self, spec: BaseModel) -> Sizes:
         assert isinstance(spec, MeanFieldARDSpec)
@@ -168,7 +177,11 @@ class MeanFieldARDTheory(Theory):
             k = spec.target.k  # type: ignore[union-attr]
             out["mean_field_reduced_k"] = (("target", "k"), float(k))
             q = spec.quadrature
-            out["mean_field_quadrature_nodes"] = (("quadrature",), float(math.comb(q.bulk + k - 1, k) * q.bulk_q))
+            if spec.model == "mf_ard" and spec.ard_settings.precisions == "per_unit":
+                nodes = math.comb(q.bulk_per_unit + k - 1, k) * PER_UNIT_U_NODES
+            else:
+                nodes = math.comb(q.bulk + k - 1, k) * q.bulk_q
+            out["mean_field_quadrature_nodes"] = (("quadrature",), float(nodes))
         return out
 
     def _memory_terms(self, spec: MeanFieldARDSpec) -> dict[tuple[str | int, ...], float]:

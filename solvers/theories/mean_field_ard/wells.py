@@ -25,9 +25,9 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import gammaln
 
 from solvers.theories.mean_field_ard.parity_cube import cube
 from solvers.theories.mean_field_ard.reduced_potential import (
@@ -37,6 +37,9 @@ from solvers.theories.mean_field_ard.reduced_potential import (
     _features,
     small_matmul,
 )
+
+if TYPE_CHECKING:
+    from solvers.theories.mean_field_ard.reduced_prior import BulkNodes
 
 #: Bulk rule: nodes per relevant coordinate of v = w_S/|w_⊥| (composite Gauss–Legendre of order BULK_ORDER
 #: in ξ, v = c sinh ξ, c = BULK_V_CORE/√(d − k), up to BULK_V_MAX), reduced to sign/permutation orbits.
@@ -178,12 +181,13 @@ def _newton_min(pot: ParityPotential, y0: np.ndarray, max_iter: int = 60) -> tup
 def center_well(pot: ParityPotential) -> Well | None:
     """The well at w_S = 0: a 1-D Newton solve in u (∇_w Ũ = 0 there by symmetry).
 
-    At w_S = 0, J_S = 0 and Ũ(0, u) = ½ρ_irr e^u − a u + ½ log(Λ(0, u)/A) + const with
-    Λ = A + Σ(0, u)/s — a convex function of u, so Newton converges from the prior's mode.
+    At w_S = 0, J_S = 0 and Ũ(0, u) = (prior's −log density of u) + ½ log(Λ(0, u)/A) + const with
+    Λ = A + Σ(0, u)/s — convex in u for the Gaussian prior (½ρ_irr e^u − a u) and for the per-unit one
+    (minus a log-concave density), so Newton converges from the prior's mode.
     """
     net = pot.net
     k = net.k
-    u = math.log(2.0 * net.shape / pot.rho_irr)
+    u = pot.prior.u_mode()
     relu = net.activation.name == "relu"
     for _ in range(50):
         q = math.exp(u)
@@ -195,8 +199,9 @@ def center_well(pot: ParityPotential) -> Well | None:
         # heat equation: d/du E F(√q ξ) = (q/2) E F^(2); d²/du² = (q/2) E F^(2) + (q²/4) E F^(4)
         dS, d2S = 0.5 * q * S2, 0.5 * q * S2 + 0.25 * q * q * S4
         lam = net.A + S / net.s
-        g = 0.5 * pot.rho_irr * q - net.shape + 0.5 * dS / (net.s * lam)
-        h = 0.5 * pot.rho_irr * q + 0.5 * (d2S / (net.s * lam) - (dS / (net.s * lam)) ** 2)
+        gp, hp = pot.prior.u_derivatives(u)
+        g = gp + 0.5 * dS / (net.s * lam)
+        h = hp + 0.5 * (d2S / (net.s * lam) - (dS / (net.s * lam)) ** 2)
         step = -g / h if h > 0 else -math.copysign(0.5, g)
         step = max(-1.0, min(1.0, step))
         u += step
@@ -259,7 +264,7 @@ class DiagonalScan:
         net = pot.net
         lam = net.A + self.Sigma / net.s
         V = (
-            pot.prior_part(net.k * self.S**2, self.U)
+            pot.prior.value_diagonal(self.S, self.U)
             + 0.5 * np.log(lam / net.A)
             - pot.tau * self.J**2 / lam
         )
@@ -299,7 +304,7 @@ def aligned_wells(pot: ParityPotential, scale: float) -> list[Well]:
         if not ok:
             continue
         w = y[:k]
-        if np.min(np.abs(w)) * math.sqrt(pot.rho_rel) < 0.05:
+        if np.min(np.abs(w)) * math.sqrt(pot.prior.curvature_at_zero()) < 0.05:
             continue  # fell back into the central well (or onto a coordinate plane, where J_S vanishes)
         canon = np.sort(np.abs(w))[::-1]
         if any(np.allclose(canon, np.sort(np.abs(v.y[:k]))[::-1], rtol=1e-6) for v in wells):
@@ -376,31 +381,22 @@ def bulk_grid(net: Network, nodes: int) -> BulkGrid:
     return _bulk_grid(geometry(net), nodes)
 
 
-def bulk_rule(pot: ParityPotential, grid: BulkGrid, q_nodes: int) -> tuple[np.ndarray, np.ndarray, Features]:
-    """The prior-exact bulk rule: fixed v-grid × Gauss–Laguerre in q for each v.
-
-    In (v, q) the prior density is C q^{b−1} e^{−q r(v)}, b = (d − k)/2 + k/2 = d/2,
-    r(v) = (ρ_rel |v|² + ρ_irr)/2, so ∫ dq is Γ(b) r^{−b} E_{Gamma(b, r)}[·], done by a Gauss rule.
-    """
-    net = pot.net
-    k = net.k
-    a = net.shape
-    b = a + 0.5 * k
-    x, W = gamma_rule(b, q_nodes)
-    r = 0.5 * (pot.rho_rel * grid.v2 + pot.rho_irr)
-    q = x[None, :] / r[:, None]  # (n_v, n_q)
-    logC = 0.5 * k * math.log(pot.rho_rel / (2.0 * math.pi)) + a * math.log(0.5 * pot.rho_irr) - gammaln(a)
-    logw = (grid.logw + logC + gammaln(b) - b * np.log(r))[:, None] + np.log(W)[None, :]
-    sq = np.sqrt(q).ravel()
+def bulk_rule(pot: ParityPotential, grid: BulkGrid, nodes: BulkNodes) -> tuple[np.ndarray, np.ndarray, Features,
+                                                                            np.ndarray]:
+    """The prior-exact bulk rule as explicit nodes: the fixed v-grid × the prior's q-rule ``nodes`` for each v
+    (``ReducedPrior.bulk``). Returns Y = (w_S, u), log weights in the convention mass = exp(logw − Ũ), the
+    features and the prior's extra statistics (m, n) at the nodes."""
+    n_q = nodes.q.shape[1]
     nv = grid.V.shape[0]
-    rep = np.repeat(np.arange(nv), q_nodes)
+    rep = np.repeat(np.arange(nv), n_q)
+    qf = nodes.q.ravel()
+    sq = np.sqrt(qf)
     wS = grid.V[rep] * sq[:, None]
-    u = np.log(q.ravel())
-    qf = q.ravel()
+    u = np.log(qf)
     f = Features(J_S=grid.JS1[rep] * sq, Sigma=grid.Sigma1[rep] * qf, wS2=grid.v2[rep] * qf, q=qf)
     Y = np.column_stack([wS, u])
-    # mass = weight × e^{−½ log(Λ/A) + R}; the rule's convention is mass = exp(logw − Ũ)
-    return Y, logw.ravel() + pot.prior_part(f.wS2, u), f
+    # mass = prior mass × e^{−½ log(Λ/A) + R}; the rule's convention is mass = exp(logw − Ũ)
+    return Y, nodes.logw.ravel() + pot.prior.value(wS, u), f, nodes.extra.reshape(nodes.extra.shape[0], -1)
 
 
 def well_rule(well: Well, n: int) -> tuple[np.ndarray, np.ndarray]:
