@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -178,12 +178,14 @@ def weight_correlations(
     T: float,
     N1: float,
     inv: np.ndarray | None = None,
+    products: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
     """First-layer weight two-point function ⟨w wᵀ⟩ = I/λ0 + (Λ1 + Λ2)/λ0 (unit-averaged).
 
     Λ1 = −(q/(λ0 N0 N1)) X̃ᵀ A^(-1) X̃,  Λ2 = (q/(λ0 N0 N1)) (X̃ᵀA^(-1)y)(X̃ᵀA^(-1)y)ᵀ,  q = Q̄/λ1,
     X̃ = G X, G = diag E[σ'(h_μ)] (exact for linear σ; the Gaussian-equivalence estimate otherwise).
-    ``inv`` = 1/(T + aκ) where the caller has it already.
+    ``inv`` = 1/(T + aκ) where the caller has it already; ``products``: X̃ᵀA^(-1)y = Zᵀ(ỹ∘inv) and X̃ᵀA^(-1)X̃ =
+    Zᵀ diag(inv) Z (its lower triangle packed row by row, :func:`packed_gram`) where the caller has them already.
     """
     z = spectrum.z
     if z is None or spectrum.z_norm2 is None:
@@ -191,12 +193,12 @@ def weight_correlations(
     if inv is None:
         inv = 1.0 / (T + a * spectrum.kappa)
     pref = (qbar / lambda1) / (lambda0 * N0 * N1)
-    bvec = z.T @ (spectrum.y_t * inv)
+    bvec, gram = products if products is not None else (z.T @ (spectrum.y_t * inv), None)
     out: dict[str, Any] = {
         "trace_lambda1": -pref * float(spectrum.z_norm2 @ inv),
         "trace_lambda2": pref * float(bvec @ bvec),
     }
-    lo, hi = _extreme_eigenvalues(z, inv, bvec, pref)
+    lo, hi = _extreme_eigenvalues(z, inv, bvec, pref, gram)
     out["max_eigenvalue"], out["min_eigenvalue"] = hi, lo
     out["leading_eigenvalue"] = None if lo is None or hi is None else (hi if abs(hi) >= abs(lo) else lo)
     return out
@@ -221,11 +223,40 @@ def extreme_eigenvalues(m: np.ndarray, lower_only: bool = False) -> tuple[float,
     return ends[0], ends[1]
 
 
-def _extreme_eigenvalues(
-    z: np.ndarray, inv: np.ndarray, bvec: np.ndarray, pref: float
-) -> tuple[float | None, float | None]:
-    """Smallest and largest eigenvalue of pref·(−Zᵀ D^(-1) Z + b bᵀ) (N0 × N0)."""
+@cache
+def _tril(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.tril_indices(n)
+
+
+def packed_gram(z: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Zᵀ diag(w) Z for each column w of ``weights`` (P × k), of either sign: rows (k, N0(N0+1)/2), each the lower
+    triangle packed row by row (``np.tril_indices``)."""
     n0 = z.shape[1]
+    out = np.empty((weights.shape[1], n0 * (n0 + 1) // 2))
+    scratch = np.empty_like(z)
+    for j, w in enumerate(weights.T):
+        gram = np.zeros((n0, n0), order="F")
+        for sign, rows in ((1.0, np.flatnonzero(w > 0)), (-1.0, np.flatnonzero(w < 0))):
+            if rows.size:
+                # the rows of one sign, scaled by √|w|, gathered into the scratch (no allocation per column)
+                part = np.take(z, rows, axis=0, out=scratch[: rows.size])
+                part *= np.sqrt(np.abs(w[rows]))[:, None]
+                gram = scipy.linalg.blas.dsyrk(sign, part.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
+        out[j] = gram[_tril(n0)]
+    return out
+
+
+def _extreme_eigenvalues(
+    z: np.ndarray, inv: np.ndarray, bvec: np.ndarray, pref: float, gram: np.ndarray | None = None
+) -> tuple[float | None, float | None]:
+    """Smallest and largest eigenvalue of pref·(−Zᵀ D^(-1) Z + b bᵀ) (N0 × N0); ``gram``: Zᵀ D^(-1) Z, packed
+    (:func:`packed_gram`), where the caller has it."""
+    n0 = z.shape[1]
+    if gram is not None:
+        # pref·b bᵀ is symmetric, so its transpose is the column-major matrix whose lower triangle is set here
+        m = (pref * np.multiply.outer(bvec, bvec)).T
+        m[_tril(n0)] -= pref * gram
+        return extreme_eigenvalues(m, lower_only=True)
     if n0 <= DENSE_EIGEN_MAX_N0:
         # One symmetric rank-k update into the lower triangle, pref·b bᵀ − pref·wᵀw, which is all the tridiagonal
         # reduction reads: no product of the full matrix, no copy of the other triangle.

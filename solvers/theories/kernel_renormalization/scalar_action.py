@@ -92,6 +92,8 @@ class ScalarAction:
     _last: dict[float, tuple[float, float, float, float]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    #: s -> S(s) at the last s asked for (the engine ranks a solution by −S, its report gives S)
+    _last_value: dict[tuple[float, ...], float] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def alpha(self) -> float:
@@ -137,8 +139,15 @@ class ScalarAction:
 
     # ---- S and its derivatives in s = log Q̄ ---------------------------------------------------
     def value(self, s: np.ndarray) -> float:
+        key = tuple(float(v) for v in np.ravel(s))
+        hit = self._last_value.get(key)
+        if hit is not None:
+            return hit
         q = np.exp(s)
-        return float(np.sum(q - s) + self.phi(float(np.exp(np.sum(s)))))
+        out = float(np.sum(q - s) + self.phi(float(np.exp(np.sum(s)))))
+        self._last_value.clear()
+        self._last_value[key] = out
+        return out
 
     def gradient(self, s: np.ndarray) -> np.ndarray:
         s = np.asarray(s, dtype=float)
