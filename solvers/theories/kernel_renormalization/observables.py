@@ -105,10 +105,11 @@ class Posterior:
     def errors(self, predictive: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
         mean, var = self.predictive() if predictive is None else predictive
         bias2 = (self.spectrum.y_test - mean) ** 2
+        n = bias2.size  # sum / n is what mean() computes, without its Python-level overhead (three per point)
         return {
-            "generalization_error": float((bias2 + var).mean()),
-            "bias2": float(bias2.mean()),
-            "variance": float(var.mean()),
+            "generalization_error": float((bias2 + var).sum() / n),
+            "bias2": float(bias2.sum() / n),
+            "variance": float(var.sum() / n),
             "test_mean": mean,
             "test_variance": var,
         }
@@ -211,7 +212,7 @@ def extreme_eigenvalues(m: np.ndarray, lower_only: bool = False) -> tuple[float,
     n = m.shape[0]
     if n == 1:
         return float(m[0, 0]), float(m[0, 0])
-    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 32 * n), overwrite_a=int(lower_only))
+    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 8 * n), overwrite_a=int(lower_only))
     if info != 0:
         raise np.linalg.LinAlgError(f"tridiagonal reduction failed (info = {info})")
     ends = []
@@ -226,6 +227,14 @@ def extreme_eigenvalues(m: np.ndarray, lower_only: bool = False) -> tuple[float,
 @cache
 def _tril(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tril_indices(n)
+
+
+@cache
+def _tril_flat(n: int) -> np.ndarray:
+    """Memory offsets of the lower triangle (row by row, as :func:`packed_gram` packs it) of a column-major n × n
+    matrix."""
+    rows, cols = _tril(n)
+    return rows + cols * n
 
 
 def packed_gram(z: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -253,10 +262,11 @@ def _extreme_eigenvalues(
     (:func:`packed_gram`), where the caller has it."""
     n0 = z.shape[1]
     if gram is not None:
-        # pref·b bᵀ is symmetric, so its transpose is the column-major matrix whose lower triangle is set here
-        m = (pref * np.multiply.outer(bvec, bvec)).T
-        m[_tril(n0)] -= pref * gram
-        return extreme_eigenvalues(m, lower_only=True)
+        # b bᵀ is symmetric: read column-major it is itself, and its lower triangle is where the packed gram goes
+        m = np.multiply.outer(bvec, bvec)
+        m.reshape(-1)[_tril_flat(n0)] -= gram
+        m *= pref
+        return extreme_eigenvalues(m.T, lower_only=True)
     if n0 <= DENSE_EIGEN_MAX_N0:
         # One symmetric rank-k update into the lower triangle, pref·b bᵀ − pref·wᵀw, which is all the tridiagonal
         # reduction reads: no product of the full matrix, no copy of the other triangle.

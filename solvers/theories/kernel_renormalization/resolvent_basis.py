@@ -34,7 +34,7 @@ limits it): every later point it cannot certify is computed directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -63,8 +63,10 @@ class ResolventBasis:
         self._omega = np.sqrt(kappa + OMEGA_FLOOR * float(kappa.max(initial=0.0)) + np.finfo(float).tiny)
         self.tol = tol
         self.max_bytes = max_bytes
-        self._phi = np.empty((kappa.size, 0))
-        self._abs_phi = self._phi
+        # columns and channel rows live in buffers that grow by doubling (a sweep adds a few at a time)
+        self._cols = np.empty((kappa.size, 8))
+        self._q = 0
+        self._row_max = np.zeros(kappa.size)  # max_j |Φ_ij|
         self._channels: dict[str, tuple[Channel, np.ndarray]] = {}
         #: False once the basis stopped growing (budget spent, or rounding limits a point).
         self.growing = True
@@ -74,11 +76,15 @@ class ResolventBasis:
 
     @property
     def size(self) -> int:
-        return self._phi.shape[1]
+        return self._q
+
+    @property
+    def _phi(self) -> np.ndarray:
+        return self._cols[:, : self._q]
 
     @property
     def nbytes(self) -> int:
-        return 2 * self._phi.nbytes + sum(rows.nbytes for _, rows in self._channels.values())
+        return self._cols.nbytes + sum(rows.nbytes for _, rows in self._channels.values())
 
     def channel(self, name: str, product: Channel) -> None:
         """Register a product of the columns (once per name); it is computed for every column held and added."""
@@ -90,36 +96,51 @@ class ResolventBasis:
 
     def combine(self, name: str, c: np.ndarray) -> np.ndarray:
         """The channel's product of Φc/ω ≈ d: its rows combined with the coefficients of :meth:`fit` (columns added
-        since, which that fit did not use, have coefficient 0)."""
-        return c @ self._channels[name][1][: c.size]
+        since, which that fit did not use, have coefficient 0); ``c`` (k, q) gives k products at once."""
+        return c @ self._channels[name][1][: c.shape[-1]]
 
     def fit(self, T: float, a: float) -> np.ndarray | None:
         """Coefficients c of ω∘d, d = 1/(T + aκ), when the certificate holds (the basis grows first where it does not);
         None: compute this point directly."""
-        v = self._omega / (T + a * self.kappa)
-        if not (np.all(np.isfinite(v)) and np.all(v > 0)):
-            return None
-        c = self._certified(v)
-        if c is None and self.growing:
-            self._grow(v, T / a)
-            c = self._certified(v)
-            if c is None:
-                self.growing = False
-        if c is None:
-            self.refused += 1
-        else:
-            self.certified += 1
-        return c
+        return self.fit_many([(T, a)])[0]
 
-    def _certified(self, v: np.ndarray) -> np.ndarray | None:
-        """c = Φᵀv when the bound of the module docstring holds at every entry, else None."""
+    def fit_many(self, points: Sequence[tuple[float, float]]) -> list[np.ndarray | None]:
+        """:meth:`fit` of several (T, a) at once (one pass over the columns for all of them)."""
+        vs = np.multiply.outer([a for _, a in points], self.kappa)  # one row per point
+        vs += np.array([t for t, _ in points])[:, None]
+        np.divide(self._omega, vs, out=vs)
+        out = self._certified(vs)  # a non-finite or non-positive d fails the bound (NaN compares false)
+        for k, (T, a) in enumerate(points):
+            if out[k] is None and self.growing and np.all(np.isfinite(vs[k]) & (vs[k] > 0)):
+                self._grow(vs[k], T / a)
+                out[k] = self._certified(vs[k : k + 1])[0]
+                if out[k] is None:
+                    self.growing = False
+            if out[k] is None:
+                self.refused += 1
+            else:
+                self.certified += 1
+        return out
+
+    def _certified(self, vs: np.ndarray) -> list[np.ndarray | None]:
+        """c = Φᵀv for each row v of ``vs`` where the bound of the module docstring holds at every entry, else
+        None. (|Φ||c|)_i is first bounded by max_j |Φ_ij| · Σ_j |c_j|, which passes almost always; the exact sum
+        is formed only for a row where that bound does not."""
         q = self.size
         if q == 0:
-            return None
-        c = v @ self._phi
-        r = v - self._phi @ c
-        bound = (1.0 + _U) * np.abs(r) + (q + 2) * _U * (self._abs_phi @ np.abs(c) + v)
-        return c if bool(np.all(bound <= self.tol * v)) else None
+            return [None] * vs.shape[0]
+        cs = vs @ self._phi
+        # (1 + u)|r| + γ(|Φ||c| + v) <= tol·v, as (1 + u)|r| + γ|Φ||c| <= (tol − γ)·v, in place
+        gamma = (q + 2) * _U
+        lhs = cs @ self._phi.T
+        lhs -= vs
+        np.abs(lhs, out=lhs)
+        lhs *= 1.0 + _U
+        room = (self.tol - gamma) * vs
+        ok = np.all(lhs + np.multiply.outer(np.abs(cs).sum(axis=1), gamma * self._row_max) <= room, axis=1)
+        for k in np.flatnonzero(~ok):
+            ok[k] = bool(np.all(lhs[k] + gamma * (np.abs(self._phi) @ np.abs(cs[k])) <= room[k]))
+        return [cs[k] if ok[k] else None for k in range(vs.shape[0])]
 
     def _grow(self, v: np.ndarray, s: float) -> None:
         """Add v and its neighbours that the columns do not represent; their channels in one pass."""
@@ -128,19 +149,19 @@ class ResolventBasis:
         if s > 0 and np.isfinite(s):
             for f in (NEIGHBOUR, 1.0 / NEIGHBOUR):
                 near = self._omega / (s * f + self.kappa)
-                if np.all(np.isfinite(near)) and self._certified(near) is None:
+                if np.all(np.isfinite(near)) and self._certified(near[None, :])[0] is None:
                     self._add(near)
         if self.size == start:
             return
         new = self._phi[:, start:]
         rows = {name: self._rows(product, new) for name, (product, _) in self._channels.items()}
         if self.nbytes + sum(r.nbytes for r in rows.values()) > self.max_bytes:
-            self._phi = self._phi[:, :start]  # over budget: the basis stays as it was, and stops growing
+            self._q = start  # over budget: the basis stays as it was, and stops growing
             self.growing = False
         else:
             for name, (product, held) in self._channels.items():
-                self._channels[name] = (product, np.vstack([held, rows[name]]) if held.size else rows[name])
-        self._abs_phi = np.abs(self._phi)
+                self._channels[name] = (product, _appended(held, start, rows[name]))
+        self._row_max = np.abs(self._phi).max(axis=1, initial=0.0)
 
     def _add(self, v: np.ndarray) -> None:
         """Append the part of v orthogonal to the columns (CGS2) as a new column (its channels come after)."""
@@ -149,11 +170,26 @@ class ResolventBasis:
             w = w - self._phi @ (w @ self._phi)
         norm = float(np.linalg.norm(w))
         if norm > NEW_DIRECTION and self.size < self.kappa.size:
-            self._phi = np.hstack([self._phi, (w / norm)[:, None]])
-            self._abs_phi = np.abs(self._phi)
+            if self._q == self._cols.shape[1]:
+                self._cols = np.hstack([self._cols, np.empty_like(self._cols)])
+            self._cols[:, self._q] = w / norm
+            self._q += 1
+            self._row_max = np.maximum(self._row_max, np.abs(self._cols[:, self._q - 1]))
 
     def _rows(self, product: Channel, cols: np.ndarray) -> np.ndarray:
         """The product of each column, taken back from ω∘d to d."""
         if cols.shape[1] == 0:
             return np.empty((0, 0))
         return np.asarray(product(cols / self._omega[:, None]), dtype=float).reshape(cols.shape[1], -1)
+
+
+def _appended(held: np.ndarray, start: int, rows: np.ndarray) -> np.ndarray:
+    """``held[:start]`` followed by ``rows``, in a buffer of doubled capacity when ``held`` has no room left."""
+    need = start + rows.shape[0]
+    if held.shape[0] < need or held.shape[1:] != rows.shape[1:]:
+        grown = np.empty((max(need, 2 * held.shape[0]), *rows.shape[1:]))
+        if start:
+            grown[:start] = held[:start]
+        held = grown
+    held[start:need] = rows
+    return held

@@ -36,6 +36,9 @@ TABLE_POINTS_PER_DECADE = 80
 TABLE_MAX_DECADES = 60
 #: Grid points of the table evaluated together.
 TABLE_BLOCK = 128
+#: Root polishing in a bracket: tolerances on log Q̄ (brentq's absolute and relative), most Newton steps before
+#: the bracket is searched, and most steps of that search.
+ROOT_XTOL, ROOT_RTOL, NEWTON_ITERATIONS, ROOT_ITERATIONS = 1e-14, 1e-15, 8, 100
 
 
 class ScanTable:
@@ -227,23 +230,62 @@ class ScalarAction:
         roots = [float(x) for x in grid[h == 0.0]]
         sign = np.sign(h)
         for i in np.flatnonzero(sign[:-1] * sign[1:] < 0):
-            roots.append(self._root_between(float(grid[i]), float(grid[i + 1])))
+            roots.append(self._root_between(float(grid[i]), float(grid[i + 1]), float(h[i]), float(h[i + 1])))
         return sorted(roots)
 
-    def _root_between(self, a: float, b: float) -> float:
-        """brentq on a bracket of the scan, with the exact residual at its ends.
+    def _root_between(self, a: float, b: float, ha: float, hb: float) -> float:
+        """The root in a bracket [a, b] of the scan (scanned residuals ha, hb of opposite signs).
 
-        A table value and the exact residual may differ in the last bits; where that flips a sign, the end
-        whose residual is smaller is a root to rounding.
+        Newton's method with the slope that the residual's sums give at no extra cost, from the secant point: it
+        stops when a step is below brentq's tolerances 1e-14 + 1e-15·|s|, in about three residuals. Should it
+        leave the bracket or not settle, the bracket is searched with the exact residual at its ends (a table
+        value and the exact residual may differ in the last bits; where that flips a sign, the end whose residual
+        is smaller is a root to rounding) and bisection wherever a Newton step would leave it.
         """
+        x = a - ha * (b - a) / (hb - ha)
+        for _ in range(NEWTON_ITERATIONS):
+            h, slope = self._h_and_slope(x)
+            if not (np.isfinite(h) and np.isfinite(slope)) or slope == 0.0:
+                break
+            nxt = x - h / slope
+            if not a <= nxt <= b:
+                break
+            if h == 0.0 or abs(nxt - x) <= ROOT_XTOL + ROOT_RTOL * abs(nxt):
+                return float(nxt)
+            x = nxt
+        return self._bracketed_root(a, b)
 
-        def h(x: float) -> float:
-            return float(self.symmetric_residual(x))
-
-        ha, hb = h(a), h(b)
+    def _bracketed_root(self, a: float, b: float) -> float:
+        ha, hb = self._h_and_slope(a)[0], self._h_and_slope(b)[0]
         if ha == 0.0 or hb == 0.0 or ha * hb > 0:
             return a if abs(ha) <= abs(hb) else b
-        return bracketed_root(h, a, b, known={a: ha, b: hb}, xtol=1e-14, rtol=1e-15)
+        lo, hi, h_lo = a, b, ha
+        x = a - ha * (b - a) / (hb - ha)
+        for _ in range(ROOT_ITERATIONS):
+            h, slope = self._h_and_slope(x)
+            if np.isnan(h):
+                raise DomainError(f"the residual is not a number at {x!r}")
+            if h == 0.0:
+                return x
+            if (h < 0) == (h_lo < 0):
+                lo, h_lo = x, h
+            else:
+                hi = x
+            step = h / slope if slope != 0.0 and np.isfinite(slope) else np.inf
+            nxt = x - step
+            if not lo < nxt < hi:
+                nxt = 0.5 * (lo + hi)
+            if abs(nxt - x) <= ROOT_XTOL + ROOT_RTOL * abs(nxt) or hi - lo <= ROOT_XTOL + ROOT_RTOL * abs(nxt):
+                return float(nxt)
+            x = nxt
+        return float(x)
+
+    def _h_and_slope(self, s: float) -> tuple[float, float]:
+        """h(s) (as :meth:`symmetric_residual`) and dh/ds = e^s + L·dg(u), from one evaluation of the sums."""
+        r_sum, w_sum, r2_sum, rw_sum = self._sums(float(np.exp(self.depth * s)))
+        q = np.exp(s)
+        return (float(q - 1.0 + np.float64((r_sum - w_sum) / self.N1)),
+                float(q + self.depth * (r_sum - w_sum - r2_sum + 2.0 * rw_sum) / self.N1))
 
     def _table_scan(self, lo: float, hi: float, spacing: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(grid, h) over [lo, hi] from the scan table, or None when there is none or its grid would be coarser."""
