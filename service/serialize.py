@@ -218,7 +218,7 @@ def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in values.items():
         name = f"{prefix}{k}"
-        if isinstance(v, SCALAR_TYPES):  # most entries: checked first, the Mapping (ABC) check is slow
+        if type(v) is float or isinstance(v, SCALAR_TYPES):  # most entries; the Mapping (ABC) check is slow
             out[name] = v
         elif isinstance(v, (list, tuple, np.ndarray)):
             if not 0 < (v.size if isinstance(v, np.ndarray) else len(v)) <= CURVE_LIST_MAX:

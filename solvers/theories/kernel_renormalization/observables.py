@@ -80,12 +80,13 @@ class Posterior:
     def from_products(self, k0v: np.ndarray, k0sq_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and function variance from ``k̃0 @ columns()[0]`` and ``(k̃0∘k̃0) @ columns()[1]``."""
         sp = self.spectrum
-        inv, z, c = self._pieces
-        if z is None:
+        if not self._rank_one:  # A = T + aK: the products are all it takes
             mean = self.a * k0v[:, 0]
             var = self.a * sp.k00 - self.a * self.a * k0sq_v[:, 0]
             return mean, np.maximum(var, 0.0)
         assert sp.m_t is not None and sp.m0 is not None
+        inv, z, c = self._pieces
+        assert z is not None
         p = self.weights
         rows_p = self.a * k0v[:, 0] + self.b * sp.m0 * float(sp.m_t @ p)
         # k_R rows = a k̃0 + b m0 m̃ᵀ;  k_Rᵀ A^(-1) k_R expanded term by term (O(P·P_test))
@@ -151,17 +152,20 @@ def predict_together(posteriors: Sequence[Posterior]) -> list[tuple[np.ndarray, 
 
 
 def class_distance(
-    spectrum: Spectrum, qbar: float, a: float, feature_scale: float, lambda1: float, T: float, N1: float
+    spectrum: Spectrum, qbar: float, a: float, feature_scale: float, lambda1: float, T: float, N1: float,
+    inv: np.ndarray | None = None,
 ) -> dict[str, float] | None:
     """Squared distance between the class centroids in feature space φ/√N1 (Corti et al. 2025).
 
     ⟨D²⟩ = uᵀ⟨K̂⟩u = D²_NNGP + (Δ1 + Δ2)/N1 with u = 1_A/P_A − 1_B/P_B (classes by the sign of y),
     ⟨K̂⟩ = K + (Q̄/(λ1 N1)) K A^(-1)(y yᵀ − A) A^(-1) K, so
     Δ1 = −(Q̄/λ1) uᵀ K A^(-1) K u  (≤ 0),   Δ2 = (Q̄/λ1)(uᵀ K A^(-1) y)²  (≥ 0).
+    ``inv`` = 1/(T + aκ) where the caller has it already.
     """
     if spectrum.u_t is None:
         return None
-    inv = 1.0 / (T + a * spectrum.kappa)
+    if inv is None:
+        inv = 1.0 / (T + a * spectrum.kappa)
     ku = feature_scale * spectrum.kappa * spectrum.u_t
     d2_nngp = float(spectrum.u_t @ ku)
     delta1 = -(qbar / lambda1) * float(ku @ (ku * inv))

@@ -63,7 +63,7 @@ class Reporter:
         return {"Qbar": float(qbar[0]) if self.model.depth == 1 else [float(q) for q in qbar]}
 
     def observables(self, x: np.ndarray, p: float) -> dict[str, Any]:
-        if not np.all(np.isfinite(x)) or not self.problem.usable(p):
+        if not np.isfinite(x).all() or not self.problem.usable(p):
             # a failed solve is still reported; its observables are undefined, not an error
             return dict.fromkeys(OBSERVABLE_KEYS)
         try:
@@ -116,7 +116,8 @@ class Reporter:
             }
             if model.variant == "scalar" and model.depth == 1:
                 qbar = float(np.exp(x[0]))
-                out["class_distance"] = class_distance(sp, qbar, a, model.feature_scale(st), st.lambda1, st.T, st.N1)
+                out["class_distance"] = class_distance(sp, qbar, a, model.feature_scale(st), st.lambda1, st.T, st.N1,
+                                                       post.inverse_diagonal)
                 out["weight_correlations"] = weight_correlations(
                     sp, qbar, a, st.lambda0, st.lambda1, model.dataset.N0, st.T, st.N1, post.inverse_diagonal,
                     self.products.weight_products(post),

@@ -108,8 +108,9 @@ class ResolventBasis:
         """:meth:`fit` of several (T, a) at once (one pass over the columns for all of them)."""
         vs = np.multiply.outer([a for _, a in points], self.kappa)  # one row per point
         vs += np.array([t for t, _ in points])[:, None]
-        np.divide(self._omega, vs, out=vs)
-        out = self._certified(vs)  # a non-finite or non-positive d fails the bound (NaN compares false)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            np.divide(self._omega, vs, out=vs)
+            out = self._certified(vs)  # a non-finite or non-positive d fails the bound (NaN compares false)
         for k, (T, a) in enumerate(points):
             if out[k] is None and self.growing and np.all(np.isfinite(vs[k]) & (vs[k] > 0)):
                 self._grow(vs[k], T / a)
