@@ -122,13 +122,11 @@ def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKi
 
 def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:
     """The state at ``p`` interpolated linearly on every piece of a curve whose ends bracket ``p``."""
-    # the pieces that bracket p, found in one pass over the parameters (a sweep asks at every value)
-    ps = np.fromiter((q.p for q in points), dtype=float, count=len(points))
-    lo, hi = np.minimum(ps[:-1], ps[1:]), np.maximum(ps[:-1], ps[1:])
-    for i in np.flatnonzero((lo <= p) & (p <= hi)):
-        a, b = points[i], points[i + 1]
-        w = 0.0 if hi[i] == lo[i] else (p - a.p) / (b.p - a.p)
-        yield (1 - w) * a.x + w * b.x
+    for a, b in itertools.pairwise(points):
+        pa, pb = a.p, b.p
+        if pa <= p <= pb or pb <= p <= pa:  # a sweep asks at every value: no sorting of each pair
+            w = 0.0 if pa == pb else (p - pa) / (pb - pa)
+            yield (1 - w) * a.x + w * b.x
 
 
 def newton_options(options: SolverOptions) -> SolverOptions:
