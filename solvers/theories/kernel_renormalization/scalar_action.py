@@ -54,6 +54,18 @@ class ScanTable:
         self._j0 = 0
         self._A = np.empty(0)
         self._B = np.empty(0)
+        self._scaled: tuple[float, np.ndarray] | None = None
+        positive = kappa > 0
+        #: Σκ, Σỹ² and Σ_{κ>0} ỹ²/κ of the table's κ (the root interval's sums, scaled by each action's σ)
+        self.bounds = (float(kappa.sum()), float(y2.sum()), float(np.sum(y2[positive] / kappa[positive])))
+
+    def scaled_kappa(self, scale: float) -> np.ndarray:
+        """σ·κ for the last σ asked (a sweep in T or N1 keeps one): the actions of a sweep share it, read-only."""
+        if self._scaled is None or self._scaled[0] != scale:
+            kappa = self.kappa * scale
+            kappa.setflags(write=False)
+            self._scaled = (scale, kappa)
+        return self._scaled[1]
 
     def _compute(self, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         A, B = np.empty(j.size), np.empty(j.size)
@@ -164,9 +176,11 @@ class ScalarAction:
         return h
 
     def smallest_curvature(self, s: np.ndarray) -> float:
-        """Smallest eigenvalue of the Hessian (for one layer, its one entry)."""
-        h = self.hessian(s)
-        return float(h[0, 0]) if h.shape == (1, 1) else float(np.linalg.eigvalsh(h)[0])
+        """Smallest eigenvalue of the Hessian (for one layer, its one entry dg + e^s)."""
+        s = np.asarray(s, dtype=float)
+        if s.size == 1:
+            return float(self.dg(float(np.exp(s[0]))) + np.exp(s[0]))
+        return float(np.linalg.eigvalsh(self.hessian(s))[0])
 
     def symmetric_residual(self, s: np.ndarray | float) -> np.ndarray:
         """h(s) = e^s − 1 + g(e^{L s}): ∂S/∂s_ℓ on the symmetric line Q̄_ℓ = e^s."""
@@ -203,10 +217,16 @@ class ScalarAction:
         Below: g(u) ≤ u Σκ/(N1 T) and u = q^L ≤ q for q ≤ 1, so h < 0 for q < 1/(1 + Σκ/(N1 T)).
         Above: ỹ² r/a ≤ ỹ² min(1/(4T), 1/(uκ)), so h > 0 for q > 1 + min(Σỹ²/(4 N1 T), Σ_{κ>0} ỹ²/(N1 κ)).
         """
-        positive = self.kappa > 0
-        t = float(self.kappa.sum()) / (self.N1 * self.T)
-        c = float(np.sum(self.y2[positive] / self.kappa[positive])) / self.N1
-        top = 1.0 + min(float(self.y2.sum()) / (4.0 * self.N1 * self.T), c)
+        if self.table is not None:  # the sums of the table's κ_b, with κ = σ κ_b
+            k_sum, y2_sum, y2_over_k = self.table.bounds
+            k_sum, y2_over_k = self.table_scale * k_sum, y2_over_k / self.table_scale
+        else:
+            positive = self.kappa > 0
+            k_sum, y2_sum = float(self.kappa.sum()), float(self.y2.sum())
+            y2_over_k = float(np.sum(self.y2[positive] / self.kappa[positive]))
+        t = k_sum / (self.N1 * self.T)
+        c = y2_over_k / self.N1
+        top = 1.0 + min(y2_sum / (4.0 * self.N1 * self.T), c)
         lo, hi = float(np.log(0.5 / (1.0 + t))), float(np.log(2.0 * top))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise DomainError("the interval holding every root of dS/dlog Q̄ overflows double precision")
