@@ -41,8 +41,9 @@ def values_spec(values: Any) -> Any:
 
 #: The shortest wait between two status reads of a job, and the fraction of the time waited so far it grows with.
 MIN_POLL, POLL_FRACTION = 0.02, 0.1
-#: The longest a server holds a status request (``?wait=``).
-MAX_WAIT = 30.0
+#: The longest a server holds a status request (``?wait=``), and how long :meth:`Client.wait` asks it to hold one
+#: when no progress bar is shown.
+MAX_WAIT, QUIET_WAIT = 30.0, 10.0
 
 
 class Client:
@@ -226,11 +227,12 @@ class Client:
         ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments). The
         status is read again after a tenth of the time waited so far (at least 20 ms, at most ``poll_interval``),
         so a short job is seen finished within a tenth of its duration, and a long one costs few requests. A job's
-        status is asked with ``wait = poll_interval``: the server holds the answer until the job ends or that
-        time passes, so the end is seen at once with one request per ``poll_interval`` (a server that does not
-        hold answers is read as above).
+        status is asked with ``wait``: the server holds the answer until the job ends or that time passes, so the
+        end is seen at once — ``poll_interval`` with a progress bar (it moves that often), else 10 s (a short job
+        is one request); a server that does not hold answers is read as above.
         """
-        read = status or (lambda j: self.job(j, wait=min(self.poll_interval, MAX_WAIT)))
+        hold = min(self.poll_interval if progress else QUIET_WAIT, MAX_WAIT)
+        read = status or (lambda j: self.job(j, wait=hold))
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         bar = _ProgressBar(job_id, unit) if progress else None

@@ -371,6 +371,16 @@ class LocalJobs:
         comp.status, comp.updated = "finished", time.time()
 
     # ---- status -----------------------------------------------------------------------------
+    def ended(self, job_id: str, owner: str | None = None) -> bool:
+        """Whether the owner's job has ended (or is not the owner's), read without the lock: a waiting status
+        request asks it every few tens of milliseconds from the event loop; a stale answer only delays the
+        request to its next look."""
+        handle = self._handles.get(job_id)
+        if handle is None or handle.owner != owner_tag(owner, self.secret):
+            return True
+        comp = self._comps.get(handle.key)
+        return comp is None or handle.cancelled or comp.status not in ACTIVE
+
     def status(self, job_id: str, owner: str | None = None, detail: bool = False,
                page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
         page = page or Page(0, self.settings.result_page_size)

@@ -59,15 +59,18 @@ def _server(now: list[float], holds: bool, asked: list[dict[str, Any]]) -> httpx
 def test_the_client_waits_with_the_server_and_polls_one_that_answers_at_once(
     monkeypatch: pytest.MonkeyPatch, holds: bool
 ) -> None:
-    now, sleeps = _fake_clock(monkeypatch)
-    asked: list[dict[str, Any]] = []
-    with Client("http://lab", transport=_server(now, holds, asked), poll_interval=0.5) as lab:
-        assert lab.wait("j", progress=False)["points"] == []
-    assert all(params.get("wait") == "0.5" for params in asked)
-    if holds:  # one request per half second, no sleeping of its own, the end seen at once
-        assert len(asked) == 6 and sum(sleeps) == 0.0 and now[0] == 3.0
-    else:  # the old pace: a tenth of the time waited, at least 20 ms
-        assert len(asked) > 10 and sum(sleeps) >= 3.0 and min(sleeps) == pytest.approx(0.02)
+    for progress, hold in ((True, "0.5"), (False, "10.0")):
+        now, sleeps = _fake_clock(monkeypatch)
+        asked: list[dict[str, Any]] = []
+        with Client("http://lab", transport=_server(now, holds, asked), poll_interval=0.5) as lab:
+            monkeypatch.setattr(client_module, "_ProgressBar", lambda *a: type("Bar", (), {
+                "update": lambda self, s: None, "close": lambda self: None})())
+            assert lab.wait("j", progress=progress)["points"] == []
+        assert all(params.get("wait") == hold for params in asked)
+        if holds:  # one request per half second with a progress bar, else one: no sleeping, the end seen at once
+            assert len(asked) == (6 if progress else 1) and sum(sleeps) == 0.0 and now[0] == 3.0
+        else:  # the old pace: a tenth of the time waited, at least 20 ms
+            assert len(asked) > 10 and sum(sleeps) >= 3.0 and min(sleeps) == pytest.approx(0.02)
 
 
 def test_a_lines_process_sends_its_points_in_batches_and_loses_none(monkeypatch: pytest.MonkeyPatch) -> None:
