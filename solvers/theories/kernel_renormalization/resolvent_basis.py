@@ -23,13 +23,16 @@ the weight correlation moves by at most tol·‖pref·ZᵀDZ‖ (Weyl). The same
 combination, (|Φ||c|)_i ≤ (tol/γ)·v_i, so the channels' own rounding is amplified by at most that factor. A
 point the certificate refuses is computed directly.
 
+The test of the rounding term first bounds (|Φ||c|)_i by max_j |Φ_ij| · Σ_j |c_j| (it passes almost always) and
+forms the exact sum only where that bound does not.
+
 Growth. A point that is not certified adds its own v, and v at s·10³ and s/10³ where the basis does not already
 represent them: a sweep moves on from the point, and the span interpolates far better than it extrapolates (on the
 200-point T sweep of ``benchmarks/bench_sweep_cost.py`` the basis ends with 31 columns, against 61 with the points'
-own vectors alone). Each new column is orthogonalised twice
-(classical Gram–Schmidt, twice is enough) and its channels are computed once. The basis stops growing at its
-byte budget, or when a point stays uncertified with its own vector in the basis (rounding, not the basis, then
-limits it): every later point it cannot certify is computed directly.
+own vectors alone). Each new column is orthogonalised twice (classical Gram–Schmidt, twice is enough) and its
+channels are computed once. The basis stops growing at its byte budget, or when a point stays uncertified with
+its own vector in the basis (rounding, not the basis, then limits it): every later point it cannot certify is
+computed directly.
 """
 
 from __future__ import annotations
@@ -125,8 +128,7 @@ class ResolventBasis:
 
     def _certified(self, vs: np.ndarray) -> list[np.ndarray | None]:
         """c = Φᵀv for each row v of ``vs`` where the bound of the module docstring holds at every entry, else
-        None. (|Φ||c|)_i is first bounded by max_j |Φ_ij| · Σ_j |c_j|, which passes almost always; the exact sum
-        is formed only for a row where that bound does not."""
+        None."""
         q = self.size
         if q == 0:
             return [None] * vs.shape[0]
