@@ -69,6 +69,20 @@ def _settled(root: int, children: int) -> None:
         time.sleep(0.02)
 
 
+def settled_cpu(root: int, children: int) -> float:
+    """:func:`tree_cpu` once the server is back to its resident processes and two reads 50 ms apart agree: a child
+    being reaped between the reads of its own and its parent's times would be counted in neither."""
+    _settled(root, children)
+    last = tree_cpu(root)
+    for _ in range(100):
+        time.sleep(0.05)
+        now = tree_cpu(root)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def _descends(pid: int, root: int) -> bool:
     try:
         while pid > 1:
@@ -127,8 +141,7 @@ def bench_http(repeats: int, P: int, points: int, one_thread: bool = False) -> l
             for _ in range(repeats):
                 for what in ("single", "grid", "continuation"):
                     seed += 1
-                    _settled(proc.pid, resident)
-                    before = tree_cpu(proc.pid)
+                    before = settled_cpu(proc.pid, resident)
                     if what == "single":
                         singles.append(_solve(c, kernel_spec(seed, P)))
                     else:
@@ -136,8 +149,7 @@ def bench_http(repeats: int, P: int, points: int, one_thread: bool = False) -> l
                         sweeps[what].append(seconds)
                         if what == "continuation":
                             curves = sum(len(cv["parameter"]) for cv in result.get("curves") or [])
-                    _settled(proc.pid, resident)
-                    cpu[what].append(tree_cpu(proc.pid) - before)
+                    cpu[what].append(settled_cpu(proc.pid, resident) - before)
                 print(f"[http] single {singles[-1]:.2f} s; grid {sweeps['grid'][-1] if sweeps['grid'] else 0:.2f} s; "
                       f"continuation {sweeps['continuation'][-1] if sweeps['continuation'] else 0:.2f} s")
     finally:

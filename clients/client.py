@@ -42,6 +42,9 @@ def values_spec(values: Any) -> Any:
 
 #: The shortest wait between two status reads of a job, and the fraction of the time waited so far it grows with.
 MIN_POLL, POLL_FRACTION = 0.02, 0.1
+#: The longest a server holds a status request (``?wait=``), and how long :meth:`Client.wait` asks it to hold one
+#: when no progress bar is shown.
+MAX_WAIT, QUIET_WAIT = 30.0, 10.0
 
 
 def path_segment(job_id: str) -> str:
@@ -166,21 +169,23 @@ class Client:
         return accepted
 
     def job(self, job_id: str, detail: bool = False, *, offset: int | None = None,
-            limit: int | None = None) -> dict[str, Any]:
+            limit: int | None = None, wait: float | None = None) -> dict[str, Any]:
         """Status, progress and (when finished) result of a job.
 
         Results come in pages (``page`` in the response). Without ``offset``/``limit`` every page is
         fetched and the points joined, so ``result["points"]`` (or ``partial["points"]`` with ``detail``)
-        holds them all; with them, the one page asked for is returned as the server sent it.
+        holds them all; with them, the one page asked for is returned as the server sent it. ``wait``:
+        the server may hold the answer that many seconds while the job runs, and answers as soon as it ends.
         """
         path = f"/v1/jobs/{path_segment(job_id)}"
         params: dict[str, Any] = {"detail": "true"} if detail else {}
+        first = {**params, "wait": wait} if wait else params
         if offset is not None or limit is not None:
-            page = {**params, **({"offset": offset} if offset is not None else {}),
+            page = {**first, **({"offset": offset} if offset is not None else {}),
                     **({"limit": limit} if limit is not None else {})}
             return self._request("GET", path, params=page)
-        for _ in range(3):  # the job may finish while its pages are read: read it again, a bounded number of times
-            status = self._request("GET", path, params=params or None)
+        for attempt in range(3):  # the job may finish while its pages are read: read again, a bounded number of times
+            status = self._request("GET", path, params=(first if attempt == 0 else params) or None)
             joined = self._join_pages(path, params, status)
             if joined is not None:
                 return joined
@@ -228,15 +233,20 @@ class Client:
 
         ``status`` reads the job's status (default: :meth:`job`; :meth:`experiment_status` for experiments). The
         status is read again after a tenth of the time waited so far (at least 20 ms, at most ``poll_interval``),
-        so a short job is seen finished within a tenth of its duration, and a long one costs few requests.
+        so a short job is seen finished within a tenth of its duration, and a long one costs few requests. A job's
+        status is asked with ``wait``: the server holds the answer until the job ends or that time passes, so the
+        end is seen at once — ``poll_interval`` with a progress bar (it moves that often), else 10 s (a short job
+        is one request); a server that does not hold answers is read as above.
         """
-        read = status or self.job
+        hold = min(self.poll_interval if progress else QUIET_WAIT, MAX_WAIT)
+        read = status or (lambda j: self.job(j, wait=hold))
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         bar = _ProgressBar(job_id, unit) if progress else None
         failures = 0
         try:
             while True:
+                asked = time.monotonic()
                 try:
                     status_ = read(job_id)
                     failures = 0
@@ -253,7 +263,9 @@ class Client:
                 now = time.monotonic()
                 if deadline is not None and now > deadline:
                     raise JobTimeout(f"job {job_id} still running after {timeout} s", job_id)
-                time.sleep(min(self.poll_interval, max(MIN_POLL, POLL_FRACTION * (now - started))))
+                # a server that held the request has waited already
+                pause = min(self.poll_interval, max(MIN_POLL, POLL_FRACTION * (now - started)))
+                time.sleep(max(0.0, pause - (now - asked)))
         finally:
             if bar is not None:
                 bar.close()

@@ -30,6 +30,16 @@ def result_diagnostics(res: SolveResult) -> dict[str, Any]:
 
 
 def _convert(obj: Any, path: str, bad: list[str]) -> Any:
+    # The commonest leaves first (a sweep converts thousands per second); exact types only, so that numpy's
+    # float64 (a float subclass) and bool (an int subclass) take the general branches below.
+    kind = type(obj)
+    if kind is float:
+        if math.isfinite(obj):
+            return obj + 0.0
+        bad.append(path)
+        return None
+    if kind is str or obj is None:
+        return obj
     if isinstance(obj, dict):
         return {str(k): _convert(v, f"{path}.{k}" if path else str(k), bad) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -57,6 +67,12 @@ def _convert(obj: Any, path: str, bad: list[str]) -> Any:
             return None
         return value + 0.0
     return obj
+
+
+def json_safe_at(obj: Any, path: str, bad: list[str]) -> Any:
+    """Plain-Python, finite-only copy of ``obj``, a part at ``path`` of a larger result: the paths of its non-finite
+    values are appended to ``bad`` (for the result's ``non_finite``)."""
+    return _convert(obj, path, bad)
 
 
 def json_safe(obj: Any) -> Any:

@@ -7,10 +7,10 @@ restart of the process: that is what the Redis backend is for.
 
 - **Killable lines.** Each line runs in a child process (:mod:`service.isolation`) with the
   instance's memory cap, killed when it exceeds ``job_timeout`` (the computation then fails with
-  that reason) or when its computation is cancelled. Its points come back as they are computed, so
-  the status shows progress (and, on request, the points so far) and a stopped line resumes from
-  them. (With ``solve_processes = 0`` lines run in threads of the API process and the timeout is
-  checked between points.)
+  that reason) or when its computation is cancelled. Its points come back as they are computed
+  (gathered for at most ``SEND_EVERY`` = 50 ms), so the status shows progress (and, on request,
+  the points so far) and a stopped line resumes from them. (With ``solve_processes = 0`` lines run
+  in threads of the API process and the timeout is checked between points.)
 - **Fair slots.** ``local_workers`` lines run at once. A free slot goes to the owner (API key) with
   the fewest lines running, oldest submission first among equals; and when an owner has no line
   running while another holds two or more slots, the latter's most recent line is stopped and put
@@ -53,16 +53,35 @@ from service.jobs.lines import (
     tag_point,
 )
 from service.secrets import InstanceSecret
-from service.serialize import dumps
+from service.serialize import dumps, point_text
 from service.settings import Settings
 
 log = logging.getLogger("saddlelab.jobs")
 
 
+#: Seconds a line's process gathers its points before sending them on together: one message (one wake-up of the
+#: receiving thread) per batch instead of per point; a line stopped meanwhile recomputes at most these points.
+SEND_EVERY = 0.05
+
+
 def _line_in_child(send: Any, payload: dict[str, Any], line: int, stored: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """A line in its own process: each point goes back as (index, JSON text) the moment it exists."""
-    out = run_line(payload, fixed=fixed_for_row(payload, line), stored=stored,
-                   on_point=lambda i, pt: send((i, dumps(tag_point(payload, line, pt)))))
+    """A line in its own process: its points go back as lists of (index, JSON text), every SEND_EVERY seconds."""
+    batch: list[tuple[int, str]] = []
+    last = [time.monotonic()]
+
+    def take(i: int, pt: dict[str, Any]) -> None:
+        batch.append((i, point_text(tag_point(payload, line, pt))))
+        now = time.monotonic()
+        if now - last[0] >= SEND_EVERY:
+            send(batch[:])
+            batch.clear()
+            last[0] = now
+
+    try:
+        out = run_line(payload, fixed=fixed_for_row(payload, line), stored=stored, on_point=take)
+    finally:
+        if batch:
+            send(batch)
     return line_outcome(out)
 
 
@@ -245,12 +264,12 @@ class LocalJobs:
         victim.preempt = True
 
     # ---- one line ---------------------------------------------------------------------------
-    def _point(self, comp: _Computation, run: _Run, message: tuple[int, str]) -> None:
-        index, text = message
+    def _points(self, comp: _Computation, run: _Run, points: list[tuple[int, str]]) -> None:
         with self._lock:
             if run.cancel.is_set():
                 return  # computed after the computation was stopped: not part of it
-            comp.points[run.line].setdefault(int(index), text)
+            for index, text in points:
+                comp.points[run.line].setdefault(int(index), text)
 
     def _run_line(self, run: _Run) -> None:
         comp = self._comps[run.key]
@@ -269,7 +288,7 @@ class LocalJobs:
             if self.settings.solve_processes > 0:
                 outcome = run_child(_line_in_child, (comp.payload, run.line, stored), seconds=timeout,
                                     memory_bytes=self.settings.max_solve_memory_bytes or None,
-                                    on_message=lambda m: self._point(comp, run, m), should_stop=should_stop)
+                                    on_message=lambda m: self._points(comp, run, m), should_stop=should_stop)
             else:
                 outcome = self._line_here(comp, run, stored, timeout, should_stop)
         except (ChildKilled, _Stop) as exc:
@@ -320,8 +339,8 @@ class LocalJobs:
 
         try:
             out = run_line(comp.payload, fixed=fixed_for_row(comp.payload, run.line), stored=stored,
-                           on_point=lambda i, pt: self._point(comp, run,
-                                                              (i, dumps(tag_point(comp.payload, run.line, pt)))),
+                           on_point=lambda i, pt: self._points(
+                               comp, run, [(i, point_text(tag_point(comp.payload, run.line, pt)))]),
                            should_stop=check)
         except Cancelled:
             raise _Stop("stopped") from None
@@ -352,6 +371,16 @@ class LocalJobs:
         comp.status, comp.updated = "finished", time.time()
 
     # ---- status -----------------------------------------------------------------------------
+    def ended(self, job_id: str, owner: str | None = None) -> bool:
+        """Whether the owner's job has ended (or is not the owner's), read without the lock: a waiting status
+        request asks it every few tens of milliseconds from the event loop; a stale answer only delays the
+        request to its next look."""
+        handle = self._handles.get(job_id)
+        if handle is None or handle.owner != owner_tag(owner, self.secret):
+            return True
+        comp = self._comps.get(handle.key)
+        return comp is None or handle.cancelled or comp.status not in ACTIVE
+
     def status(self, job_id: str, owner: str | None = None, detail: bool = False,
                page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
         page = page or Page(0, self.settings.result_page_size)

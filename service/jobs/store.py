@@ -39,7 +39,7 @@ import redis
 from service.jobs.backend import ACTIVE
 from service.jobs.lines import expected_points, job_curves, job_summary
 from service.redis_link import RedisUnavailable, retrying
-from service.serialize import dumps
+from service.serialize import dumps, point_text
 
 log = logging.getLogger("saddlelab.jobs")
 T = TypeVar("T")
@@ -229,7 +229,7 @@ class JobStore:
         self.r.delete(*(keys.points(c) for c in range(lines)), keys.log)
 
     def add_point(self, key: str, line: int, index: int, point: dict[str, Any]) -> None:
-        name, text = JobKeys(key).points(line), dumps(point)
+        name, text = JobKeys(key).points(line), point_text(point)
 
         def put() -> None:
             with self.r.pipeline(transaction=False) as p:

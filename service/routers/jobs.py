@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from service.deps import get_state
-from service.jobs.backend import MAX_INDEX, JobLimitExceeded, Page, QueueUnavailable, RawJSON
+from service.jobs.backend import ACTIVE, MAX_INDEX, JobLimitExceeded, Page, QueueUnavailable, RawJSON
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.serialize import dumps
 from service.state import AppState
@@ -26,6 +29,15 @@ CURVE_OFFSET = Query(0, ge=0, le=MAX_INDEX, description="Index of the first trac
 CURVE_LIMIT = Query(None, ge=0, le=MAX_INDEX, description="Curves per page (at most, and by default, the instance's "
                                                           "result_page_curves; 0: none, e.g. to read further pages of "
                                                           "points).")
+#: Longest a status request may be held (``?wait=``).
+MAX_WAIT = 30.0
+WAIT = Query(0.0, ge=0, le=MAX_WAIT, description="GET: seconds the answer may be held while the job is queued or "
+                                                 "running; it comes as soon as the job has ended (finished, failed "
+                                                 "or cancelled), else after `wait` seconds with the status then. A "
+                                                 "client waiting for a job needs one request per `wait` seconds "
+                                                 "instead of polling.")
+#: While a request waits, the job's status is read again after a tenth of the time waited, within these bounds (s).
+WAIT_STEP = (0.02, 0.25)
 
 
 def _unavailable(exc: QueueUnavailable) -> HTTPException:
@@ -70,17 +82,20 @@ def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(
         503: {"description": "The job queue (Redis) cannot be used: unreachable, or full."},
     },
 )
-def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int = OFFSET, limit: int | None = LIMIT,
-        curve_offset: int = CURVE_OFFSET, curve_limit: int | None = CURVE_LIMIT,
-        state: AppState = Depends(get_state)) -> Any:
+async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int = OFFSET, limit: int | None = LIMIT,
+              curve_offset: int = CURVE_OFFSET, curve_limit: int | None = CURVE_LIMIT, wait: float = WAIT,
+              state: AppState = Depends(get_state)) -> Any:
     owner = _owner(request)
     size, curves = state.settings.result_page_size, state.settings.result_page_curves
     page = Page(offset, size if limit is None else min(limit, size))
     curve_page = Page(curve_offset, curves if curve_limit is None else min(curve_limit, curves))
     try:
-        if request.method == "DELETE" and not state.jobs.cancel(job_id, owner):
-            raise HTTPException(404, detail=f"no job {job_id}")
-        status = state.jobs.status(job_id, owner, detail=detail, page=page, curve_page=curve_page)
+        if request.method == "DELETE":
+            if not await run_in_threadpool(state.jobs.cancel, job_id, owner):
+                raise HTTPException(404, detail=f"no job {job_id}")
+        elif wait > 0:
+            await _until_ended(state, job_id, owner, wait)
+        status = await _read(state, job_id, owner, detail=detail, page=page, curve_page=curve_page)
     except QueueUnavailable as exc:
         raise _unavailable(exc) from None
     if status is None:
@@ -91,3 +106,26 @@ def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int = OFFS
     head = dumps({k: v for k, v in status.items() if k not in raw})
     body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
     return Response(content=body, media_type="application/json")
+
+
+async def _read(state: AppState, job_id: str, owner: str | None, **kwargs: Any) -> dict[str, Any] | None:
+    """The backend's status of the job, read in the thread pool (Redis, or a lock another thread may hold)."""
+    return await run_in_threadpool(state.jobs.status, job_id, owner, **kwargs)
+
+
+async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: float) -> None:
+    """Return when the job has ended (or is unknown), or after ``wait`` seconds, looking after a tenth of the time
+    waited so far (a job is seen ended within a tenth of the wait): with the backend's lock-free look where it has
+    one (the embedded backend's jobs are in memory), else with its status without points (a page of none)."""
+    started = time.monotonic()
+    peek = getattr(state.jobs, "ended", None)
+    while True:
+        if peek is not None:
+            ended = peek(job_id, owner)
+        else:
+            status = await _read(state, job_id, owner, page=Page(0, 0), curve_page=Page(0, 0))
+            ended = status is None or status["status"] not in ACTIVE
+        waited = time.monotonic() - started
+        if ended or waited >= wait:
+            return
+        await asyncio.sleep(min(wait - waited, max(WAIT_STEP[0], min(WAIT_STEP[1], 0.1 * waited))))

@@ -69,8 +69,9 @@ def same_degenerate_root(problem: Problem, p: float, x: np.ndarray, residual: fl
 
 
 def classify(problem: Problem, p: float, name: str, result: SolveResult, start: str) -> Branch:
-    x = np.asarray(problem.canonical(result.x), dtype=float) if problem.canonical is not None else result.x
-    result = result.replace(x=x)
+    if problem.canonical is not None:
+        result = result.replace(x=np.asarray(problem.canonical(result.x), dtype=float))
+    x = result.x
     margin = stability_margin(problem, x, p) if result.converged else None
     fe = float(problem.free_entropy(x, p)) if (problem.free_entropy is not None and result.converged) else None
     return Branch(
@@ -140,7 +141,8 @@ def build_catalogue(
         taken = {b.name for b in branches}
         if name in taken and branch.stable is False:
             name = f"{name}:unstable"
-        branches.append(branch.replace(name=unique_name(name, taken)))
+        name = unique_name(name, taken)
+        branches.append(branch if name == branch.name else branch.replace(name=name))
     if not branches and candidates:
         # Honest failure: report the best attempt with its residual.
         start, res = min(candidates, key=lambda c: c[1].residual)

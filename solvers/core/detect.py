@@ -123,9 +123,9 @@ def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKi
 def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:
     """The state at ``p`` interpolated linearly on every piece of a curve whose ends bracket ``p``."""
     for a, b in itertools.pairwise(points):
-        lo, hi = sorted((a.p, b.p))
-        if lo <= p <= hi:
-            w = 0.0 if hi == lo else (p - a.p) / (b.p - a.p)
+        pa, pb = a.p, b.p
+        if pa <= p <= pb or pb <= p <= pa:  # a sweep asks at every value: no sorting of each pair
+            w = 0.0 if pa == pb else (p - pa) / (pb - pa)
             yield (1 - w) * a.x + w * b.x
 
 

@@ -19,8 +19,11 @@ EMPTY: Mapping[str, Any] = {}
 
 
 def frozen_vector(x: Any) -> np.ndarray:
-    """A read-only float copy of ``x``."""
-    v = np.array(x, dtype=float, copy=True).reshape(-1)
+    """A read-only float copy of ``x`` (``x`` itself when it is one already: a vector made here, passed on by
+    ``replace``, owns its data and nobody writes to it)."""
+    if isinstance(x, np.ndarray) and x.base is None and not x.flags.writeable and x.dtype == float and x.ndim == 1:
+        return x
+    v = np.array(np.ravel(x), dtype=float, copy=True)
     v.setflags(write=False)
     return v
 

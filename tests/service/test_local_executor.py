@@ -19,8 +19,10 @@ KEYS = ("key-a", "key-b", "key-c")
 
 
 def long_sweep(num: int) -> dict:
-    """Seconds of work at D = 150: busy for the whole test."""
-    return {"model": {**POTENTIAL, "D": 150.0}, "parameter": "u", "values": {"start": 20, "stop": 40, "num": num}}
+    """Minutes of work (a finite-sample solve per value, 0.3 s each, its points from the first second on): busy for
+    the whole test. (A potential sweep of 1800 values takes about 1.5 s: no longer long enough.)"""
+    model = {"theory": "rubin_cavity", "mode": "finite_sample", "P": 300, "P_test": 50, "D": 20, "N": 100}
+    return {"model": model, "parameter": "T", "values": {"start": 0.1, "stop": 0.3, "num": num}, "method": "grid"}
 
 
 def short_sweep(num: int = 5) -> dict:

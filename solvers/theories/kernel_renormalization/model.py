@@ -129,8 +129,10 @@ class Model:
         table, which pays when many points of a sweep scan the same spectrum."""
         sp = self.spectrum(st, mean_mode=False)
         scale = self.readout_scale(st)
-        table = self._scan_table(st, sp) if scan_table else None
-        return ScalarAction(sp.kappa * scale, sp.y_t**2, st.T, st.N1, self.depth, table, scale)
+        if not scan_table:
+            return ScalarAction(sp.kappa * scale, sp.y_t**2, st.T, st.N1, self.depth, None, scale)
+        table = self._scan_table(st, sp)  # its σκ and ỹ², shared by the sweep's actions
+        return ScalarAction(table.scaled_kappa(scale), table.y2, st.T, st.N1, self.depth, table, scale)
 
     def _scan_table(self, st: Settings, sp: Spectrum) -> ScanTable:
         """The scan table of the spectrum (one per spectrum, shared by every point of a sweep on it)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -80,12 +80,13 @@ class Posterior:
     def from_products(self, k0v: np.ndarray, k0sq_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and function variance from ``k̃0 @ columns()[0]`` and ``(k̃0∘k̃0) @ columns()[1]``."""
         sp = self.spectrum
-        inv, z, c = self._pieces
-        if z is None:
+        if not self._rank_one:  # A = T + aK: the products are all it takes
             mean = self.a * k0v[:, 0]
             var = self.a * sp.k00 - self.a * self.a * k0sq_v[:, 0]
             return mean, np.maximum(var, 0.0)
         assert sp.m_t is not None and sp.m0 is not None
+        inv, z, c = self._pieces
+        assert z is not None
         p = self.weights
         rows_p = self.a * k0v[:, 0] + self.b * sp.m0 * float(sp.m_t @ p)
         # k_R rows = a k̃0 + b m0 m̃ᵀ;  k_Rᵀ A^(-1) k_R expanded term by term (O(P·P_test))
@@ -105,10 +106,11 @@ class Posterior:
     def errors(self, predictive: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
         mean, var = self.predictive() if predictive is None else predictive
         bias2 = (self.spectrum.y_test - mean) ** 2
+        n = bias2.size  # sum / n is what mean() computes, without its Python-level overhead (three per point)
         return {
-            "generalization_error": float((bias2 + var).mean()),
-            "bias2": float(bias2.mean()),
-            "variance": float(var.mean()),
+            "generalization_error": float((bias2 + var).sum() / n),
+            "bias2": float(bias2.sum() / n),
+            "variance": float(var.sum() / n),
             "test_mean": mean,
             "test_variance": var,
         }
@@ -150,17 +152,20 @@ def predict_together(posteriors: Sequence[Posterior]) -> list[tuple[np.ndarray, 
 
 
 def class_distance(
-    spectrum: Spectrum, qbar: float, a: float, feature_scale: float, lambda1: float, T: float, N1: float
+    spectrum: Spectrum, qbar: float, a: float, feature_scale: float, lambda1: float, T: float, N1: float,
+    inv: np.ndarray | None = None,
 ) -> dict[str, float] | None:
     """Squared distance between the class centroids in feature space φ/√N1 (Corti et al. 2025).
 
     ⟨D²⟩ = uᵀ⟨K̂⟩u = D²_NNGP + (Δ1 + Δ2)/N1 with u = 1_A/P_A − 1_B/P_B (classes by the sign of y),
     ⟨K̂⟩ = K + (Q̄/(λ1 N1)) K A^(-1)(y yᵀ − A) A^(-1) K, so
     Δ1 = −(Q̄/λ1) uᵀ K A^(-1) K u  (≤ 0),   Δ2 = (Q̄/λ1)(uᵀ K A^(-1) y)²  (≥ 0).
+    ``inv`` = 1/(T + aκ) where the caller has it already.
     """
     if spectrum.u_t is None:
         return None
-    inv = 1.0 / (T + a * spectrum.kappa)
+    if inv is None:
+        inv = 1.0 / (T + a * spectrum.kappa)
     ku = feature_scale * spectrum.kappa * spectrum.u_t
     d2_nngp = float(spectrum.u_t @ ku)
     delta1 = -(qbar / lambda1) * float(ku @ (ku * inv))
@@ -178,12 +183,14 @@ def weight_correlations(
     T: float,
     N1: float,
     inv: np.ndarray | None = None,
+    products: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
     """First-layer weight two-point function ⟨w wᵀ⟩ = I/λ0 + (Λ1 + Λ2)/λ0 (unit-averaged).
 
     Λ1 = −(q/(λ0 N0 N1)) X̃ᵀ A^(-1) X̃,  Λ2 = (q/(λ0 N0 N1)) (X̃ᵀA^(-1)y)(X̃ᵀA^(-1)y)ᵀ,  q = Q̄/λ1,
     X̃ = G X, G = diag E[σ'(h_μ)] (exact for linear σ; the Gaussian-equivalence estimate otherwise).
-    ``inv`` = 1/(T + aκ) where the caller has it already.
+    ``inv`` = 1/(T + aκ) where the caller has it already; ``products``: X̃ᵀA^(-1)y = Zᵀ(ỹ∘inv) and X̃ᵀA^(-1)X̃ =
+    Zᵀ diag(inv) Z (its lower triangle packed row by row, :func:`packed_gram`) where the caller has them already.
     """
     z = spectrum.z
     if z is None or spectrum.z_norm2 is None:
@@ -191,12 +198,12 @@ def weight_correlations(
     if inv is None:
         inv = 1.0 / (T + a * spectrum.kappa)
     pref = (qbar / lambda1) / (lambda0 * N0 * N1)
-    bvec = z.T @ (spectrum.y_t * inv)
+    bvec, gram = products if products is not None else (z.T @ (spectrum.y_t * inv), None)
     out: dict[str, Any] = {
         "trace_lambda1": -pref * float(spectrum.z_norm2 @ inv),
         "trace_lambda2": pref * float(bvec @ bvec),
     }
-    lo, hi = _extreme_eigenvalues(z, inv, bvec, pref)
+    lo, hi = _extreme_eigenvalues(z, inv, bvec, pref, gram)
     out["max_eigenvalue"], out["min_eigenvalue"] = hi, lo
     out["leading_eigenvalue"] = None if lo is None or hi is None else (hi if abs(hi) >= abs(lo) else lo)
     return out
@@ -209,7 +216,7 @@ def extreme_eigenvalues(m: np.ndarray, lower_only: bool = False) -> tuple[float,
     n = m.shape[0]
     if n == 1:
         return float(m[0, 0]), float(m[0, 0])
-    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 32 * n), overwrite_a=int(lower_only))
+    _, d, e, _, info = scipy.linalg.lapack.dsytrd(m, lower=1, lwork=max(1, 8 * n), overwrite_a=int(lower_only))
     if info != 0:
         raise np.linalg.LinAlgError(f"tridiagonal reduction failed (info = {info})")
     ends = []
@@ -221,11 +228,49 @@ def extreme_eigenvalues(m: np.ndarray, lower_only: bool = False) -> tuple[float,
     return ends[0], ends[1]
 
 
-def _extreme_eigenvalues(
-    z: np.ndarray, inv: np.ndarray, bvec: np.ndarray, pref: float
-) -> tuple[float | None, float | None]:
-    """Smallest and largest eigenvalue of pref·(−Zᵀ D^(-1) Z + b bᵀ) (N0 × N0)."""
+@cache
+def _tril(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.tril_indices(n)
+
+
+@cache
+def _tril_flat(n: int) -> np.ndarray:
+    """Memory offsets of the lower triangle (row by row, as :func:`packed_gram` packs it) of a column-major n × n
+    matrix."""
+    rows, cols = _tril(n)
+    return rows + cols * n
+
+
+def packed_gram(z: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Zᵀ diag(w) Z for each column w of ``weights`` (P × k), of either sign: rows (k, N0(N0+1)/2), each the lower
+    triangle packed row by row (``np.tril_indices``)."""
     n0 = z.shape[1]
+    out = np.empty((weights.shape[1], n0 * (n0 + 1) // 2))
+    scratch = np.empty_like(z)
+    for j, w in enumerate(weights.T):
+        gram = np.zeros((n0, n0), order="F")
+        for sign, rows in ((1.0, np.flatnonzero(w > 0)), (-1.0, np.flatnonzero(w < 0))):
+            if rows.size:
+                # the rows of one sign, scaled by √|w|, gathered into the scratch (no allocation per column)
+                part = np.take(z, rows, axis=0, out=scratch[: rows.size])
+                part *= np.sqrt(np.abs(w[rows]))[:, None]
+                gram = scipy.linalg.blas.dsyrk(sign, part.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
+        out[j] = gram[_tril(n0)]
+    return out
+
+
+def _extreme_eigenvalues(
+    z: np.ndarray, inv: np.ndarray, bvec: np.ndarray, pref: float, gram: np.ndarray | None = None
+) -> tuple[float | None, float | None]:
+    """Smallest and largest eigenvalue of pref·(−Zᵀ D^(-1) Z + b bᵀ) (N0 × N0); ``gram``: Zᵀ D^(-1) Z, packed
+    (:func:`packed_gram`), where the caller has it."""
+    n0 = z.shape[1]
+    if gram is not None:
+        # b bᵀ is symmetric: read column-major it is itself, and its lower triangle is where the packed gram goes
+        m = np.multiply.outer(bvec, bvec)
+        m.reshape(-1)[_tril_flat(n0)] -= gram
+        m *= pref
+        return extreme_eigenvalues(m.T, lower_only=True)
     if n0 <= DENSE_EIGEN_MAX_N0:
         # One symmetric rank-k update into the lower triangle, pref·b bᵀ − pref·wᵀw, which is all the tridiagonal
         # reduction reads: no product of the full matrix, no copy of the other triangle.

@@ -18,12 +18,8 @@ import numpy as np
 from solvers.core.blas import one_blas_thread
 from solvers.core.errors import NUMERICAL, is_numerical
 from solvers.core.results import Report
-from solvers.theories.kernel_renormalization.observables import (
-    Posterior,
-    class_distance,
-    predict_together,
-    weight_correlations,
-)
+from solvers.theories.kernel_renormalization.observables import Posterior, class_distance, weight_correlations
+from solvers.theories.kernel_renormalization.sweep_products import SweepProducts
 
 if TYPE_CHECKING:
     from solvers.theories.kernel_renormalization.problem import KernelRenormalizationProblem
@@ -53,6 +49,9 @@ class Reporter:
         self.problem = weakref.proxy(problem)
         self.model = problem.model
         self._nngp: OrderedDict[tuple[float, float, float], float] = OrderedDict()
+        # along a sweep the products with 1/(T + aκ) come from a basis per spectrum; the mean-corrected and nested
+        # actions have a rank-one term or a spectrum per solution, and a single solve has nothing to share it with
+        self.products = SweepProducts(enabled=problem.parameter is not None and problem.model.variant == "scalar")
 
     def report(self, x: np.ndarray, p: float) -> Report:
         return Report(self.order_parameters(x), self.observables(x, p))
@@ -64,7 +63,7 @@ class Reporter:
         return {"Qbar": float(qbar[0]) if self.model.depth == 1 else [float(q) for q in qbar]}
 
     def observables(self, x: np.ndarray, p: float) -> dict[str, Any]:
-        if not np.all(np.isfinite(x)) or not self.problem.usable(p):
+        if not np.isfinite(x).all() or not self.problem.usable(p):
             # a failed solve is still reported; its observables are undefined, not an error
             return dict.fromkeys(OBSERVABLE_KEYS)
         try:
@@ -94,9 +93,9 @@ class Reporter:
         with one_blas_thread():
             post = Posterior(sp, a, b, st.T)
             if nngp_post is None:
-                (pred,) = predict_together([post])
+                (pred,) = self.products.predictions([post])
             else:
-                pred, nngp_pred = predict_together([post, nngp_post])
+                pred, nngp_pred = self.products.predictions([post, nngp_post])
                 nngp_error = nngp_post.errors(nngp_pred)["generalization_error"]
                 self._nngp[nngp_key] = nngp_error
                 while len(self._nngp) > HELD_NNGP:
@@ -117,8 +116,10 @@ class Reporter:
             }
             if model.variant == "scalar" and model.depth == 1:
                 qbar = float(np.exp(x[0]))
-                out["class_distance"] = class_distance(sp, qbar, a, model.feature_scale(st), st.lambda1, st.T, st.N1)
+                out["class_distance"] = class_distance(sp, qbar, a, model.feature_scale(st), st.lambda1, st.T, st.N1,
+                                                       post.inverse_diagonal)
                 out["weight_correlations"] = weight_correlations(
-                    sp, qbar, a, st.lambda0, st.lambda1, model.dataset.N0, st.T, st.N1, post.inverse_diagonal
+                    sp, qbar, a, st.lambda0, st.lambda1, model.dataset.N0, st.T, st.N1, post.inverse_diagonal,
+                    self.products.weight_products(post),
                 )
         return out

@@ -36,6 +36,9 @@ TABLE_POINTS_PER_DECADE = 80
 TABLE_MAX_DECADES = 60
 #: Grid points of the table evaluated together.
 TABLE_BLOCK = 128
+#: Root polishing in a bracket: tolerances on log Q̄ (brentq's absolute and relative), most Newton steps before
+#: the bracket is searched, and most steps of that search.
+ROOT_XTOL, ROOT_RTOL, NEWTON_ITERATIONS, ROOT_ITERATIONS = 1e-14, 1e-15, 8, 100
 
 
 class ScanTable:
@@ -51,6 +54,18 @@ class ScanTable:
         self._j0 = 0
         self._A = np.empty(0)
         self._B = np.empty(0)
+        self._scaled: tuple[float, np.ndarray] | None = None
+        positive = kappa > 0
+        #: Σκ, Σỹ² and Σ_{κ>0} ỹ²/κ of the table's κ (the root interval's sums, scaled by each action's σ)
+        self.bounds = (float(kappa.sum()), float(y2.sum()), float(np.sum(y2[positive] / kappa[positive])))
+
+    def scaled_kappa(self, scale: float) -> np.ndarray:
+        """σ·κ for the last σ asked (a sweep in T or N1 keeps one): the actions of a sweep share it, read-only."""
+        if self._scaled is None or self._scaled[0] != scale:
+            kappa = self.kappa * scale
+            kappa.setflags(write=False)
+            self._scaled = (scale, kappa)
+        return self._scaled[1]
 
     def _compute(self, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         A, B = np.empty(j.size), np.empty(j.size)
@@ -92,6 +107,8 @@ class ScalarAction:
     _last: dict[float, tuple[float, float, float, float]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    #: s -> S(s) at the last s asked for (the engine ranks a solution by −S, its report gives S)
+    _last_value: dict[tuple[float, ...], float] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def alpha(self) -> float:
@@ -137,8 +154,15 @@ class ScalarAction:
 
     # ---- S and its derivatives in s = log Q̄ ---------------------------------------------------
     def value(self, s: np.ndarray) -> float:
+        key = tuple(float(v) for v in np.ravel(s))
+        hit = self._last_value.get(key)
+        if hit is not None:
+            return hit
         q = np.exp(s)
-        return float(np.sum(q - s) + self.phi(float(np.exp(np.sum(s)))))
+        out = float(np.sum(q - s) + self.phi(float(np.exp(np.sum(s)))))
+        self._last_value.clear()
+        self._last_value[key] = out
+        return out
 
     def gradient(self, s: np.ndarray) -> np.ndarray:
         s = np.asarray(s, dtype=float)
@@ -152,9 +176,11 @@ class ScalarAction:
         return h
 
     def smallest_curvature(self, s: np.ndarray) -> float:
-        """Smallest eigenvalue of the Hessian (for one layer, its one entry)."""
-        h = self.hessian(s)
-        return float(h[0, 0]) if h.shape == (1, 1) else float(np.linalg.eigvalsh(h)[0])
+        """Smallest eigenvalue of the Hessian (for one layer, its one entry dg + e^s)."""
+        s = np.asarray(s, dtype=float)
+        if s.size == 1:
+            return float(self.dg(float(np.exp(s[0]))) + np.exp(s[0]))
+        return float(np.linalg.eigvalsh(self.hessian(s))[0])
 
     def symmetric_residual(self, s: np.ndarray | float) -> np.ndarray:
         """h(s) = e^s − 1 + g(e^{L s}): ∂S/∂s_ℓ on the symmetric line Q̄_ℓ = e^s."""
@@ -191,10 +217,16 @@ class ScalarAction:
         Below: g(u) ≤ u Σκ/(N1 T) and u = q^L ≤ q for q ≤ 1, so h < 0 for q < 1/(1 + Σκ/(N1 T)).
         Above: ỹ² r/a ≤ ỹ² min(1/(4T), 1/(uκ)), so h > 0 for q > 1 + min(Σỹ²/(4 N1 T), Σ_{κ>0} ỹ²/(N1 κ)).
         """
-        positive = self.kappa > 0
-        t = float(self.kappa.sum()) / (self.N1 * self.T)
-        c = float(np.sum(self.y2[positive] / self.kappa[positive])) / self.N1
-        top = 1.0 + min(float(self.y2.sum()) / (4.0 * self.N1 * self.T), c)
+        if self.table is not None:  # the sums of the table's κ_b, with κ = σ κ_b
+            k_sum, y2_sum, y2_over_k = self.table.bounds
+            k_sum, y2_over_k = self.table_scale * k_sum, y2_over_k / self.table_scale
+        else:
+            positive = self.kappa > 0
+            k_sum, y2_sum = float(self.kappa.sum()), float(self.y2.sum())
+            y2_over_k = float(np.sum(self.y2[positive] / self.kappa[positive]))
+        t = k_sum / (self.N1 * self.T)
+        c = y2_over_k / self.N1
+        top = 1.0 + min(y2_sum / (4.0 * self.N1 * self.T), c)
         lo, hi = float(np.log(0.5 / (1.0 + t))), float(np.log(2.0 * top))
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise DomainError("the interval holding every root of dS/dlog Q̄ overflows double precision")
@@ -218,23 +250,62 @@ class ScalarAction:
         roots = [float(x) for x in grid[h == 0.0]]
         sign = np.sign(h)
         for i in np.flatnonzero(sign[:-1] * sign[1:] < 0):
-            roots.append(self._root_between(float(grid[i]), float(grid[i + 1])))
+            roots.append(self._root_between(float(grid[i]), float(grid[i + 1]), float(h[i]), float(h[i + 1])))
         return sorted(roots)
 
-    def _root_between(self, a: float, b: float) -> float:
-        """brentq on a bracket of the scan, with the exact residual at its ends.
+    def _root_between(self, a: float, b: float, ha: float, hb: float) -> float:
+        """The root in a bracket [a, b] of the scan (scanned residuals ha, hb of opposite signs).
 
-        A table value and the exact residual may differ in the last bits; where that flips a sign, the end
-        whose residual is smaller is a root to rounding.
+        Newton's method with the slope that the residual's sums give at no extra cost, from the secant point: it
+        stops when a step is below brentq's tolerances 1e-14 + 1e-15·|s|, in about three residuals. Should it
+        leave the bracket or not settle, the bracket is searched with the exact residual at its ends (a table
+        value and the exact residual may differ in the last bits; where that flips a sign, the end whose residual
+        is smaller is a root to rounding) and bisection wherever a Newton step would leave it.
         """
+        x = a - ha * (b - a) / (hb - ha)
+        for _ in range(NEWTON_ITERATIONS):
+            h, slope = self._h_and_slope(x)
+            if not (np.isfinite(h) and np.isfinite(slope)) or slope == 0.0:
+                break
+            nxt = x - h / slope
+            if not a <= nxt <= b:
+                break
+            if h == 0.0 or abs(nxt - x) <= ROOT_XTOL + ROOT_RTOL * abs(nxt):
+                return float(nxt)
+            x = nxt
+        return self._bracketed_root(a, b)
 
-        def h(x: float) -> float:
-            return float(self.symmetric_residual(x))
-
-        ha, hb = h(a), h(b)
+    def _bracketed_root(self, a: float, b: float) -> float:
+        ha, hb = self._h_and_slope(a)[0], self._h_and_slope(b)[0]
         if ha == 0.0 or hb == 0.0 or ha * hb > 0:
             return a if abs(ha) <= abs(hb) else b
-        return bracketed_root(h, a, b, known={a: ha, b: hb}, xtol=1e-14, rtol=1e-15)
+        lo, hi, h_lo = a, b, ha
+        x = a - ha * (b - a) / (hb - ha)
+        for _ in range(ROOT_ITERATIONS):
+            h, slope = self._h_and_slope(x)
+            if np.isnan(h):
+                raise DomainError(f"the residual is not a number at {x!r}")
+            if h == 0.0:
+                return x
+            if (h < 0) == (h_lo < 0):
+                lo, h_lo = x, h
+            else:
+                hi = x
+            step = h / slope if slope != 0.0 and np.isfinite(slope) else np.inf
+            nxt = x - step
+            if not lo < nxt < hi:
+                nxt = 0.5 * (lo + hi)
+            if abs(nxt - x) <= ROOT_XTOL + ROOT_RTOL * abs(nxt) or hi - lo <= ROOT_XTOL + ROOT_RTOL * abs(nxt):
+                return float(nxt)
+            x = nxt
+        return float(x)
+
+    def _h_and_slope(self, s: float) -> tuple[float, float]:
+        """h(s) (as :meth:`symmetric_residual`) and dh/ds = e^s + L·dg(u), from one evaluation of the sums."""
+        r_sum, w_sum, r2_sum, rw_sum = self._sums(float(np.exp(self.depth * s)))
+        q = np.exp(s)
+        return (float(q - 1.0 + np.float64((r_sum - w_sum) / self.N1)),
+                float(q + self.depth * (r_sum - w_sum - r2_sum + 2.0 * rw_sum) / self.N1))
 
     def _table_scan(self, lo: float, hi: float, spacing: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(grid, h) over [lo, hi] from the scan table, or None when there is none or its grid would be coarser."""
