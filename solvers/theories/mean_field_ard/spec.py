@@ -181,7 +181,7 @@ class ParticleSpec(BaseModel):
     n: int = Field(1024, ge=8, description="Number of particles (independent MALA chains).")
     inner_steps: int = Field(200, ge=1, description="MALA steps per outer iteration.")
     average_steps: int = Field(50, ge=1, description="Last inner steps of each outer iteration averaged into f̄.")
-    outer_iterations: int = Field(60, ge=1, description="Budget of outer (residual) iterations.")
+    outer_iterations: int = Field(100, ge=1, description="Budget of outer (residual) iterations.")
     warmup: int = Field(500, ge=0, description="MALA steps that tune the step size before the first outer iteration.")
     anderson_memory: int = Field(3, ge=0, le=10, description="Anderson history on f̄ (0: plain Robbins–Monro).")
     tol: float = Field(1e-3, gt=0, description="Convergence: rms undamped residual of f̄ ≤ tol + 3 × its Monte-Carlo "
