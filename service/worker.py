@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import logging
 import os
 import signal
@@ -225,6 +226,9 @@ def preload() -> None:
     from service.provenance import SOURCE_FINGERPRINT
 
     log.info("solver source %s", SOURCE_FINGERPRINT)
+    # As in the fork server (service/warm.py): these objects live as long as the worker, and a work horse that
+    # allocates enough containers would otherwise run full collections over all of them.
+    gc.freeze()
 
 
 #: Bounds of the wait between two attempts to reach Redis again after the worker's loop ended on a Redis error.
@@ -272,8 +276,18 @@ def _stop_between_loops(worker: SaddleLabWorker) -> None:
         signal.signal(sig, stop)
 
 
-def _stop_before_start(signum: int, frame: FrameType | None) -> None:
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise StopRequested()
+
+
+#: Stop requests that came while the worker was still starting (see main()).
+_EARLY_STOPS: list[int] = []
+
+
+def _stop_before_start(signum: int, frame: FrameType | None) -> None:
+    # Noted, not raised: an exception raised inside an import can be swallowed by the imported library's own
+    # `except Exception` (the worker then ran on, deaf to the SIGTERM) or leave a module half imported.
+    _EARLY_STOPS.append(signum)
 
 
 def serve(worker: SaddleLabWorker, burst: bool = False) -> int:
@@ -330,16 +344,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no Redis: set REDIS_URL or pass --url")
     if args.check:
         return check(url, WorkerSettings().max_silence)
-    # A stop requested while the theories load (seconds) ends the worker cleanly too; RQ's loop installs
-    # its own handlers once it runs.
+    # A stop requested while the theories load (seconds) ends the worker cleanly once they are loaded, before
+    # it registers; RQ's loop installs its own handlers once it runs.
     signal.signal(signal.SIGTERM, _stop_before_start)
     signal.signal(signal.SIGINT, _stop_before_start)
-    try:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        preload()
-        worker = build_worker(url, name=args.name)
-    except StopRequested:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    preload()
+    if _EARLY_STOPS:
+        log.info("stop requested while starting: exiting")
         return 0
+    worker = build_worker(url, name=args.name)
+    if _EARLY_STOPS:
+        return 0
+    # From here until RQ's loop takes the signals over, a stop is raised: serve() ends on it cleanly.
+    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, _raise_stop)
     status = serve(worker, burst=args.burst)
     log.info("worker %s: stopped", worker.name)
     return status
