@@ -288,11 +288,14 @@ def equilibrium_path(result: Mapping[str, Any], quantity: str) -> EquilibriumPat
         lo = float(left["parameter"]) if left is not None else seg.xs[0]
         hi = float(right["parameter"]) if right is not None else seg.xs[-1]
         rows = _rows(result, quantity, seg.branch, lo, hi) if have_curves else []
+        tol = SAME * _span(result)
+        continued = _continued(result, quantity, seg, before, hi, xs, ys) if left is None and have_curves else []
+        if continued:
+            rows = continued
         if not rows:
             rows = _requested(result, quantity, seg)
-        tol = SAME * _span(result)
-        meet = (left is not None and bool(rows) and bool(xs) and abs(rows[0][0] - lo) <= tol
-                and abs(xs[-1] - lo) <= tol)
+        meet = bool(continued) or (left is not None and bool(rows) and bool(xs) and abs(rows[0][0] - lo) <= tol
+                                   and abs(xs[-1] - lo) <= tol)
         if xs and not meet:
             xs.append(math.nan)  # two equilibria meet at no point that both reach: do not join them
             ys.append(math.nan)
@@ -302,6 +305,20 @@ def equilibrium_path(result: Mapping[str, Any], quantity: str) -> EquilibriumPat
             xs.append(x)
             ys.append(y)
     return EquilibriumPath(xs, ys, jumps)
+
+
+def _continued(result: Mapping[str, Any], quantity: str, seg: _Segment, before: _Segment | None, hi: float,
+               xs: list[float], ys: list[float]) -> list[tuple[float, float]]:
+    """``seg``'s rows from where the equilibrium before it ended, when no transition separates them and a curve of
+    ``seg``'s branch passes through that very point (same parameter, same value): one solution whose name changed
+    along its curve (a theory that names its one solution by its state, e.g. m_S ≥ ½), drawn unbroken."""
+    if before is None or not xs or math.isnan(xs[-1]):
+        return []
+    rows = _rows(result, quantity, seg.branch, xs[-1], hi)
+    scale = max((abs(y) for y in ys if not math.isnan(y)), default=1.0) or 1.0
+    if rows and abs(rows[0][0] - xs[-1]) <= SAME * _span(result) and abs(rows[0][1] - ys[-1]) <= 1e-6 * scale:
+        return rows[1:]
+    return []
 
 
 def varies(values: Sequence[Any]) -> bool:

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from clients import plot
+from clients import plot, series
 from clients.names import UnknownQuantity
 from tests.clients.figure_data import compute_sweeps
 from tests.clients.test_plot_images import symbols
@@ -305,3 +305,24 @@ def test_specialisation_map_second_layer_has_one_curve_per_readout_value() -> No
     assert len(axes[0][0].get_lines()) == 2
     with pytest.raises(ValueError, match="v2"):
         plot.specialisation_map([{"parameter": 1.0, "order_parameters": {"Q": 0.3}}])
+
+
+def test_one_solution_renamed_along_its_curve_is_drawn_unbroken() -> None:
+    """Plain MF at finite P has one solution at every κ, which the theory names by its state (aligned while
+    m_S ≥ ½): the points' equilibrium changes name at no transition, while the traced curve carries one name. The
+    equilibrium path passes through every requested value without a break, and through nothing else than the
+    curve and those values."""
+    from service.jobs.in_process import run_job
+
+    model = {"theory": "mean_field_ard", "model": "mf", "activation": "relu", "d": 20, "N": 256, "kappa": 0.05,
+             "P": 400, "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 1000}}
+    result = run_job({"model": model, "parameter": "kappa", "values": {"start": 0.02, "stop": 0.07, "num": 11}})
+    names = [pt["equilibrium"] for pt in sorted(result["points"], key=lambda p: p["parameter"])]
+    assert names[0] == "aligned" and names[-1] == "symmetric"  # the situation this test is about
+    ax = plot.learning_curve(result, "m_S", transitions=False)
+    (eq,) = lines(ax, "equilibrium")
+    pts = xy(eq)
+    assert not any(math.isnan(x) for x, _ in pts)
+    drawn = dict(pts)
+    kappa, m_S = series(result, "m_S")
+    assert [drawn[k] for k in kappa] == pytest.approx(m_S, abs=1e-12)
