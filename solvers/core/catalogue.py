@@ -9,6 +9,7 @@ limit is known to be incomplete.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 
@@ -41,7 +42,8 @@ def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
 
 def is_stable(margin: float | None) -> bool | None:
     # A marginal solution (margin ~ 0, e.g. exactly at a critical point) counts as stable.
-    return None if margin is None or not np.isfinite(margin) else margin > -MARGINAL
+    # math.isfinite: called for every traced point and curve row, where np.isfinite's ufunc overhead showed
+    return None if margin is None or not math.isfinite(margin) else bool(margin > -MARGINAL)
 
 
 def same_solution(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float = DUPLICATE_TOL) -> bool:
