@@ -6,7 +6,7 @@
   ``arclength`` dimension, and ``special_points`` the transitions as a table;
 - a phase diagram: the same on (p1 × p2 × branch), with the transition lines located row by row under
   ``lines/<k>``: ``points``, an array of (p1, p2) pairs (point × parameter);
-- a boundary job: each traced line under ``lines/<k>`` (``points`` likewise) and ``critical_points``.
+- a boundary job: each traced line under ``lines/<k>`` (``points`` likewise), ``critical_points`` and ``regions``.
 
 A curve's branch at each point is ``curve_branch`` (a child group sees its parents' coordinates, and the sweep's
 root has a ``branch`` dimension).
@@ -342,7 +342,8 @@ def _grid_line(line: Mapping[str, Any], names: list[str]) -> Any:
 
 def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """A boundary job: ``lines/<k>`` with the line's (p1, p2) as ``points`` (point × parameter; the ends and type as
-    attributes), ``critical_points`` likewise; the box, reason and provenance as attributes."""
+    attributes), ``critical_points`` likewise, ``regions`` (the probes beside the lines: ``points`` and their
+    ``phase``, '' where none); the box, reason and provenance as attributes."""
     xr = _xr()
     names = parameter_names(result)
     children: dict[str, Any] = {}
@@ -355,6 +356,11 @@ def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = Non
     variables["lines"] = (["critical_point"], _np().asarray([json.dumps(c.get("lines")) for c in critical],
                                                             dtype=str), {})
     children["critical_points"] = _dataset(variables, {"parameter": names})
+    probes = result.get("regions") or []
+    variables = _points_variable([p["point"] for p in probes], names, "probe")
+    variables["phase"] = (["probe"], _np().asarray(["" if p.get("phase") is None else p["phase"] for p in probes],
+                                                   dtype=str), {"quantity": "phase", "missing": "''"})
+    children["regions"] = _dataset(variables, {"parameter": names})
     root = _dataset({}, {}, _attrs(result, ("theory", "parameters", "method", "box", "reason", "provenance",
                                             "diagnostics")))
     return xr.DataTree.from_dict({"/": root, **children})

@@ -335,6 +335,14 @@ def _region_anchor(xs: list[float], ys: list[float], others: list[tuple[float, f
     return max(zip(xs, ys, strict=True), key=lambda p: clearance(*p))
 
 
+#: The margin around a boundary job's box, as a fraction of its sides (matplotlib's default axes margin).
+BOX_MARGIN = 0.05
+
+
+def _region_names_on(ax: Any) -> set[str]:
+    return {t.get_text() for t in ax.texts if t.get_gid() == "region-name"}
+
+
 def _draw_regions(ax: Any, result: Mapping[str, Any], names: bool) -> None:
     groups: dict[str, tuple[list[float], list[float]]] = {}
     for pt in result.get("points", []):
@@ -348,16 +356,44 @@ def _draw_regions(ax: Any, result: Mapping[str, Any], names: bool) -> None:
     all_y = [y for _, ys in groups.values() for y in ys]
     scale = ((max(all_x) - min(all_x)) or 1.0, (max(all_y) - min(all_y)) or 1.0)
     colors = _colors()
+    named = _region_names_on(ax)  # a boundary job on the same axes has named them already
     for k, (name, (xs, ys)) in enumerate(sorted(groups.items())):
         ax.scatter(xs, ys, s=10, color=colors[k % len(colors)], alpha=0.45, linewidths=0, gid=f"region:{name}",
                    label=f"equilibrium: {name}")
-        if names:
+        if names and name not in named:
             others = [(x, y) for other, (oxs, oys) in groups.items() if other != name
                       for x, y in zip(oxs, oys, strict=True)]
             x, y = _region_anchor(xs, ys, others, scale, (min(all_x), max(all_x), min(all_y), max(all_y)))
             ax.text(x, y, name, ha="center", va="center", fontsize="large", fontweight="bold", gid="region-name",
                     color=colors[k % len(colors)], zorder=7,
                     bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+
+
+def _name_probed_regions(ax: Any, result: Mapping[str, Any]) -> None:
+    """A boundary job's phases, each named once at the probe (a solve beside a line) farthest from the probes of the
+    other phases."""
+    groups: dict[str, tuple[list[float], list[float]]] = {}
+    for probe in result.get("regions") or []:
+        xs, ys = groups.setdefault(probe.get("phase") or "no equilibrium", ([], []))
+        xs.append(probe["point"][1])
+        ys.append(probe["point"][0])
+    if not groups:
+        return
+    box = result.get("box") or {}
+    p1, p2 = result["parameters"]
+    (x_lo, x_hi), (y_lo, y_hi) = box.get(p2, (0.0, 1.0)), box.get(p1, (0.0, 1.0))
+    scale = ((x_hi - x_lo) or 1.0, (y_hi - y_lo) or 1.0)
+    colors = _colors()
+    named = _region_names_on(ax)  # a grid diagram on the same axes has named them already
+    for k, (name, (xs, ys)) in enumerate(sorted(groups.items())):
+        if name in named:
+            continue
+        others = [(x, y) for other, (oxs, oys) in groups.items() if other != name
+                  for x, y in zip(oxs, oys, strict=True)]
+        x, y = _region_anchor(xs, ys, others, scale, (x_lo, x_hi, y_lo, y_hi))
+        ax.text(x, y, name, ha="center", va="center", fontsize="large", fontweight="bold", gid="region-name",
+                color=colors[k % len(colors)], zorder=7,
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
 
 
 def phase_diagram(
@@ -375,7 +411,8 @@ def phase_diagram(
     A grid phase diagram: the equilibrium at each grid point, coloured by phase, each phase named on its region
     (``regions``), and the transitions where each row located them (×, not joined: a row cannot tell which line a
     point belongs to). A boundary job: its
-    traced lines, styled by kind, and its critical points (stars). Lines are named alike by both methods
+    traced lines, styled by kind, its critical points (stars), and each phase named where the job probed it, beside
+    a line (``regions``). Lines are named alike by both methods
     (:func:`clients.plot_labels.line_name`: "stability loss (barrier/center)"), with ", per row" or ", traced";
     draw both on one ``ax`` to compare them.
     """
@@ -388,6 +425,15 @@ def phase_diagram(
     boundary = result.get("method") == "boundary"
     if points and not boundary:
         _draw_regions(ax, result, regions)
+    if boundary and regions:
+        _name_probed_regions(ax, result)
+    box = result.get("box") if boundary else None
+    if box and p1 in box and p2 in box:
+        # the whole box the job searched (where no line is drawn, there is none), with matplotlib's usual margin so
+        # that a grid diagram's points on the box's edge stay whole
+        for setter, (lo, hi) in ((ax.set_xlim, sorted(box[p2])), (ax.set_ylim, sorted(box[p1]))):
+            pad = BOX_MARGIN * (hi - lo)
+            setter(lo - pad, hi + pad)
     if lines:
         labelled: set[str] = set()
         for line in result.get("lines", []):

@@ -318,12 +318,23 @@ class CriticalPointOut(BaseModel):
     precision: float | None = 0.0
 
 
+class RegionProbeOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    point: list[float] = Field(description="[p1, p2]: a little to one side of the middle of a traced line (the box's "
+                               "centre when there is no line).")
+    phase: str | None = Field(description="The equilibrium's phase there: the theory's phase observable where it "
+                              "reports one, else the equilibrium branch's name; null without an equilibrium.")
+
+
 class BoundaryResult(BaseModel):
     model_config = ConfigDict(extra="allow")
     parameters: list[str]
     lines: list[LineOut]
     critical_points: list[CriticalPointOut]
     reason: str = Field("", description="Why lines is empty, when it is.")
+    regions: list[RegionProbeOut] = Field(
+        default_factory=list, description="The phases the lines separate: the equilibrium solved on either side of "
+        "the middle of each line (two single solves per line, in the order of the lines).")
     model: dict[str, Any] | None = Field(
         None, description="The validated spec that was solved, every default filled in (the request's model for a "
         "sweep or phase diagram, where a swept field keeps the request's value): the fixed parameters of a "

@@ -363,9 +363,10 @@ def critical_point_json(cp: CriticalPoint) -> dict[str, Any]:
 
 def boundary_json(
     theory: str, parameters: tuple[str, str], box: tuple[tuple[float, float], tuple[float, float]],
-    result: BoundaryResult, seconds: float,
+    result: BoundaryResult, seconds: float, regions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A boundary job's result: every traced line, the critical points where lines end, and why none were found."""
+    """A boundary job's result: every traced line, the critical points where lines end, why none were found, and
+    the equilibrium's phase at probes on either side of each line (``service.jobs.boundary_regions``)."""
     p1, p2 = parameters
     return json_safe({
         "theory": theory,
@@ -375,6 +376,7 @@ def boundary_json(
         "lines": [line_json(line) for line in result.lines],
         "critical_points": [critical_point_json(cp) for cp in result.critical_points],
         "reason": result.reason,
+        "regions": regions or [],
         "diagnostics": {
             "seconds": seconds,
             "scans": {p1: list(result.scans)},

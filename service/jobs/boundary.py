@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from service.jobs.boundary_regions import probe_points, region_probes
 from service.serialize import boundary_json
 from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries
 from solvers.theories import get as get_theory
@@ -39,13 +40,17 @@ def _checked(problem: TwoParameterProblem, check: Callable[[], None]) -> TwoPara
     return dataclasses.replace(problem, F=residual)
 
 
-def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callable[[], None]) -> dict[str, Any]:
-    """The boundary job's result (``service.serialize.boundary_json``) for the payload's validated spec."""
+def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callable[[], None],
+                 spec_at: Callable[[float, float], Any]) -> dict[str, Any]:
+    """The boundary job's result (``service.serialize.boundary_json``) for the payload's validated spec;
+    ``spec_at(p1, p2)``: the validated spec at one point of the box (for the phases on either side of each line)."""
     theory = get_theory(payload["theory"])
     p1, p2 = payload["parameters"]
-    (lo1, hi1), (lo2, hi2) = ([min(a), max(a)] for a in payload["axes"])
+    box = ((lo1, hi1), (lo2, hi2)) = tuple((min(a), max(a)) for a in payload["axes"])
     lines = LineOptions.model_validate(payload.get("lines") or {})
     t0 = time.perf_counter()
     problem = _checked(theory.two_parameter_problem(spec, (p1, p2), options), check)
     result = trace_boundaries(problem, (lo1, hi1), (lo2, hi2), lines)
-    return boundary_json(theory.name, (p1, p2), ((lo1, hi1), (lo2, hi2)), result, time.perf_counter() - t0)
+    regions = region_probes(theory, spec_at, probe_points([line.points for line in result.lines], box), options,
+                            check)
+    return boundary_json(theory.name, (p1, p2), box, result, time.perf_counter() - t0, regions)

@@ -98,7 +98,9 @@ def run_line(
     check()
     stamp = {"provenance": provenance(payload["key"], seeds_in(payload["model"], "model"))}
     if is_boundary(payload):
-        return {**run_boundary(payload, spec, options, check), **stamp, "points": [], "reused": 0, "computed": 0}
+        p1, p2 = payload["parameters"]
+        result = run_boundary(payload, spec, options, check, lambda v1, v2: line_spec(payload, {p1: v1, p2: v2}))
+        return {**result, **stamp, "points": [], "reused": 0, "computed": 0}
     new: dict[int, dict[str, Any]] = {}
 
     def take(index: int, cat: Catalogue) -> None:

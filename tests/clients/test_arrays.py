@@ -149,6 +149,8 @@ def test_a_phase_diagram_is_a_grid_with_its_lines_as_arrays(served: dict[str, An
         np.testing.assert_array_equal(lines[f"lines/{k}"]["points"].values, line["points"])
         assert list(lines[f"lines/{k}"]["parameter"].values) == ["b", "u"]
         assert json.loads(lines[f"lines/{k}"].attrs["branches"]) == line["branches"]
+    np.testing.assert_array_equal(lines["regions"]["points"].values, [p["point"] for p in traced["regions"]])
+    assert list(lines["regions"]["phase"].values) == [p["phase"] for p in traced["regions"]]
     _round_trip(lines, tmp_path / "boundary.nc")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from clients import plot, series
 from clients.names import UnknownQuantity
-from tests.clients.figure_data import compute_sweeps
+from tests.clients.figure_data import compute_sweeps, load
 from tests.clients.test_plot_images import symbols
 
 U_FOLD, U_FIRST_ORDER, U_PITCHFORK = 28.322495311678107, 75 * math.pi / 8, math.pi * (1 + 2 * 0.5) / (4 * 0.5 * 0.3**2)
@@ -326,3 +326,19 @@ def test_one_solution_renamed_along_its_curve_is_drawn_unbroken() -> None:
     drawn = dict(pts)
     kappa, m_S = series(result, "m_S")
     assert [drawn[k] for k in kappa] == pytest.approx(m_S, abs=1e-12)
+
+
+def test_a_boundary_job_alone_names_each_phase_on_its_side_of_the_lines() -> None:
+    """The stored boundary job of the potential: each phase is named once, at one of its own probes (so on the side
+    of the first-order line where that phase is the equilibrium), and the plot spans the whole box searched."""
+    traced = load("phase_boundary")
+    ax = plot.phase_diagram(traced)
+    names = {t.get_text(): t.get_position() for t in ax.texts if t.get_gid() == "region-name"}
+    assert sorted(names) == ["GFL", "GMFL-II"]
+    for name, (u, b) in names.items():
+        assert any(p["phase"] == name and p["point"] == [b, u] for p in traced["regions"])
+    assert ax.get_xlim() == pytest.approx((10.0 - 2.5, 60.0 + 2.5)) and ax.get_ylim() == pytest.approx((0.2425, 0.4075))
+    # over a grid diagram of the same box each name is written once
+    ax = plot.phase_diagram(load("phase_grid"))
+    plot.phase_diagram(traced, ax)
+    assert sorted(t.get_text() for t in ax.texts if t.get_gid() == "region-name") == ["GFL", "GMFL-II"]

@@ -64,6 +64,31 @@ def test_a_boundary_job_returns_the_three_lines_of_the_potential(traced) -> None
     assert "curves" not in traced  # a boundary job has traced lines instead
 
 
+def test_the_phases_each_line_separates_are_probed_on_either_side(traced) -> None:
+    """Two probes per line, inside the box: GFL on both sides of the spinodal (the aligned well born there is
+    metastable), GFL below and GMFL-II above the first-order line, GMFL-II on both sides of the pitchfork line
+    (beyond it the centre is unstable; before it the aligned wells are already the deepest)."""
+    probes = traced["regions"]
+    assert len(probes) == 2 * len(traced["lines"])
+    for probe in probes:
+        b, u = probe["point"]
+        assert 0.25 <= b <= 0.4 and 10.0 <= u <= 60.0
+    lines = {line["kind"]: np.array(sorted(map(tuple, line["points"]))) for line in traced["lines"]}
+
+    def side(kind: str, b: float, u: float) -> float:
+        pts = lines[kind]
+        return u - float(np.interp(b, pts[:, 0], pts[:, 1]))
+
+    def phases_beside(kind: str) -> dict[str, str]:
+        """below/above the line in u → phase, for its two probes (two per line, in the order of the lines)"""
+        k = [line["kind"] for line in traced["lines"]].index(kind)
+        return {"above" if side(kind, *p["point"]) > 0 else "below": p["phase"] for p in probes[2 * k:2 * k + 2]}
+
+    assert phases_beside("spinodal") == {"below": "GFL", "above": "GFL"}
+    assert phases_beside("first_order") == {"below": "GFL", "above": "GMFL-II"}
+    assert phases_beside("stability_loss") == {"below": "GMFL-II", "above": "GMFL-II"}
+
+
 def test_every_line_agrees_with_the_grid_phase_diagram_of_the_same_spec(client: TestClient, traced) -> None:
     rows, du = [0.27, 0.33, 0.39], 0.5
     r = client.post("/v1/sweeps", json={"model": POTENTIAL, "parameter": ["b", "u"], "method": "grid",
