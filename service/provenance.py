@@ -26,6 +26,7 @@ RESULT_MODULES = (
     "service/experiments/plan.py",
     "service/experiments/runner.py",
     "service/jobs/boundary.py",
+    "service/jobs/boundary_regions.py",
     "service/jobs/lines.py",
     "service/jsonsafe.py",
     "service/keys.py",
