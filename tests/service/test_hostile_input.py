@@ -44,7 +44,7 @@ def locs(r: Any) -> list[list[Any]]:
     return [e["loc"] for e in r.json()["detail"]]
 
 
-# ---- the rows 5 and 13 -------------------------------------------------------------------
+# ---- deeply nested JSON in a failing field, and huge numbers ---------------------------------------
 def test_a_deeply_nested_value_in_a_failing_field_is_a_bounded_422(c: TestClient) -> None:
     deep = "[" * 600 + "]" * 600
     r = raw(c, f'{{"model": {json.dumps(POTENTIAL)}, "solver": {deep}}}')

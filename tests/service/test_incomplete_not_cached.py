@@ -68,7 +68,7 @@ def test_a_time_limited_catalogue_is_not_cached_in_memory() -> None:
 def test_a_time_limited_catalogue_is_not_served_by_another_instance(
     fresh_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The case exactly: one API with SADDLELAB_SOLVE_TIME_LIMIT=0.05, then one with the default, one Redis.
+    # One API with SADDLELAB_SOLVE_TIME_LIMIT=0.05, then one with the default, both on one Redis.
     hurried = _from_environment(monkeypatch, fresh_redis.url, "0.05")
     patient = _from_environment(monkeypatch, fresh_redis.url, None)
     assert hurried.solve_time_limit == 0.05 and patient.solve_time_limit == 120.0
