@@ -331,7 +331,8 @@ class BoundaryResult(BaseModel):
     parameters: list[str]
     lines: list[LineOut]
     critical_points: list[CriticalPointOut]
-    reason: str = Field("", description="Why lines is empty, when it is.")
+    reason: str = Field("", description="Why lines is empty, when it is; and any special point found that could not "
+                        "be continued into a line.")
     regions: list[RegionProbeOut] = Field(
         default_factory=list, description="The phases the lines separate: the equilibrium solved on either side of "
         "the middle of each line (two single solves per line, in the order of the lines).")

@@ -88,14 +88,24 @@ def region_probes(
     theory: Any, spec_at: Callable[[float, float], Any], points: Sequence[tuple[float, float]], options: Any,
     check: Callable[[], None],
 ) -> list[dict[str, Any]]:
-    """``[{"point": [p1, p2], "phase"}]`` for every probe whose spec is valid (``spec_at`` raises a
-    ValidationError for a value outside a field's domain: that probe is left out)."""
+    """``[{"point": [p1, p2], "phase"}]`` for every probe whose spec is valid. An integer field (a width, a sample
+    count) takes the nearest integer, and ``point`` says where the solve was; a probe that no rounding makes valid
+    (``spec_at`` raises a ValidationError) is left out."""
     out = []
     for p1, p2 in points:
         check()
+        found = _valid(spec_at, p1, p2)
+        if found is not None:
+            (q1, q2), spec = found
+            out.append({"point": [q1, q2], "phase": phase_of(theory.solve(spec, options))})
+    return out
+
+
+def _valid(spec_at: Callable[[float, float], Any], p1: float, p2: float) -> tuple[tuple[float, float], Any] | None:
+    r1, r2 = round(p1), round(p2)  # ints: an integer field takes an int (a strict field refuses 500.0)
+    for q1, q2 in ((p1, p2), (r1, p2), (p1, r2), (r1, r2)):
         try:
-            spec = spec_at(p1, p2)
+            return (float(q1), float(q2)), spec_at(q1, q2)
         except ValidationError:
             continue
-        out.append({"point": [p1, p2], "phase": phase_of(theory.solve(spec, options))})
-    return out
+    return None

@@ -56,3 +56,17 @@ def test_the_problem_bounds_cut_the_box() -> None:
     assert res.lines
     for line in res.lines:
         assert line.array()[:, 0].max() <= 0.5 + 1e-12
+
+
+def test_a_line_that_cannot_be_seeded_is_reported_and_the_job_goes_on() -> None:
+    """A residual defined only on the scanned λ1 (NaN elsewhere, as a spec field that takes integers only): the
+    special points are found, the lines cannot be continued from them, and the result says so instead of raising."""
+    base = cusp()
+
+    def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return base.F(x, lam) if lam[0] == 0.5 else np.full(1, np.nan)
+
+    only_there = TwoParameterProblem(**{**base.__dict__, "F": F})
+    res = trace_boundaries(only_there, (0.0, 1.0), (-1.0, 1.0), LineOptions(seeds=1))
+    assert res.lines == ()
+    assert "could not be traced" in res.reason and "a = 0.5" in res.reason

@@ -156,3 +156,24 @@ def test_a_spec_without_transition_lines_is_refused_when_submitted(client: TestC
                                                     {"start": 20, "stop": 80, "num": 2}]})
     assert ok.status_code == 202, ok.text
     client.delete(ok.json()["status_url"])  # only its acceptance is tested here
+
+
+def test_an_integer_field_is_continued_second_and_never_fails_the_job(client: TestClient) -> None:
+    """mean_field_ard's P takes integers: as the first parameter (set on the spec at every real value a line passes)
+    it is a 422 that says to give it second; second, it is the bound problem's real P and the job finishes (here
+    without a special point in the box, which its reason says), its one probe at the box's centre."""
+    model = {"theory": "mean_field_ard", "model": "mf_ard", "d": 20, "N": 256, "kappa": 0.05, "P": 400,
+             "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 1000}}
+    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["P", "kappa"], "method": "boundary",
+                                        "values": [[200, 800], [0.02, 0.15]]})
+    assert r.status_code == 422
+    (err,) = r.json()["detail"]
+    assert err["loc"] == ["body", "parameter", 0] and "['kappa', 'P']" in err["msg"]
+    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["kappa", "P"], "method": "boundary",
+                                        "values": [[0.02, 0.15], [200, 800]]})
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["status_url"])
+    assert job["status"] == "finished", job
+    result = job["result"]
+    assert result["lines"] == [] and "no special point along P" in result["reason"]
+    assert result["regions"] == [{"point": [0.085, 500.0], "phase": "aligned"}]

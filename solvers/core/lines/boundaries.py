@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.errors import is_numerical
 from solvers.core.lines.arclength import Box
 from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence
@@ -200,6 +201,7 @@ def trace_boundaries(
         queue.extend(scan.points)
         notes.extend(n for n in scan.notes if n not in notes)
     traced: list[_Traced] = []
+    untraced: list[str] = []
     while queue:
         point = queue.pop(0)
         if point.kind not in opts.kinds:
@@ -207,7 +209,19 @@ def trace_boundaries(
         family = _family(point)
         if any(t.family == family and _covers(problem, t, point, box, opts) for t in traced):
             continue
-        line, system, beyond = _trace(problem, point, family, box, opts)
+        try:
+            line, system, beyond = _trace(problem, point, family, box, opts)
+        except Exception as exc:
+            if not is_numerical(exc):
+                raise
+            # e.g. a residual undefined off the scanned λ1 (NaN in the seed's Jacobian): a line not traced is a
+            # finding of the job, the others still are traced
+            names = problem.names
+            note = (f"the {point.kind.value} at {names[0]} = {point.lam[0]:.6g}, {names[1]} = {point.lam[1]:.6g} "
+                    f"could not be traced ({exc})")
+            if note not in untraced:
+                untraced.append(note)
+            continue
         earlier = [t.line for t in traced if t.family == "fold"]
         traced.append(_Traced(family, line, system))
         n = problem.dim
@@ -226,4 +240,6 @@ def trace_boundaries(
                   f"at {problem.names[0]} = {where}")
         if notes:
             reason += "; " + "; ".join(notes)
+    if untraced:
+        reason = "; ".join([*([reason] if reason else []), *untraced])
     return BoundaryResult(tuple(lines), _critical_points(lines, box), reason, tuple(float(v) for v in lam1_values))
