@@ -271,8 +271,10 @@ def _summary(result: dict[str, Any]) -> str:
                for ln in result.get("lines", [])]
         out += [f"# critical point at ({c['point'][0]:.8g}, {c['point'][1]:.8g})"
                 for c in result.get("critical_points", [])]
-        if not out and result.get("reason"):
-            out.append(f"# no lines: {result['reason']}")
+        if result.get("reason"):
+            out.append(f"# {'' if result.get('lines') else 'no lines: '}{result['reason']}")
+        out += [f"# phase {p['phase']} at ({p['point'][0]:.8g}, {p['point'][1]:.8g})"
+                for p in result.get("regions", [])]
         return "\n".join(out)
     lines = []
     for tr in result.get("transitions", []):

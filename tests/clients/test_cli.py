@@ -87,8 +87,10 @@ def test_boundary_method_traces_the_lines_as_csv(lab: Lab, spec_file: Path, tmp_
     # u = π(1 + 2σ_w²)/(4σ_w² b²) = π/b² at σ_w² = 1/2
     np.testing.assert_allclose([float(r["u"]) for r in centre], [np.pi / float(r["b"]) ** 2 for r in centre],
                                rtol=0, atol=1e-8)
-    err = capsys.readouterr().err
-    assert sum(ln.startswith("# ") for ln in err.splitlines()) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert sum(ln.startswith("# ") and not ln.startswith("# phase") for ln in err) == 3  # one per line
+    phases = [ln.split()[2] for ln in err if ln.startswith("# phase ")]  # two probes per line
+    assert len(phases) == 6 and set(phases) == {"GFL", "GMFL-II"}
 
 
 @pytest.mark.redis
