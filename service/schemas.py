@@ -335,7 +335,7 @@ class BoundaryResult(BaseModel):
                         "be continued into a line.")
     regions: list[RegionProbeOut] = Field(
         default_factory=list, description="The phases the lines separate: the equilibrium solved on either side of "
-        "the middle of each line (two single solves per line, in the order of the lines).")
+        "the middle of each line (two single solves per line of two points or more, in the order of the lines).")
     model: dict[str, Any] | None = Field(
         None, description="The validated spec that was solved, every default filled in (the request's model for a "
         "sweep or phase diagram, where a swept field keeps the request's value): the fixed parameters of a "
