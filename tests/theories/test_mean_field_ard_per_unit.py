@@ -21,7 +21,7 @@ from solvers.theories.mean_field_ard.population import PopulationParity
 from solvers.theories.mean_field_ard.reduced_law import find_wells, law
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.student_prior import StudentPrior
-from tests.theories.test_mean_field_ard_reduced import composite_gl
+from tests.theories.test_mean_field_ard_reduced import composite_gl, grid_moments
 
 RELU = Activation("relu")
 BASE = {"theory": "mean_field_ard", "model": "mf_ard", "d": 20, "N": 256, "target": {"kind": "parity", "k": 2}}
@@ -128,15 +128,7 @@ def brute_force(pot: ParityPotential, w_max: float = 200.0, w_panels: int = 30, 
     xi, txi = composite_gl(0.0, math.asinh(w_max / 0.2), w_panels, order=6)
     w, tw = 0.2 * np.sinh(xi), txi * 0.2 * np.cosh(xi)
     u, tu = composite_gl(*u_range, u_panels, order=6)
-    W1, W2, Uu = np.meshgrid(w, w, u, indexing="ij")
-    Y = np.column_stack([W1.ravel(), W2.ravel(), Uu.ravel()])
-    U, f = pot.values(Y)
-    logm = np.log(4.0 * np.einsum("i,j,k->ijk", tw, tw, tu).ravel()) - U
-    top = logm.max()
-    e = np.exp(logm - top)
-    lam = pot.net.A + f.Sigma / pot.net.s
-    return {"log_Z": top + math.log(e.sum()), "g": float(e @ (f.J_S**2 / lam) / e.sum()),
-            "wS2": float(e @ f.wS2 / e.sum()), "q": float(e @ f.q / e.sum())}
+    return grid_moments(pot, w, tw, u, tu)
 
 
 @pytest.mark.slow

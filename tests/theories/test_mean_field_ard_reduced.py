@@ -46,6 +46,12 @@ def brute_force(pot: ParityPotential, w_panels: int = 30, u_panels: int = 16) ->
     on a box that holds all the mass (w ≤ 5, |w_⊥|² ∈ [e^{−14}, e²]), no knowledge of the wells."""
     w, tw = composite_gl(0.0, 5.0, w_panels, order=6)
     u, tu = composite_gl(-14.0, 2.0, u_panels, order=6)
+    return grid_moments(pot, w, tw, u, tu)
+
+
+def grid_moments(pot: ParityPotential, w: np.ndarray, tw: np.ndarray, u: np.ndarray, tu: np.ndarray
+                 ) -> dict[str, float]:
+    """log Z and the law's moments on the tensor grid (w₁, w₂ ≥ 0 with weights tw, ×4 signs; u with tu)."""
     W1, W2, Uu = np.meshgrid(w, w, u, indexing="ij")
     Y = np.column_stack([W1.ravel(), W2.ravel(), Uu.ravel()])
     U, f = pot.values(Y)
