@@ -136,7 +136,12 @@ class StateMemo:
 
 
 def _evaluate(net: Network, b: float, c: float, omega: float) -> SaddleState:
-    pot = net.potential(b, c)
+    return state_in(net, b, c, omega, net.potential(b, c))
+
+
+def state_in(net: Network, b: float, c: float, omega: float, pot: OverlapPotential) -> SaddleState:
+    """The saddle-point state at (b, c, ω) with the per-neuron potential ``pot`` (the cavity's, or the tree
+    level's): its centre curvature and deepest aligned well, the closure's M and the map's new (b, c)."""
     kappa0 = pot.center_curvature()
     aligned_pts = [p for p in pot.stationary_points() if p.kind == "aligned"]
     aligned = min(aligned_pts, key=lambda p: p.depth) if aligned_pts else None

@@ -26,12 +26,12 @@ from solvers.core.errors import is_numerical
 from solvers.core.newton import newton
 from solvers.core.options import SolverOptions
 from solvers.theories.rubin_cavity.common.closure import residual_coefficients
-from solvers.theories.rubin_cavity.common.erf_projections import FOUR_OVER_PI, mode_matrix_at
+from solvers.theories.rubin_cavity.common.erf_projections import FOUR_OVER_PI
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES
 from solvers.theories.rubin_cavity.common.network import Network
 from solvers.theories.rubin_cavity.common.variance_term import Learnability
 from solvers.theories.rubin_cavity.self_consistent import saddle as cavity
-from solvers.theories.rubin_cavity.self_consistent.saddle import GAP_SCALE, MEMO_ENTRIES, SaddleState
+from solvers.theories.rubin_cavity.self_consistent.saddle import MEMO_ENTRIES, SaddleState
 
 NAMES = ("M11", "M13", "M33", "omega")
 
@@ -64,24 +64,7 @@ def evaluate(net: Network, x: np.ndarray) -> TreeLevelState:
     omega = float(x[3])
     b, c = residual_coefficients(M_in, net.epsilon)
     learned = Learnability.of(M_in, perpendicular_m(net))
-    pot = net.tree_level(b, c, learned)
-    kappa0 = pot.center_curvature()
-    aligned_pts = [p for p in pot.stationary_points() if p.kind == "aligned"]
-    aligned = min(aligned_pts, key=lambda p: p.depth) if aligned_pts else None
-    M = np.zeros((2, 2))
-    if kappa0 > 0:
-        M[0, 0] = (1.0 - omega) * net.eta * FOUR_OVER_PI / ((1.0 + 2.0 * net.sigma_w2) * kappa0)
-    if aligned is not None:
-        M = M + omega * net.n_eff * mode_matrix_at(aligned.rho, net.sigma_w2)
-    b_new, c_new = residual_coefficients(M, net.epsilon)
-    if kappa0 <= 0:
-        gap = -math.inf
-    elif aligned is None:
-        gap = math.inf
-    else:
-        gap = GAP_SCALE * aligned.depth
-    saddle = SaddleState(b, c, omega, pot, kappa0, aligned, M, b_new, c_new, gap, net.D)
-    return TreeLevelState(saddle, M_in, learned)
+    return TreeLevelState(cavity.state_in(net, b, c, omega, net.tree_level(b, c, learned)), M_in, learned)
 
 
 class StateMemo:
