@@ -339,6 +339,12 @@ def _region_anchor(xs: list[float], ys: list[float], others: list[tuple[float, f
 BOX_MARGIN = 0.05
 
 
+def _name_region(ax: Any, x: float, y: float, name: str, color: Any) -> None:
+    ax.text(x, y, name, ha="center", va="center", fontsize="large", fontweight="bold", gid="region-name",
+            color=color, zorder=7,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+
+
 def _region_names_on(ax: Any) -> set[str]:
     return {t.get_text() for t in ax.texts if t.get_gid() == "region-name"}
 
@@ -364,9 +370,7 @@ def _draw_regions(ax: Any, result: Mapping[str, Any], names: bool) -> None:
             others = [(x, y) for other, (oxs, oys) in groups.items() if other != name
                       for x, y in zip(oxs, oys, strict=True)]
             x, y = _region_anchor(xs, ys, others, scale, (min(all_x), max(all_x), min(all_y), max(all_y)))
-            ax.text(x, y, name, ha="center", va="center", fontsize="large", fontweight="bold", gid="region-name",
-                    color=colors[k % len(colors)], zorder=7,
-                    bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+            _name_region(ax, x, y, name, colors[k % len(colors)])
 
 
 def _name_probed_regions(ax: Any, result: Mapping[str, Any]) -> None:
@@ -391,9 +395,7 @@ def _name_probed_regions(ax: Any, result: Mapping[str, Any]) -> None:
         others = [(x, y) for other, (oxs, oys) in groups.items() if other != name
                   for x, y in zip(oxs, oys, strict=True)]
         x, y = _region_anchor(xs, ys, others, scale, (x_lo, x_hi, y_lo, y_hi))
-        ax.text(x, y, name, ha="center", va="center", fontsize="large", fontweight="bold", gid="region-name",
-                color=colors[k % len(colors)], zorder=7,
-                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        _name_region(ax, x, y, name, colors[k % len(colors)])
 
 
 def phase_diagram(
