@@ -102,6 +102,20 @@ class SaddleLabWorker(Worker):
             self.stop_requested_at = time.monotonic()
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        # While a line runs, RQ waits for the horse under an alarm whose handler raises its monitor timeout every
+        # heartbeat. Raised inside this handler it would cut the request short: the horse never told, the request
+        # forgotten, the whole line computed before the worker stops. The alarm is held back until the request is
+        # complete, then handed on.
+        held: list[FrameType | None] = []
+        previous = signal.signal(signal.SIGALRM, lambda _s, f: held.append(f))
+        try:
+            self._request_stop(signum, frame)
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+        if held and callable(previous):
+            previous(signal.SIGALRM, held[0])
+
+    def _request_stop(self, signum: int, frame: FrameType | None) -> None:
         # RQ ends the loop of an idle worker by raising StopRequested without recording why; serve() must
         # tell a stop from a loop that ended because Redis went away (which it starts again).
         self.note_stop_request()

@@ -84,6 +84,13 @@ class WorkerProcess:
         self._log.flush()
         return self.log_path.read_text()[-4000:]
 
+    def exit_status(self, seconds: float) -> int:
+        """The worker's exit status once it ends; fails with its log if it is still running after ``seconds``."""
+        try:
+            return self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"worker {self.name} still running after {seconds} s:\n{self.log()}") from None
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)

@@ -94,7 +94,7 @@ def test_stopped_worker_hands_its_line_back_after_the_current_point(api: TestCli
     survivor = next(w for w in workers.values() if w is not owner)
 
     owner.signal(signal.SIGTERM)  # what `docker compose stop` sends
-    assert owner.proc.wait(30) == 0, owner.log()
+    assert owner.exit_status(30) == 0, owner.log()
     handoff = events(api, job_id, "handed_off")
     assert len(handoff) == 1 and 0 < handoff[0]["stored"] < NUM - 1
 

@@ -31,17 +31,10 @@ pytestmark = pytest.mark.redis
 EXIT_SECONDS = 10
 
 
-def _exit_status(worker: WorkerProcess, seconds: float) -> int:
-    try:
-        return worker.proc.wait(seconds)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"the worker did not exit within {seconds} s of SIGTERM:\n{worker.log()}") from None
-
-
 def test_an_idle_worker_exits_at_once_and_records_its_death(fresh_redis: RedisServer, start_worker) -> None:
     worker = start_worker("idle")
     worker.signal(signal.SIGTERM)
-    assert _exit_status(worker, EXIT_SECONDS) == 0
+    assert worker.exit_status(EXIT_SECONDS) == 0
     assert "starting it again" not in worker.log()
     # A clean exit leaves no live record behind (a stale one would count as a worker for the healthcheck).
     assert [w.name for w in Worker.all(connection=fresh_redis.client(), serializer=JSONSerializer)] == []
@@ -57,7 +50,7 @@ def test_a_worker_stopped_while_it_starts_exits_cleanly(fresh_redis: RedisServer
             time.sleep(0.005)
         assert not fresh_redis.client().smembers("rq:workers")
         worker.signal(signal.SIGTERM)
-        assert _exit_status(worker, EXIT_SECONDS) == 0, worker.log()
+        assert worker.exit_status(EXIT_SECONDS) == 0, worker.log()
     finally:
         worker.stop()
 
@@ -90,7 +83,7 @@ def test_an_idle_worker_and_its_redis_stopped_together(own_redis: RedisServer, t
     try:
         worker.wait_registered(own_redis.client())
         _stop_together(own_redis, worker)
-        assert _exit_status(worker, EXIT_SECONDS) == 0
+        assert worker.exit_status(EXIT_SECONDS) == 0
         assert "starting it again" not in worker.log()
     finally:
         worker.stop()
@@ -112,7 +105,7 @@ def test_a_busy_worker_stopped_after_its_redis(own_redis: RedisServer, tmp_path:
             stopped = time.monotonic()
             worker.signal(signal.SIGTERM)
             # stop_redis_wait (2 s) + one heartbeat (1 s) + the loaded machine's slack.
-            assert _exit_status(worker, EXIT_SECONDS + 3) == 0
+            assert worker.exit_status(EXIT_SECONDS + 3) == 0
             assert time.monotonic() - stopped < EXIT_SECONDS + 3
             deadline = time.monotonic() + 5
             while _alive(horse) and time.monotonic() < deadline:
