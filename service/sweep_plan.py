@@ -113,15 +113,15 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         for k, vals in enumerate(axes):
             if min(vals) == max(vals):
                 raise field_error(["values", k], "a boundary job needs a range: give two different values")
-        if _integer_field(model, params[0]) and not _integer_field(model, params[1]):
+        if _integer_field(model, params[0]):
+            if _integer_field(model, params[1]):
+                raise field_error(["parameter"], f"{params} both take integer values: a boundary job continues "
+                                                 "lines in real parameters; use method 'grid'", value=params)
             # The lines are continued in both parameters; the first is set on the spec at every real value a line
             # passes through, which an integer field refuses. The second is a real number of the bound problem.
             raise field_error(["parameter", 0], f"'{params[0]}' takes integer values and cannot be the first "
                                                 f"parameter of a boundary job; give it second: "
                                                 f"[{params[1]!r}, {params[0]!r}]", value=params[0])
-        if _integer_field(model, params[0]) and _integer_field(model, params[1]):
-            raise field_error(["parameter"], f"{params} both take integer values: a boundary job continues lines "
-                                             "in real parameters; use method 'grid'", value=params)
     if not boundary and len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
                                       f"max_grid_points={settings.max_grid_points}")

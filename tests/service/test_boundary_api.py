@@ -169,6 +169,11 @@ def test_an_integer_field_is_continued_second_and_never_fails_the_job(client: Te
     assert r.status_code == 422
     (err,) = r.json()["detail"]
     assert err["loc"] == ["body", "parameter", 0] and "['kappa', 'P']" in err["msg"]
+    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["P", "N"], "method": "boundary",
+                                        "values": [[200, 800], [100, 300]]})
+    assert r.status_code == 422
+    (err,) = r.json()["detail"]
+    assert err["loc"] == ["body", "parameter"] and "both take integer values" in err["msg"] and "'grid'" in err["msg"]
     r = client.post("/v1/sweeps", json={"model": model, "parameter": ["kappa", "P"], "method": "boundary",
                                         "values": [[0.02, 0.15], [200, 800]]})
     assert r.status_code == 202, r.text
