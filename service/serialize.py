@@ -19,12 +19,11 @@ import numpy as np
 import orjson
 
 from service.jsonsafe import json_safe, json_safe_at, result_diagnostics
-from solvers.core.curve_tables import CurveTable
+from solvers.core.curve_results import CurveTable, Sweep
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Report, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
-from solvers.core.sweep import Sweep
 from solvers.experiments.draws import Draws
 from solvers.experiments.results import Estimate, ExperimentResult, SamplerDiagnostics
 

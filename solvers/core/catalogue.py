@@ -9,7 +9,6 @@ limit is known to be incomplete.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 
@@ -18,12 +17,11 @@ import numpy as np
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Attempt, Branch, Catalogue, SolveResult
+from solvers.core.results import Attempt, Branch, Catalogue, SolveResult, is_stable
 from solvers.core.solve import remaining, solve_at
 from solvers.core.status import Status
 
 DUPLICATE_TOL = 1e-6
-MARGINAL = 1e-9
 
 
 def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
@@ -38,12 +36,6 @@ def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
         Jg = fd_jacobian(lambda y: np.asarray(problem.fixed_point(y, p), dtype=float), x)  # type: ignore[misc]
         return float(1.0 - np.max(np.abs(np.linalg.eigvals(Jg))))
     return None
-
-
-def is_stable(margin: float | None) -> bool | None:
-    # A marginal solution (margin ~ 0, e.g. exactly at a critical point) counts as stable.
-    # math.isfinite: called for every traced point and curve row, where np.isfinite's ufunc overhead showed
-    return None if margin is None or not math.isfinite(margin) else bool(margin > -MARGINAL)
 
 
 def same_solution(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float = DUPLICATE_TOL) -> bool:

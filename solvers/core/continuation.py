@@ -16,11 +16,11 @@ solve), which places the fold parameter to round-off because p is quadratic in s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.catalogue import is_stable, stability_margin
+from solvers.core.catalogue import stability_margin
+from solvers.core.curve_results import Curve, CurvePoint, Fold
 from solvers.core.errors import is_numerical
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
@@ -28,42 +28,6 @@ from solvers.core.problem import Problem
 from solvers.core.roots import bracketed_root
 
 OnStep = Callable[["CurvePoint"], None]
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    p: float
-    x: np.ndarray
-    tangent: np.ndarray  # unit vector in (x, t)
-    margin: float | None = None
-    free_entropy: float | None = None
-
-    @property
-    def stable(self) -> bool | None:
-        return is_stable(self.margin)
-
-    def flipped(self) -> CurvePoint:
-        """The same point with its tangent pointing the other way along the curve."""
-        return CurvePoint(self.p, self.x, -self.tangent, self.margin, self.free_entropy)
-
-
-@dataclass(frozen=True)
-class Fold:
-    p: float
-    x: np.ndarray
-    index: int  # the fold lies between points[index] and points[index + 1]
-    refined: bool = True
-    uncertainty: float = 0.0  # in p: from the refinement's final bracket, or half the step when not refined
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One traced solution curve, ordered by arclength, with its folds."""
-
-    name: str
-    points: tuple[CurvePoint, ...] = ()
-    folds: tuple[Fold, ...] = ()
-    message: str = ""
 
 
 class CorrectorFailed(Exception):

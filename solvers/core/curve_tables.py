@@ -28,48 +28,21 @@ before resampling, so it never decreases.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.catalogue import is_stable, same_solution, stability_margin
-from solvers.core.continuation import Curve, CurvePoint
+from solvers.core.catalogue import same_solution, stability_margin
+from solvers.core.curve_results import Curve, CurvePoint, CurveRow, CurveTable
 from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, polish
 from solvers.core.errors import is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Catalogue, Report
+from solvers.core.results import Catalogue, Report, is_stable
 from solvers.core.special_points import SpecialKind, SpecialPoint
 
 #: Rows of one curve table (more only when a curve holds more special points than that).
 MAX_POINTS = 200
-
-
-@dataclass(frozen=True)
-class CurveRow:
-    """One solution on a curve."""
-
-    p: float
-    x: np.ndarray
-    arclength: float
-    branch: str
-    stable: bool | None
-    free_entropy: float | None
-    report: Report | None = None
-    #: Index of the sweep's special point at this row (None for a traced point).
-    special: int | None = None
-
-
-@dataclass(frozen=True)
-class CurveTable:
-    """One traced curve within the range: its rows in order along it."""
-
-    name: str
-    rows: tuple[CurveRow, ...]
-    #: Points the continuation made on the whole curve.
-    traced: int
-    message: str = ""
-    branches: tuple[str, ...] = field(default=())
 
 
 @dataclass

@@ -29,7 +29,8 @@ import numpy as np
 
 from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
-from solvers.core.continuation import Curve, CurvePoint, Frame, refine_along
+from solvers.core.continuation import Frame, refine_along
+from solvers.core.curve_results import Curve, CurvePoint
 from solvers.core.errors import is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem

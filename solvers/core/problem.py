@@ -23,8 +23,8 @@ from solvers.core.results import Notes, Report
 from solvers.core.special_points import SpecialKind, Transition
 
 if TYPE_CHECKING:
+    from solvers.core.curve_results import Sweep
     from solvers.core.results import Catalogue
-    from solvers.core.sweep import Sweep
 
 Vector = np.ndarray
 Residual = Callable[[Vector, float], Vector]

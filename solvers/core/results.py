@@ -7,6 +7,7 @@ state vectors are read-only copies, so a result can be shared between threads an
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,8 @@ import numpy as np
 from solvers.core.status import Status
 
 EMPTY: Mapping[str, Any] = {}
+#: A stability margin above -MARGINAL counts as stable.
+MARGINAL = 1e-9
 
 
 def frozen_vector(x: Any) -> np.ndarray:
@@ -26,6 +29,12 @@ def frozen_vector(x: Any) -> np.ndarray:
     v = np.array(np.ravel(x), dtype=float, copy=True)
     v.setflags(write=False)
     return v
+
+
+def is_stable(margin: float | None) -> bool | None:
+    # A marginal solution (margin ~ 0, e.g. exactly at a critical point) counts as stable.
+    # math.isfinite: called for every traced point and curve row, where np.isfinite's ufunc overhead showed
+    return None if margin is None or not math.isfinite(margin) else bool(margin > -MARGINAL)
 
 
 @dataclass(frozen=True)

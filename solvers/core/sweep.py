@@ -21,14 +21,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
 from solvers.core.catalogue import build_catalogue, same_solution, solve_catalogue
-from solvers.core.continuation import Curve, CurvePoint, Frame, OnStep, trace_curve
-from solvers.core.curve_tables import CurveTable, curve_tables
+from solvers.core.continuation import Frame, OnStep, trace_curve
+from solvers.core.curve_results import Curve, CurvePoint, Sweep
+from solvers.core.curve_tables import curve_tables
 from solvers.core.detect import (
     CurveRefiner,
     Detector,
@@ -45,7 +45,7 @@ from solvers.core.detect import (
 )
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Catalogue, Notes, SolveResult
+from solvers.core.results import Catalogue, SolveResult
 from solvers.core.solve import solve_at
 from solvers.core.special_points import SpecialKind, SpecialPoint, dedupe
 
@@ -57,41 +57,6 @@ MAX_SEEDS = 7
 SWITCH_ROUNDS = 3
 MAX_CURVES = 24
 METHODS = ("continuation", "grid")
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """Every requested value's catalogue, the special points between them, and the traced curves."""
-
-    method: str
-    values: tuple[float, ...]
-    catalogues: tuple[Catalogue, ...]
-    special_points: tuple[SpecialPoint, ...] = ()
-    curves: tuple[Curve, ...] = ()
-    seconds: float = 0.0
-    #: Indices of the values taken from stored points rather than solved.
-    reused: tuple[int, ...] = ()
-    notes: Notes | None = None
-    #: The curves as bounded tables within the range, special points on them, reported (None: a grid).
-    tables: tuple[CurveTable, ...] | None = None
-
-    @property
-    def converged(self) -> bool:
-        return all(c.converged for c in self.catalogues)
-
-    @property
-    def complete(self) -> bool:
-        return all(c.complete for c in self.catalogues)
-
-    @property
-    def residual(self) -> float | None:
-        res = [r.result.residual for c in self.catalogues if (r := c.reference) is not None]
-        finite = [r for r in res if np.isfinite(r)]
-        return max(finite) if finite else None
-
-    @property
-    def iterations(self) -> int:
-        return int(sum(c.iterations for c in self.catalogues))
 
 
 def run_sweep(

@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import annotated_types
 import numpy as np
@@ -34,13 +34,16 @@ from solvers.core.lines.problem import Bounds, TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 
-if TYPE_CHECKING:
-    from solvers.theories.base import Theory
-
 #: Bound problems remembered per two-parameter problem (one per recent λ1).
 MEMO_SIZE = 8
 
 ProblemAt = Callable[[np.ndarray], tuple[Problem | None, Any]]
+
+
+class BindsProblems(Protocol):
+    """What :func:`rebound` needs of a theory: its bound problem of a spec in one of the spec's fields."""
+
+    def problem(self, spec: Any, parameter: str | None = None, options: SolverOptions | None = None) -> Problem: ...
 
 
 def field_bounds(spec: BaseModel, name: str) -> tuple[float, float]:
@@ -144,7 +147,9 @@ def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], boun
 class Rebound:
     """The theory's bound problem of the spec with λ1 set, in λ2: a small LRU memo, one per two-parameter problem."""
 
-    def __init__(self, theory: Theory, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None):
+    def __init__(
+        self, theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None
+    ):
         self.theory = theory
         self.cls = type(spec)
         self.base = spec.model_dump()
@@ -176,7 +181,7 @@ class Rebound:
 
 
 def rebound(
-    theory: Theory, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
 ) -> TwoParameterProblem:
     """The generic two-parameter problem of a theory: its spec re-bound at every λ1, swept in λ2."""
     memo = Rebound(theory, spec, parameters, options)

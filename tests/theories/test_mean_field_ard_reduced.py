@@ -13,7 +13,8 @@ from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.parity_cube import cube
 from solvers.theories.mean_field_ard.population import PopulationParity
 from solvers.theories.mean_field_ard.reduced_law import find_wells, law
-from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential, _features
+from solvers.theories.mean_field_ard.network_features import Network, _features
+from solvers.theories.mean_field_ard.reduced_potential import ParityPotential
 
 RELU = Activation("relu")
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 from scipy.special import erf
 
+from solvers.theories.kernel_renormalization.digits import digits
 from solvers.theories.kernel_renormalization.lru import BytesLRU
 from solvers.theories.kernel_renormalization.spec import ArraysData, DigitsData, TeacherData
 
@@ -75,26 +75,13 @@ def teacher_dataset(spec: TeacherData) -> Dataset:
     return make_dataset(X_all[: spec.P], y_all[: spec.P], X_all[spec.P :], y_all[spec.P :])
 
 
-@cache
-def _digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits  # bundled with scikit-learn: no download
-
-    bunch = load_digits()
-    return np.asarray(bunch.data, dtype=float), np.asarray(bunch.target, dtype=int)
-
-
-def digits_available(classes: list[int]) -> int:
-    _, target = _digits()
-    return int(np.isin(target, classes).sum())
-
-
 def digits_dataset(spec: DigitsData) -> Dataset:
     """Two digit classes, ±1 labels, a seeded disjoint split, pixels standardised on the training set.
 
     Pixels (0…16) are divided by 16, then each pixel is centred and scaled by its training-set mean and
     standard deviation (pixels constant on the training set become 0), so C_μμ = ‖x_μ‖²/(λ0 N0) = O(1).
     """
-    data, target = _digits()
+    data, target = digits()
     a, b = spec.classes
     idx = np.flatnonzero(np.isin(target, [a, b]))
     idx = idx[np.random.default_rng(spec.seed).permutation(idx.size)]

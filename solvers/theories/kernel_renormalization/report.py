@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from solvers.core.blas import one_blas_thread
 from solvers.core.errors import NUMERICAL, is_numerical
 from solvers.core.results import Report
+from solvers.theories.kernel_renormalization.model import Model, Settings
 from solvers.theories.kernel_renormalization.observables import Posterior, class_distance, weight_correlations
 from solvers.theories.kernel_renormalization.sweep_products import SweepProducts
-
-if TYPE_CHECKING:
-    from solvers.theories.kernel_renormalization.problem import KernelRenormalizationProblem
 
 OBSERVABLE_KEYS = (
     "action",
@@ -42,8 +40,21 @@ HELD_NNGP = 8
 IGNORE = {"over": "ignore", "under": "ignore", "invalid": "ignore", "divide": "ignore"}
 
 
+class Reported(Protocol):
+    """What a reporter reads of its problem (the problem's state at a control value)."""
+
+    model: Model
+    parameter: str | None
+
+    def settings(self, p: float) -> Settings: ...
+
+    def action(self, p: float) -> Any: ...
+
+    def usable(self, p: float) -> bool: ...
+
+
 class Reporter:
-    def __init__(self, problem: KernelRenormalizationProblem) -> None:
+    def __init__(self, problem: Reported) -> None:
         # A proxy: the problem owns its reporter, and a cycle between them would keep the model's data
         # (hundreds of MB at large N0) alive until a full garbage collection, which array sizes never trigger.
         self.problem = weakref.proxy(problem)

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from solvers.theories.kernel_renormalization.digits import digits_available
+
 _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
@@ -109,8 +111,6 @@ class DigitsData(BaseModel):
     @field_validator("P_test")
     @classmethod
     def _enough_images(cls, P_test: int, info: ValidationInfo) -> int:
-        from solvers.theories.kernel_renormalization.datasets import digits_available
-
         classes, P = info.data.get("classes"), info.data.get("P")
         if classes is not None and P is not None:
             available = digits_available(classes)

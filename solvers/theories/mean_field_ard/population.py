@@ -33,13 +33,14 @@ import numpy as np
 
 from solvers.core.blas import one_blas_thread
 from solvers.theories.mean_field_ard.ard import ARD
+from solvers.theories.mean_field_ard.bulk_grid import bulk_grid
 from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.specialisation import best_correlation
 from solvers.theories.mean_field_ard.spectrum import EK, closure
 from solvers.theories.mean_field_ard.student_prior import StudentPrior
-from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES, bulk_grid
+from solvers.theories.mean_field_ard.wells import ALIGNED_NODES, BULK_NODES, BULK_Q_NODES
 
 #: Bulk nodes (v-nodes × q-nodes) from which the compiled reduction is used: below it the compiled call's
 #: dispatch costs more than the arithmetic (per law, ReLU, default rule, k = 2, 1 260 nodes: NumPy 0.66 ms,

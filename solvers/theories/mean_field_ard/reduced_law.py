@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.theories.mean_field_ard.bulk_grid import BulkGrid, bulk_grid
 from solvers.theories.mean_field_ard.law_moments import (
     MAX_ALIGNED,
     PAIRS,
@@ -17,6 +18,7 @@ from solvers.theories.mean_field_ard.law_moments import (
     node_stats,
 )
 from solvers.theories.mean_field_ard.memo import Memo
+from solvers.theories.mean_field_ard.network_features import geometry
 from solvers.theories.mean_field_ard.parity_cube import cube
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.reduced_prior import BulkNodes, GaussianPrior, ReducedPrior
@@ -26,13 +28,10 @@ from solvers.theories.mean_field_ard.wells import (
     BULK_INFLATE,
     BULK_NODES,
     BULK_Q_NODES,
-    BulkGrid,
     Well,
     aligned_wells,
-    bulk_grid,
     bulk_rule,
     center_well,
-    geometry,
     partition,
     quadratic_form,
     well_rule,

@@ -27,7 +27,7 @@ from typing import Protocol
 import numpy as np
 from scipy.special import gammaln
 
-from solvers.theories.mean_field_ard.wells import BulkGrid, gamma_rule
+from solvers.theories.mean_field_ard.bulk_grid import BulkGrid, gamma_rule
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import numpy as np
 
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.parity_cube import cube
-from solvers.theories.mean_field_ard.reduced_potential import _features
+from solvers.theories.mean_field_ard.network_features import _features
 
 
 @lru_cache(maxsize=16)

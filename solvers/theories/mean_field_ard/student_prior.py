@@ -36,8 +36,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from solvers.theories.mean_field_ard.beta_prime_sums import LogScaleDensity, sum_density, sum_density_one_shifted
+from solvers.theories.mean_field_ard.bulk_grid import BulkGrid
 from solvers.theories.mean_field_ard.reduced_prior import BulkNodes
-from solvers.theories.mean_field_ard.wells import BulkGrid
 
 #: Trapezoidal step in τ of the bulk rule's u-nodes.
 TAU_STEP = 0.25
