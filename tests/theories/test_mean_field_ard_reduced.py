@@ -10,10 +10,10 @@ import pytest
 
 from solvers.theories.mean_field_ard.activations import Activation
 from solvers.theories.mean_field_ard.ard import ARD
+from solvers.theories.mean_field_ard.network_features import Network, _features
 from solvers.theories.mean_field_ard.parity_cube import cube
 from solvers.theories.mean_field_ard.population import PopulationParity
 from solvers.theories.mean_field_ard.reduced_law import find_wells, law
-from solvers.theories.mean_field_ard.network_features import Network, _features
 from solvers.theories.mean_field_ard.reduced_potential import ParityPotential
 
 RELU = Activation("relu")

@@ -8,8 +8,8 @@ from functools import lru_cache
 import numpy as np
 
 from solvers.theories.mean_field_ard.activations import Activation
-from solvers.theories.mean_field_ard.parity_cube import cube
 from solvers.theories.mean_field_ard.network_features import _features
+from solvers.theories.mean_field_ard.parity_cube import cube
 
 
 @lru_cache(maxsize=16)
