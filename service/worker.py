@@ -23,6 +23,8 @@ A thin wrapper over :class:`rq.Worker` (one forked work horse per line of a job)
   heartbeats are logged and the line carries on (its writes wait for Redis, see
   :mod:`service.jobs.task`); when RQ's loop ends on a Redis error, the worker waits for Redis with
   a bounded exponential backoff and starts its loop again, under the same name;
+- a stop never waits on redis-py's pubsub thread without a bound (``SaddleLabWorker.unsubscribe``; written for
+  rq 3 and redis-py 8.2+, the versions pyproject.toml allows);
 - a work horse's address space is capped at its size plus ``max_solve_memory_bytes`` (RLIMIT_AS),
   the backstop behind the theories' memory estimates that the API checks at submission.
 """
@@ -87,6 +89,10 @@ class WorkerSettings:
         return self.worker_ttl + 60
 
 
+#: Seconds a stopping worker waits for redis-py's pubsub thread (see SaddleLabWorker.unsubscribe).
+PUBSUB_STOP_WAIT = 2.0
+
+
 class SaddleLabWorker(Worker):
     heartbeat_grace = 10
     stop_redis_wait = 10.0
@@ -129,6 +135,27 @@ class SaddleLabWorker(Worker):
             if not self.horse_pid:
                 raise StopRequested() from exc
             self._stop_requested = True
+
+    def unsubscribe(self) -> None:
+        # RQ unsubscribes, then stops redis-py's pubsub thread with a join without a bound. The thread loops on
+        # get_message(timeout=60): when it reads the unsubscribe reply before the stop reaches it, it goes back to
+        # wait up to 60 s for a subscription, and the stop waited as long. Here the thread's loop is ended first
+        # (it then exits as soon as it reads the reply), and it is waited for only PUBSUB_STOP_WAIT seconds: it is
+        # a daemon thread, which cannot keep the process alive.
+        thread, pubsub = self.pubsub_thread, self.pubsub
+        if thread is None or pubsub is None:
+            return
+        self.log.info("Worker %s: unsubscribing from channel %s", self.name, self.pubsub_channel_name)
+        thread.stop(timeout=0)
+        with contextlib.suppress(*UNREACHABLE, redis.exceptions.ResponseError):
+            pubsub.unsubscribe()
+        thread.join(PUBSUB_STOP_WAIT)
+        if thread.is_alive():
+            self.log.warning("Worker %s: pubsub thread still waiting after %.0f s; leaving it", self.name,
+                             PUBSUB_STOP_WAIT)
+            return
+        with contextlib.suppress(*UNREACHABLE, redis.exceptions.ResponseError):
+            pubsub.close()
 
     def serialize(self) -> dict:
         # The process's start time makes the record verifiable: a record whose PID now belongs to another

@@ -48,7 +48,8 @@ class WorkerProcess:
     ``name=None``: the worker names itself (``<host>.<pid>.<random>``), as in production; ``self.name`` is then
     known once it has registered."""
 
-    def __init__(self, redis_url: str, name: str | None, log_dir: Path, env: dict[str, str] | None = None):
+    def __init__(self, redis_url: str, name: str | None, log_dir: Path, env: dict[str, str] | None = None,
+                 module: str = "service.worker"):
         self.name = name
         self.redis_url = redis_url
         self.log_path = log_dir / f"worker-{name or 'unnamed'}-{len(list(log_dir.glob('worker-*')))}.log"
@@ -56,7 +57,7 @@ class WorkerProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self._log = open(self.log_path, "w")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service.worker", *(["--name", name] if name else [])],
+            [sys.executable, "-m", module, *(["--name", name] if name else [])],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
