@@ -15,11 +15,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.errors import render_errors
 from service.middleware import ApiKeys, BodyLimit
 from service.openapi import unique_operation_ids
+from service.provenance import SourceChanged
 from service.ratelimit import RateCounter, RateLimit
 from service.routers import experiments, health, jobs, solve, theories
 from service.settings import Settings, get_settings
 from service.state import AppState
 from solvers import SOLVER_VERSION
+
+log = logging.getLogger("saddlelab.api")
 
 DESCRIPTION = """
 SaddleLab solves the order-parameter equations of statistical-mechanics theories of feature
@@ -69,6 +72,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse(status_code=422, content={"detail": detail})
         return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail},
                             headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(SourceChanged)
+    async def stale(request: Request, exc: SourceChanged) -> JSONResponse:
+        log.error("%s", exc)
+        return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     for router in (health.router, theories.router, solve.router, jobs.router, experiments.router):
         app.include_router(router)

@@ -41,7 +41,9 @@ class LocalServer:
     """``python -m service`` on ``127.0.0.1:<free port>``; ``env`` adds or overrides settings (``SADDLELAB_…``).
     Without Redis: ``REDIS_URL`` is removed from its environment unless ``env`` sets it."""
 
-    def __init__(self, env: Mapping[str, str] | None = None, startup: float = 120.0, quiet: bool = True):
+    def __init__(self, env: Mapping[str, str] | None = None, startup: float = 120.0, quiet: bool = True,
+                 root: Path = ROOT):
+        self.root = root
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._env = dict(env or {})
@@ -54,7 +56,7 @@ class LocalServer:
         env.pop("REDIS_URL", None)
         env.update(self._env)
         out = subprocess.DEVNULL if self._quiet else None
-        self._proc = subprocess.Popen([sys.executable, "-m", "service"], cwd=ROOT, env=env, stdout=out, stderr=out,
+        self._proc = subprocess.Popen([sys.executable, "-m", "service"], cwd=self.root, env=env, stdout=out, stderr=out,
                                       start_new_session=True)
         atexit.register(self.stop)
         deadline = time.monotonic() + self._startup

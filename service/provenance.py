@@ -7,6 +7,13 @@ that computes a number) and of the service modules that decide what is computed 
 it is left out and does not throw away a lab's cache. The fingerprint is computed once, at import (a few
 milliseconds), so that processes forked later (solve and line processes, RQ work horses) inherit it, and
 it enters every cache and job key (:mod:`service.keys`).
+
+Every file under ``solvers/`` is read at that moment, including the modules a solve imports only when it needs
+them (experiments, rectangular matrix denoising, annealing, ...): the fingerprint names the code a later import
+will load only while the files stay as they were. So the size and modification time of every covered file are
+noted with the fingerprint, and :func:`ensure_source_unchanged` (a ``stat`` per file, about a millisecond)
+refuses to go on once any of them differs: an API answers 503 (restart it), a worker's line fails with that
+reason before it computes, so that no number computed by other code is served or stored under this fingerprint.
 """
 
 from __future__ import annotations
@@ -50,6 +57,32 @@ def covered_files(solvers_dir: Path, service_dir: Path) -> list[tuple[str, Path]
     return sorted(out)
 
 
+#: (name, path, st_mtime_ns, st_size) of a covered file as it was when the fingerprint read it.
+FileState = tuple[str, Path, int, int]
+
+
+def file_states(files: Iterable[tuple[str, Path]]) -> list[FileState]:
+    out = []
+    for name, path in files:
+        st = path.stat()
+        out.append((name, path, st.st_mtime_ns, st.st_size))
+    return out
+
+
+def changed_files(states: Iterable[FileState]) -> list[str]:
+    """Names of the covered files whose size or modification time differs from ``states`` (or that are gone)."""
+    changed = []
+    for name, path, mtime, size in states:
+        try:
+            st = path.stat()
+        except OSError:
+            changed.append(name)
+            continue
+        if (st.st_mtime_ns, st.st_size) != (mtime, size):
+            changed.append(name)
+    return changed
+
+
 def fingerprint(files: Iterable[tuple[str, Path]]) -> str:
     """sha256 over each file's name and bytes (lengths included, so no two layouts hash alike)."""
     h = hashlib.sha256()
@@ -61,9 +94,29 @@ def fingerprint(files: Iterable[tuple[str, Path]]) -> str:
     return h.hexdigest()
 
 
-SOURCE_FINGERPRINT = fingerprint(
-    covered_files(Path(solvers.__file__).resolve().parent, Path(__file__).resolve().parent)
-)
+_COVERED = covered_files(Path(solvers.__file__).resolve().parent, Path(__file__).resolve().parent)
+#: Noted before the bytes are read: a file changed while they are read then counts as changed.
+SOURCE_STATES = file_states(_COVERED)
+SOURCE_FINGERPRINT = fingerprint(_COVERED)
+
+
+class SourceChanged(RuntimeError):
+    """Files of the fingerprinted source changed on disk since this process started: it must be restarted."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        super().__init__(
+            f"the SaddleLab source changed on disk since this process started ({shown}): it no longer computes "
+            f"what its fingerprint {SOURCE_FINGERPRINT[:16]}… names; restart it"
+        )
+
+
+def ensure_source_unchanged(states: Iterable[FileState] = SOURCE_STATES) -> None:
+    """Raise :class:`SourceChanged` when a covered file differs from the one the fingerprint read."""
+    names = changed_files(states)
+    if names:
+        raise SourceChanged(names)
 
 
 def _version(name: str) -> str | None:
@@ -120,3 +173,4 @@ def check_source(payload: Mapping[str, Any]) -> None:
     wanted = payload.get("source")
     if wanted != SOURCE_FINGERPRINT:
         raise SourceMismatch(wanted)
+    ensure_source_unchanged()

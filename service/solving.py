@@ -33,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 from service.cache import Cache
 from service.isolation import ChildDied, ChildFailed, ChildKilled, ChildOutOfMemory, run_child
 from service.keys import spec_hash
-from service.provenance import provenance, seeds_in
+from service.provenance import ensure_source_unchanged, provenance, seeds_in
 from service.schemas import SolveResponse
 from service.serialize import catalogue_from_solution, solution_json
 from service.settings import Settings
@@ -127,6 +127,8 @@ class SolveService:
 
     # ---- the cache ----------------------------------------------------------------------------
     def lookup(self, key: str) -> dict[str, Any] | None:
+        # Neither served nor computed under this process's fingerprint once its source changed on disk.
+        ensure_source_unchanged()
         hit = self.cache.get(key)
         if hit is None:
             return None
@@ -153,6 +155,7 @@ class SolveService:
             except Exception:
                 log.exception("solve of spec %s (theory %s) raised", key, theory)
                 raise
+            ensure_source_unchanged()
             return stamped(body, key, model), cacheable
         limit = self._hard_limit_for(options)
         memory = self.settings.max_solve_memory_bytes or None
@@ -171,6 +174,8 @@ class SolveService:
         except ChildFailed as exc:
             log.error("solve of spec %s (theory %s) raised %s\n%s", key, theory, exc, exc.remote_traceback)
             raise
+        # A module the solve imported on its way may have changed since the process started.
+        ensure_source_unchanged()
         return stamped(body, key, model), cacheable
 
     # ---- one request ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from service.errors import field_error, relocate
 from service.keys import spec_hash
 from service.limits import check_sizes
-from service.provenance import SOURCE_FINGERPRINT
+from service.provenance import SOURCE_FINGERPRINT, ensure_source_unchanged
 from service.schemas import Range, SweepRequest
 from service.settings import Settings
 from solvers.core.lines.options import LineOptions
@@ -132,6 +132,7 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         axes = [[min(vals), max(vals)] for vals in axes]
         extra["lines"] = (req.lines or LineOptions()).model_dump(mode="json")
     key = spec_hash(model, options, parameter=params, values=axes, method=req.method, **extra)
+    ensure_source_unchanged()  # the key is made for this fingerprint: its code must still be on disk
     return {
         **extra,
         "key": key,

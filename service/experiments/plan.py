@@ -19,7 +19,7 @@ from service.experiments.footprint import PointSizes, footprint
 from service.experiments.schemas import ExperimentRequest
 from service.keys import spec_hash
 from service.limits import check_limits, check_sizes
-from service.provenance import SOURCE_FINGERPRINT
+from service.provenance import SOURCE_FINGERPRINT, ensure_source_unchanged
 from service.schemas import Range
 from service.settings import Settings
 from service.sweep_plan import expand
@@ -166,6 +166,7 @@ def plan(req: ExperimentRequest, settings: Settings) -> dict[str, Any]:
                     parameter=req.parameter, values=values, precision=precision)
     cap = settings.experiment_time_limit
     limit = options.time_limit if options.time_limit is not None else cap
+    ensure_source_unchanged()  # the key is made for this fingerprint: its code must still be on disk
     return {
         "key": key,
         "theory": theory.name,

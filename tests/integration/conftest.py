@@ -49,16 +49,16 @@ class WorkerProcess:
     known once it has registered."""
 
     def __init__(self, redis_url: str, name: str | None, log_dir: Path, env: dict[str, str] | None = None,
-                 module: str = "service.worker"):
+                 module: str = "service.worker", root: Path = ROOT):
         self.name = name
         self.redis_url = redis_url
         self.log_path = log_dir / f"worker-{name or 'unnamed'}-{len(list(log_dir.glob('worker-*')))}.log"
         env = {**os.environ, "REDIS_URL": redis_url, "PYTHONWARNINGS": "ignore", **FAST_WORKER_ENV, **(env or {})}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
         self._log = open(self.log_path, "w")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", module, *(["--name", name] if name else [])],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
     @property
