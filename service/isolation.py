@@ -12,7 +12,9 @@ and each line of a job on the embedded backend, therefore runs in a child proces
   allocation beyond it fails with MemoryError inside the child (a backstop behind the theory's
   estimate, which the API checks before anything is allocated);
 - killed (SIGKILL) by the parent at its deadline, or when the parent is told to stop it; it also
-  arms ``alarm()`` on itself a little after the deadline, so that it ends even if its parent died;
+  arms ``alarm()`` on itself a little after the deadline, and asks the kernel for SIGKILL when its parent
+  (the fork server, which exits with the API process however that ends) is gone
+  (``PR_SET_PDEATHSIG``): nothing it computes outlives the process that wanted it;
 - when it ends, every byte it allocated returns to the system.
 
 Messages travel over a pipe: the target is called as ``target(send, *args)`` and may ``send``
@@ -24,6 +26,7 @@ the child comes back as :class:`ChildFailed` carrying the traceback text, a Memo
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import math
 import multiprocessing
@@ -126,8 +129,36 @@ def limit_address_space(extra_bytes: int) -> int:
     return cap
 
 
+#: ``prctl`` option: the signal the kernel sends this process when its parent ends (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process as soon as its parent ends (Linux; elsewhere nothing changes).
+
+    A parent that ended before the request took effect has already handed this process to another: then it ends
+    itself at once."""
+    # The fork server (this process's parent) exits when no process holds its "alive" pipe any more: the API's
+    # copy, and the one each forked child inherits. A child that kept its copy would keep the fork server, and
+    # so itself, alive after the API is gone; it never starts processes of its own, so it lets it go.
+    alive = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
+    if alive is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        forkserver._forkserver._forkserver_alive_fd = None
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl here (not Linux): the self-destruct alarm remains
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _child_main(conn: Any, target: Callable[..., Any], args: tuple[Any, ...], memory_bytes: int | None,
                 alarm_seconds: float | None) -> None:
+    die_with_parent()
     if alarm_seconds:
         signal.alarm(max(1, math.ceil(alarm_seconds)))
     if memory_bytes:

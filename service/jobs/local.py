@@ -62,6 +62,8 @@ log = logging.getLogger("saddlelab.jobs")
 #: Seconds a line's process gathers its points before sending them on together: one message (one wake-up of the
 #: receiving thread) per batch instead of per point; a line stopped meanwhile recomputes at most these points.
 SEND_EVERY = 0.05
+#: Seconds the executor's shutdown waits for its running lines to stop.
+SHUTDOWN_GRACE = 5.0
 
 
 def _line_in_child(send: Any, payload: dict[str, Any], line: int, stored: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -453,8 +455,14 @@ class LocalJobs:
             return True
 
     def shutdown(self) -> None:
+        """Stop every line: each one's process is killed at its next look at the cancel flag (a quarter second);
+        wait up to ``SHUTDOWN_GRACE`` seconds for that (a process still there then dies with the API's fork
+        server: :func:`service.isolation.die_with_parent`)."""
         with self._lock:
             self._closed = True
             self._pending.clear()
             for comp in self._comps.values():
                 comp.cancel.set()
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        while self._running and time.monotonic() < deadline:
+            time.sleep(0.05)
