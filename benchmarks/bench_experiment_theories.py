@@ -32,8 +32,6 @@ from typing import Any
 from benchmarks.common import Ratio
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADLINE = {"hciz_mlp": "generalization_error", "kernel_renormalization": "generalization_error",
-            "matrix_denoising": "mmse", "mean_field_ard": "m_S", "rubin_cavity": "test_mse"}
 RQ_GOAL = 1.7
 
 
@@ -84,7 +82,7 @@ def bench_ess_per_method(warmup: int = 300, draws: int = 500, max_tree_depth: in
         if theories and name not in theories:
             continue
         target = get(name).experiment(spec, sizes, 0)
-        headline = HEADLINE.get(name, "generalization_error")
+        headline = get(name).quantities.headline or "generalization_error"
         runs: dict[str, Any] = {}
         for method in ("nuts", "mala", "langevin"):
             fields: dict[str, Any] = {"method": method}

@@ -10,8 +10,9 @@
   points with Monte-Carlo error bars;
 - :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside experiment.
 
-Labels are the papers' symbols from the theory's table served by ``GET /v1/theories``: pass ``symbols=lab`` (a
-:class:`~clients.client.Client`) or a table; without one the dotted names label the axes. A caption line names the
+Labels are the papers' symbols, from the table entries every result carries (``quantities``), so a result read from
+a file is labelled like a live one; ``symbols=`` (a :class:`~clients.client.Client` or a table) overrides them, and
+a quantity with no entry is labelled by its dotted name. A caption line names the
 fixed parameters (from the result's ``model``). :func:`paper_style`, :func:`figure` and :func:`save` give journal
 widths and vector output. Each function returns the ``Axes`` it drew on (a new figure's unless ``ax`` is given).
 A quantity is named by its dotted name (``class_distance.D2``); one the result does not report raises
@@ -64,8 +65,6 @@ __all__ = [
 CAPTION = "caption"
 #: ``caption=``: True, False, or the fields to leave out of it besides the swept ones.
 Caption = bool | Sequence[str]
-#: Quantities a learning curve shows first (the first that varies along the sweep).
-LEARNING_QUANTITIES = ("generalization_error", "test_mse", "mmse", "test_error")
 
 
 def _pyplot() -> Any:
@@ -176,7 +175,7 @@ def branch_diagram(
     if quantity is None:
         raise ValueError("the result reports no order parameter; pass quantity=")
     check_scalar(result, quantity)
-    labels = Symbols.of(symbols, result.get("theory"))
+    labels = Symbols.for_result(symbols, result)
     ax = _axes(ax)
     _draw_branches(ax, result, quantity, branch_names(result))
     if equilibrium:
@@ -191,11 +190,11 @@ def branch_diagram(
     return ax
 
 
-def _default_learning_quantity(result: Mapping[str, Any]) -> str:
-    """The first of LEARNING_QUANTITIES that varies along the equilibrium, else the first order parameter that
-    does (a constant curve says nothing)."""
+def _default_learning_quantity(result: Mapping[str, Any], labels: Symbols) -> str:
+    """The theory's headline quantity (``role: headline`` in the result's ``quantities`` or in ``symbols=``) if it
+    varies along the equilibrium, else the first order parameter that does (a constant curve says nothing)."""
     points = result.get("points") or []
-    candidates = [*LEARNING_QUANTITIES, *((points[0].get("order_parameters") or {}) if points else {})]
+    candidates = [*labels.headlines(), *((points[0].get("order_parameters") or {}) if points else {})]
     for name in candidates:
         if varies([value_of(pt, name) for pt in points]):
             return name
@@ -215,13 +214,13 @@ def learning_curve(
     caption: Caption = True,
     color: str | None = None,
 ) -> Any:
-    """The equilibrium's ``quantity`` along the sweep (default: the first of generalization_error, test_mse, mmse,
-    test_error that varies, else the first order parameter that varies), from the traced curves where the result
+    """The equilibrium's ``quantity`` along the sweep (default: the theory's headline quantity if it varies, else
+    the first order parameter that varies), from the traced curves where the result
     has them: a vertical jump at each first-order point, the transitions marked with their values."""
     parameter = _one_parameter(result)
-    quantity = quantity or _default_learning_quantity(result)
+    labels = Symbols.for_result(symbols, result)
+    quantity = quantity or _default_learning_quantity(result, labels)
     check_scalar(result, quantity)
-    labels = Symbols.of(symbols, result.get("theory"))
     ax = _axes(ax)
     if traced(result, quantity):
         path = equilibrium_path(result, quantity)
@@ -260,7 +259,7 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
     if not curve:
         raise ValueError("no potential curve in these results: solve rubin_cavity with mode 'potential' and "
                          "\"potential_samples\": 201 (observables.potential_curve)")
-    labels = Symbols.of(symbols, data.get("theory"))
+    labels = Symbols.for_result(symbols, data)
     ax = _axes(ax)
     ax.axhline(0.0, color="0.75", linewidth=0.6, zorder=0)
     ax.plot(curve["rho"], curve["value"], color="C0", label="potential", gid="potential")
@@ -422,7 +421,7 @@ def phase_diagram(
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")
     p1, p2 = names
-    labels = Symbols.of(symbols, result.get("theory"))
+    labels = Symbols.for_result(symbols, result)
     ax = _axes(ax)
     boundary = result.get("method") == "boundary"
     if points and not boundary:
@@ -533,7 +532,8 @@ def theory_vs_experiment(
     first = next(iter(runs.values()))
     theory = (sweep or {}).get("theory") or (first.get("theory") or {}).get("name") or \
         (_experiment_model(first) or {}).get("theory")
-    labels = Symbols.of(symbols, theory if isinstance(theory, str) else None)
+    carried = {**(first.get("quantities") or {}), **((sweep or {}).get("quantities") or {})}
+    labels = Symbols.of(symbols, theory if isinstance(theory, str) else None, carried)
     ax = _axes(ax)
     colors = _colors()
     if sweep is not None:
@@ -624,7 +624,8 @@ def specialisation_map(
     plt = _pyplot()
     if layer not in (1, 2):
         raise ValueError("layer must be 1 or 2")
-    labels = Symbols.of(symbols, "hciz_mlp")
+    carried = next((p["quantities"] for p in theory_points if p.get("quantities")), None)
+    labels = Symbols.of(symbols, "hciz_mlp", carried)
     experiment_points = experiment_points or []
     rows = sorted(theory_points, key=lambda p: _alpha_of(p) or 0.0)
     if axes is None:

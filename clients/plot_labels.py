@@ -1,9 +1,10 @@
-"""The words and symbols on SaddleLab's figures: each quantity's symbol from its theory's served table, the caption
-line of fixed parameters, and one name per kind of transition for every plot.
+"""The words and symbols on SaddleLab's figures: each quantity's symbol from the result itself, the caption line of
+fixed parameters, and one name per kind of transition for every plot.
 
-The symbols come from the server (``GET /v1/theories``: each theory's quantity table, ``Client.quantities``); the
-client keeps no table of its own. Pass a :class:`~clients.client.Client` (or a table) as ``symbols=`` to a plot;
-without one, a quantity is labelled by its dotted name.
+Every result carries the table entries of its quantities (``quantities``: symbol, long name, units, role), so a
+result read from a JSON or netCDF file is labelled as a live one; the client keeps no table of its own. ``symbols=``
+(a :class:`~clients.client.Client`, whose theory tables come from ``GET /v1/theories``, or a table) overrides those
+entries; a quantity with no entry anywhere is labelled by its dotted name.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 from clients.names import flatten, is_number
 
-#: A theory's quantity table as served: dotted name -> {"symbol", "description", ...}.
+#: A quantity table: dotted name -> {"symbol", "long_name" (or "description"), "units", "role", ...}, as a result
+#: carries it (``quantities``) or as ``GET /v1/theories`` serves it.
 Table = Mapping[str, Mapping[str, Any]]
 #: Fields of a model that name it rather than fix a parameter.
 NAMING_FIELDS = ("theory", "mode")
@@ -34,25 +36,43 @@ class Symbols:
         self.table: Table = table or {}
 
     @classmethod
-    def of(cls, source: Any, theory: str | None) -> Symbols:
-        """From a client (anything with ``quantities(theory)``), a table, an existing :class:`Symbols` or None."""
+    def of(cls, source: Any, theory: str | None, carried: Table | None = None) -> Symbols:
+        """The ``carried`` entries (a result's ``quantities``) overridden by ``source``: a client (anything with
+        ``quantities(theory)``), a table, an existing :class:`Symbols` or None."""
         if isinstance(source, Symbols):
             return source
+        table = dict(carried or {})
         if source is None:
-            return cls()
-        if callable(getattr(source, "quantities", None)):
-            return cls(source.quantities(theory) if theory else None)
-        if isinstance(source, Mapping):
-            return cls(source)
-        raise TypeError("symbols= takes a Client, a quantity table (name -> {'symbol', ...}) or None")
+            pass
+        elif callable(getattr(source, "quantities", None)):
+            table.update(source.quantities(theory) if theory else {})
+        elif isinstance(source, Mapping):
+            table.update(source)
+        else:
+            raise TypeError("symbols= takes a Client, a quantity table (name -> {'symbol', ...}) or None")
+        return cls(table)
+
+    @classmethod
+    def for_result(cls, source: Any, result: Mapping[str, Any]) -> Symbols:
+        """The labels of a result: its own ``quantities``, overridden by ``source`` (``symbols=``)."""
+        return cls.of(source, result.get("theory"), result.get("quantities"))
 
     def __call__(self, name: str) -> str:
         entry = self.table.get(name)
         return str(entry["symbol"]) if entry and entry.get("symbol") else name
 
     def describe(self, name: str) -> str | None:
-        entry = self.table.get(name)
-        return str(entry["description"]) if entry and entry.get("description") else None
+        entry = self.table.get(name) or {}
+        text = entry.get("long_name") or entry.get("description")
+        return str(text) if text else None
+
+    def units(self, name: str) -> str | None:
+        entry = self.table.get(name) or {}
+        return str(entry["units"]) if entry.get("units") else None
+
+    def headlines(self) -> list[str]:
+        """The quantities the table names its theory's headline (one; none without a table)."""
+        return [name for name, entry in self.table.items() if entry.get("role") == "headline"]
 
 
 def number(value: float) -> str:

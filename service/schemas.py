@@ -394,7 +394,12 @@ class QuantityInfo(BaseModel):
     name: str = Field(description="Dotted name (`class_distance.D2`; a record table's column: `potential_wells.rho`).")
     symbol: str = Field(description="The papers' symbol, as matplotlib mathtext (`$D^2$`).")
     description: str = Field(description="What the quantity is, in one line.")
-    groups: list[Literal["parameters", "order_parameters", "observables"]] = Field(
+    long_name: str = Field(description="The CF `long_name` of the quantity's arrays (its description).")
+    units: str = Field(description="CF-style units; `1` when dimensionless.")
+    role: Literal["headline", "order_parameter", "observable", "parameter", "diagnostic"] = Field(
+        description="What the quantity is for: the theory's headline (one per theory: what a learning curve shows "
+        "first), an order parameter, an observable, a spec field, or a diagnostic of the computation.")
+    groups: list[Literal["parameters", "order_parameters", "observables", "branch"]] = Field(
         description="Where it appears: a spec field (`parameters`), an order parameter, an observable.")
     dims: list[str] = Field(description="Dimension names of an array-valued quantity (empty for a scalar).")
 

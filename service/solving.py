@@ -31,6 +31,7 @@ from anyio import to_thread
 from pydantic import BaseModel, ValidationError
 
 from service.cache import Cache
+from service.describe import result_quantities
 from service.isolation import ChildDied, ChildFailed, ChildKilled, ChildOutOfMemory, run_child
 from service.keys import spec_hash
 from service.provenance import ensure_source_unchanged, provenance, seeds_in
@@ -75,10 +76,12 @@ def answer(model: BaseModel, options: SolverOptions, settings: Settings) -> tupl
 
 
 def stamped(body: dict[str, Any], key: str, model: BaseModel) -> dict[str, Any]:
-    """A solve's body with its key, the validated model (every default filled in) and its provenance (this
-    process computed it)."""
+    """A solve's body with its key, the validated model (every default filled in), the table entries of its
+    quantities and its provenance (this process computed it)."""
     spec = model.model_dump(mode="json")
-    return {**body, "spec_hash": key, "model": spec, "provenance": provenance(key, seeds_in(spec, "model"))}
+    described = result_quantities(spec["theory"], [body], model=spec)
+    return {**body, "spec_hash": key, "model": spec, "quantities": described,
+            "provenance": provenance(key, seeds_in(spec, "model"))}
 
 
 def _answer_in_child(send: Any, model: BaseModel, options: SolverOptions, settings: Settings) -> tuple[Any, bool]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from service.describe import result_quantities
 from service.experiments.chain_watch import ChainOverran, watched
 from service.experiments.store import ExperimentStore
 from service.keys import spec_hash
@@ -293,6 +294,9 @@ def finalize(payload: dict[str, Any], store: ExperimentStore, started: float | N
         "seconds": sum(p["seconds"] for p in points),
         "wall_seconds": None if started is None else time.time() - started,
         "device": ",".join(dict.fromkeys(d for p in points for d in p["device"].split(","))),
+        "quantities": result_quantities(payload["theory"], points,
+                                        parameters=[payload["parameter"]] if payload["parameter"] else [],
+                                        model=payload["model"]),
         "provenance": experiment_provenance(payload),
     }
     if payload["values"] is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from service.describe import merged, result_quantities
 from service.jobs.boundary import run_boundary
 from service.provenance import check_source, provenance, seeds_in
 from service.schemas import ModelSpec
@@ -97,10 +98,12 @@ def run_line(
 
     check()
     stamp = {"provenance": provenance(payload["key"], seeds_in(payload["model"], "model"))}
+    described = {"parameters": payload["parameters"], "model": payload["model"]}
     if is_boundary(payload):
         p1, p2 = payload["parameters"]
         result = run_boundary(payload, spec, options, check, lambda v1, v2: line_spec(payload, {p1: v1, p2: v2}))
-        return {**result, **stamp, "points": [], "reused": 0, "computed": 0}
+        return {**result, **stamp, "quantities": result_quantities(theory.name, **described),
+                "points": [], "reused": 0, "computed": 0}
     new: dict[int, dict[str, Any]] = {}
 
     def take(index: int, cat: Catalogue) -> None:
@@ -112,7 +115,9 @@ def run_line(
     sweep = theory.sweep(spec, parameter, values, payload["method"], options, on_point=take, on_step=check,
                          stored=_stored_catalogues(done))
     points = [done[i] if i in done else new[i] for i in range(len(values))]
-    return {**sweep_summary(theory.name, parameter, sweep), **curves_fields(sweep, payload["method"]), **stamp,
+    curves = curves_fields(sweep, payload["method"])
+    quantities = result_quantities(theory.name, [*points, *(curves.get("curves") or [])], **described)
+    return {**sweep_summary(theory.name, parameter, sweep), **curves, **stamp, "quantities": quantities,
             "points": points, "reused": len(done), "computed": len(new)}
 
 
@@ -233,6 +238,7 @@ def job_summary(payload: dict[str, Any], outcomes: list[dict[str, Any]]) -> dict
         return {**outcomes[0], "model": payload["model"]}
     if len(payload["parameters"]) == 2:
         summary = diagram_summary(payload, [o["transitions"] for o in outcomes], joined_provenance(outcomes))
+        summary["quantities"] = merged(o.get("quantities") for o in outcomes)
     else:
         summary = line_summary(payload, outcomes[0])
     if job_curves(payload, outcomes) is None:

@@ -128,7 +128,7 @@ def test_transition_values_are_written_once_each_and_overlap_nowhere(served: dic
 def test_the_default_learning_quantity_varies(served: dict) -> None:
     # the potential's test_mse = b² + 6c² is the same at every u: the curve shows the first quantity that varies
     ax = plot.learning_curve(served["potential_sweep"])
-    assert ax.get_ylabel() == "rho"
+    assert ax.get_ylabel() == r"$\rho$"  # the result labels itself
     ys = [y for _, y in xy(lines(ax, "equilibrium")[0]) if not math.isnan(y)]
     assert min(ys) == 0.0 and max(ys) > 1.0
 
@@ -191,7 +191,16 @@ def test_symbols_come_from_the_served_table_else_the_dotted_name() -> None:
     table = {"u": {"symbol": "$u$"}, "rho": {"symbol": r"$\rho$"}}
     ax = plot.branch_diagram(_grid_sweep(), "rho", symbols=table)
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("$u$", r"$\rho$")
-    assert plot.learning_curve(_grid_sweep()).get_ylabel() == "test_mse"
+    # a result without a table of its own: the first order parameter that varies, by its dotted name
+    assert plot.learning_curve(_grid_sweep()).get_ylabel() == "rho"
+    # with one: its theory's headline, and every label from it; symbols= overrides an entry
+    carried = {"test_mse": {"symbol": r"$\varepsilon_g$", "role": "headline"}, "u": {"symbol": "$u$"},
+               "rho": {"symbol": "$r$"}}
+    labelled = {**_grid_sweep(), "quantities": carried}
+    assert plot.learning_curve(labelled).get_ylabel() == r"$\varepsilon_g$"
+    ax = plot.branch_diagram(labelled, "rho")
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("$u$", "$r$")
+    assert plot.branch_diagram(labelled, "rho", symbols=table).get_ylabel() == r"$\rho$"
 
     asked: list[str | None] = []
 

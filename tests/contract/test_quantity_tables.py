@@ -23,7 +23,7 @@ from service.serialize import solution_json
 from service.settings import Settings
 from solvers.core.options import SolverOptions
 from solvers.theories import registry
-from solvers.theories.quantities import QuantityTable
+from solvers.theories.quantities import ROLES, QuantityTable
 
 THEORIES = sorted(registry())
 
@@ -85,11 +85,15 @@ def test_the_served_tables_and_schemas_carry_the_symbols() -> None:
     served = {t["name"]: t for t in api.get("/v1/theories").json()}
     assert set(served) == set(THEORIES)
     kr = {q["name"]: q for q in served["kernel_renormalization"]["quantities"]}
+    description = kr["class_distance.D2"]["description"]
     assert kr["class_distance.D2"] == {"name": "class_distance.D2", "symbol": "$D^2$", "groups": ["observables"],
-                                       "dims": [], "description": kr["class_distance.D2"]["description"]}
+                                       "dims": [], "description": description, "long_name": description,
+                                       "units": "1", "role": "observable"}
     assert kr["Qbar"]["symbol"] == r"$\bar Q$" and kr["Qbar"]["groups"] == ["order_parameters"]
+    assert kr["Qbar"]["role"] == "order_parameter" and kr["generalization_error"]["role"] == "headline"
     t_field = served["kernel_renormalization"]["schema"]["properties"]["T"]
     assert t_field["x-symbol"] == "$T$" and t_field["description"].startswith("[$T$] Temperature")
+    assert t_field["x-units"] == "1" and t_field["description"].endswith("[units: 1]")
     components = api.get("/openapi.json").json()["components"]["schemas"]
     u_field = components["PotentialSpec"]["properties"]["u"]
     assert u_field["x-symbol"] == "$u$" and u_field["description"].startswith("[$u$] Interaction strength")
@@ -97,3 +101,30 @@ def test_the_served_tables_and_schemas_carry_the_symbols() -> None:
         for field in registry()[name].sweepable:
             assert any(field in c.get("properties", {}) and "x-symbol" in c["properties"][field]
                        for c in components.values()), (name, field)
+
+
+@pytest.mark.parametrize("name", THEORIES)
+def test_every_quantity_has_units_a_role_and_the_theory_one_headline(name: str) -> None:
+    table = registry()[name].quantities
+    assert all(q.units and q.role in ROLES for q in table)
+    headlines = [q.name for q in table if q.role == "headline"]
+    assert headlines == [table.headline], headlines
+    # the headline is a quantity the theory reports (every example's solve reports it)
+    assert table.headline in reported(name)["observables"] or table.headline in reported(name)["order_parameters"]
+    # diagnostics are told apart from observables; a spec field that is only a field is a parameter
+    for q in table:
+        if q.name.startswith("diagnostics.") or ".diagnostics." in q.name:
+            assert q.role == "diagnostic", q
+        if q.groups == ("parameters",):
+            assert q.role == "parameter", q
+    # every branch's own fields are described, and an indexed component by its vector's entry
+    for field in ("free_entropy", "stable", "converged"):
+        assert table.find(field) is not None
+    assert table.find("no_such_quantity") is None
+
+
+def test_a_timing_has_units_of_seconds() -> None:
+    table = registry()["rubin_cavity"].quantities
+    assert table["finite_D.diagnostics.seconds"].units == "s"
+    assert table.find("Qbar.0") is None
+    assert registry()["kernel_renormalization"].quantities.find("Qbar.1").name == "Qbar"

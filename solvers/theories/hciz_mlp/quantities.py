@@ -39,4 +39,5 @@ QUANTITIES = table(
     Quantity("hciz_margin", r"$m_{\mathrm{HCIZ}}$", "margin of the HCIZ approximation's validity condition"),
     Quantity("product_overlap", r"$\mathbb{E}_v Q_{2:1}$", "product overlap averaged over the readout atoms"),
     Quantity("prefactors", r"$\mathrm{prefactors}$", "the form of the two-layer equations' prefactors"),
+    headline="generalization_error",
 )

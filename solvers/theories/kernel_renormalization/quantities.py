@@ -40,4 +40,5 @@ QUANTITIES = table(
              "smallest eigenvalue of the weight correlation"),
     Quantity("weight_correlations.leading_eigenvalue", r"$\lambda_{\mathrm{lead}}(\Lambda_1 + \Lambda_2)$",
              "eigenvalue of the weight correlation largest in modulus"),
+    headline="generalization_error",
 )

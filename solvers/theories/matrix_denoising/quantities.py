@@ -15,4 +15,5 @@ QUANTITIES = table(
     Quantity("mmse", r"$\mathrm{mmse}_S$", "minimum mean squared error, 1 − m_S"),
     Quantity("iota", r"$\iota$", "mutual information per d² (symmetric: 4ι' = mmse; rectangular: per ηd², 2ι' = mmse)"),
     Quantity("overlap_integral", "$M$", "M(λ) = ∫₀^λ m_S(t) dt"),
+    headline="mmse",
 )

@@ -44,4 +44,5 @@ QUANTITIES = table(
     Quantity("overfitting_factor", "$E_0$", "overfitting factor E₀ = P/(P − Σ L²) at finite P"),
     Quantity("free_entropy", r"$\phi$", "free entropy of the branch"),
     Quantity("phase", r"$\mathrm{phase}$", "the branch's phase label"),
+    headline="test_mse",
 )

@@ -58,7 +58,7 @@ FINITE_D_SAME = (
     Quantity("diagnostics.residual", r"$\|F\|$", "residual of the finite-D equations"),
     Quantity("diagnostics.iterations", r"$n_{\mathrm{it}}$", "iterations of the finite-D solve"),
     Quantity("diagnostics.nfev", r"$n_{\mathrm{eval}}$", "residual evaluations of the finite-D solve"),
-    Quantity("diagnostics.seconds", r"$t$", "seconds spent in the finite-D solve"),
+    Quantity("diagnostics.seconds", r"$t$", "seconds spent in the finite-D solve", units="s"),
     Quantity("diagnostics.method", r"$\mathrm{method}$", "method of the finite-D solve"),
     Quantity("diagnostics.status", r"$\mathrm{status}$", "how the finite-D solve ended"),
     Quantity("diagnostics.message", r"$\mathrm{message}$", "the finite-D solve's message"),
@@ -131,4 +131,5 @@ QUANTITIES = table(
              "projection of the posterior mean's discrepancy on H3, fitted on the P_test fresh inputs"),
     Quantity("kernel_series_order", r"$n_{\mathrm{series}}$", "order at which the kernel's Hermite series is cut"),
     Quantity("kernel_series_tail_bound", r"$\delta_{\mathrm{series}}$", "bound on the cut series' remainder"),
+    headline="test_mse",
 )
