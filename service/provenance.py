@@ -30,6 +30,7 @@ from solvers import SOLVER_VERSION
 
 #: Service modules through which a computed number or its JSON passes before it is cached or stored.
 RESULT_MODULES = (
+    "service/describe.py",
     "service/experiments/plan.py",
     "service/experiments/runner.py",
     "service/jobs/boundary.py",
