@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clients.names import UnknownQuantity, is_number
 from clients.plot_labels import Symbols, caption, line_name, transition_name
-from clients.plot_marks import mark_on_curves, mark_transitions
+from clients.plot_marks import figure_renderer, mark_on_curves, mark_transitions
 from clients.plot_paths import (
     EquilibriumPath,
     curve_marks,
     equilibrium_path,
+    equilibrium_spans,
+    split_metastable,
     stretches,
     traced,
     varies,
@@ -40,10 +43,13 @@ from clients.plot_paths import (
 from clients.plot_style import (
     EQUILIBRIUM_STYLE,
     EQUILIBRIUM_WIDTH,
+    METASTABLE_WIDTH,
     STABILITY_STYLE,
     figure,
+    panel_letters,
     paper_style,
     save,
+    tidy_log_ticks,
     transition_style,
 )
 from clients.tables import branch_names, check_scalar, parameter_names, series, value_of
@@ -53,6 +59,7 @@ __all__ = [
     "branch_diagram",
     "figure",
     "learning_curve",
+    "panel_letters",
     "paper_style",
     "phase_diagram",
     "potential",
@@ -93,16 +100,21 @@ def _one_parameter(result: Mapping[str, Any]) -> str:
     return names[0]
 
 
-def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: Caption) -> None:
-    """The caption line(s) under the axes' x label, left-aligned with the axes and broken to their width; ``show``
-    False: none; a sequence of field names: without those too (fields that differ between results drawn on one
-    axes)."""
+def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: Caption,
+             note: str | None = None) -> None:
+    """The caption line(s) under the axes' x label, left-aligned with the axes and broken to their width, and
+    ``note`` (a line that says what the figure draws differently, e.g. which points did not converge) after
+    them; ``show`` False: none; a sequence of field names: without those too (fields that differ between results
+    drawn on one axes)."""
     if show is False:
         return
     swept = [*swept, *(() if show is True else show)]
     points = ax.figure.get_figwidth() * ax.get_position().width * 72.0
     size = _pyplot().rcParams["font.size"] * 0.83
-    text = caption(result.get("model"), symbols, tuple(swept), width=max(20, int(points / (0.5 * size))))
+    width = max(20, int(points / (0.5 * size)))
+    text = caption(result.get("model"), symbols, tuple(swept), width=width)
+    if note:
+        text = "\n".join(filter(None, (text, textwrap.fill(note, width))))
     if text:
         # anchored to the x label at draw time, so it stays below it whatever the layout does to the axes
         ax.annotate(text, (0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label), xytext=(0.0, -4.0),
@@ -110,18 +122,42 @@ def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequen
                     annotation_clip=False)
 
 
-#: More legend entries than this in a figure of scattered points go to the right of the axes.
-LEGEND_INSIDE = 6
+#: More legend entries than this in a figure of scattered points go below the axes.
+LEGEND_INSIDE = 5
+#: Points between the lowest text under the axes (x label, caption) and a legend below them.
+LEGEND_GAP = 4.0
 
 
-def _legend(ax: Any, fontsize: str | float = "small", outside: bool = False) -> None:
-    """The legend inside the axes where it covers least, or (``outside``) to the right of the axes."""
-    if not ax.get_legend_handles_labels()[0]:
+def _depth_below(ax: Any, renderer: Any) -> float:
+    """Points from the bottom of the axes to the bottom of what is written under it (tick labels, x label,
+    caption): offsets in points, which no layout changes."""
+    legend = ax.get_legend()
+    if legend is not None:
+        legend.remove()
+    bottom = ax.get_tightbbox(renderer).y0
+    return (ax.get_window_extent(renderer).y0 - bottom) * 72.0 / ax.figure.dpi
+
+
+def _legend(ax: Any, fontsize: str | float = "small", below: bool = False) -> None:
+    """A compact legend inside the axes where it covers least, or (``below``) under the axes' x label and caption,
+    centred, in as many columns as the axes' width holds: the axes keep their width."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
         return
-    if outside:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=fontsize)
-    else:
-        ax.legend(loc="best", fontsize=fontsize)
+    if not below:
+        ax.legend(loc="best", fontsize=fontsize, framealpha=0.85)
+        return
+    from matplotlib.transforms import ScaledTranslation
+
+    renderer = figure_renderer(ax)
+    down = ScaledTranslation(0.0, -(_depth_below(ax, renderer) + LEGEND_GAP) / 72.0, ax.figure.dpi_scale_trans)
+    width = ax.get_window_extent(renderer).width
+    for ncols in range(min(len(handles), 4), 0, -1):
+        legend = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                           bbox_transform=ax.transAxes + down, ncols=ncols, fontsize=fontsize, frameon=False,
+                           borderaxespad=0.0, columnspacing=1.2, handlelength=1.8)
+        if legend.get_window_extent(renderer).width <= width or ncols == 1:
+            break
 
 
 def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
@@ -133,22 +169,69 @@ def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
     return None
 
 
+def branch_title(name: str) -> str:
+    """A branch as a legend names it: words, not an identifier (``weakly_specialized_unstable`` → "weakly
+    specialized"; the dashed line says it is unstable), a readout-law qualifier kept (``specialized[|v|>=0.5]`` →
+    "specialized, |v| ≥ 0.5")."""
+    base, _, qualifier = name.partition("[")
+    if base.endswith("_unstable") and base != "unstable":
+        base = base[: -len("_unstable")]
+    words = base.replace("_", " ").strip()
+    if qualifier:
+        words += ", " + qualifier.rstrip("]").replace(">=", " ≥ ").replace("<=", " ≤ ")
+    return words
+
+
+def _style_entry(ax: Any, label: str, **style: Any) -> None:
+    """A legend entry for a line style (what dashed or thin means), once per axes."""
+    if label not in ax.get_legend_handles_labels()[1]:
+        ax.plot([], [], color="0.3", label=label, gid=LEGEND_ENTRY, **style)
+
+
+#: gid of a line drawn only for its legend entry.
+LEGEND_ENTRY = "legend-entry"
+#: Legend entries that say what a line style means.
+UNSTABLE, METASTABLE = "unstable (dashed)", "metastable (thin)"
+
+
 def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Sequence[str], prefix: str = "",
-                   linewidth: float = 1.4, color: str | None = None) -> None:
-    """Each branch's stretches, a colour per branch (or ``color`` for all); labelled ``prefix + branch``, or
-    ``prefix`` alone (without its ": ") where one branch is drawn in one colour."""
+                   linewidth: float = 1.4, color: str | None = None, label_branches: bool = True,
+                   equilibrium_too: bool = True) -> None:
+    """Each traced branch's stretches: the equilibrium and other stable stretches solid (a metastable one, stable
+    but not the equilibrium, thinner), unstable ones dashed; a colour per branch (or ``color`` for all). Labelled
+    ``prefix + branch`` (the branch in words, once per name), or ``prefix`` alone (without its ": ") where one
+    branch is drawn in one colour; ``label_branches`` False: only the style entries. ``equilibrium_too`` False:
+    the equilibrium's own stretches are left to the caller."""
     colors = _colors()
-    color_of = {name: color or colors[k % len(colors)] for k, name in enumerate(branch_names(result))}
-    labelled: set[str] = set()
+    titles = list(dict.fromkeys(branch_title(b) for b in branch_names(result)))
+    color_of = {t: color or colors[k % len(colors)] for k, t in enumerate(titles)}
     drawn = stretches(result, quantity, names)
-    alone = color is not None and len({s.branch for s in drawn}) == 1 and prefix
-    for s in drawn:
-        label = prefix.rstrip(": ") if alone else f"{prefix}{s.branch}"
-        ax.plot(s.x, s.y, color=color_of.get(s.branch, "0.4"), linestyle=STABILITY_STYLE[s.stable],
-                linewidth=linewidth, gid=f"branch:{s.branch}", label=None if s.branch in labelled else label)
-        labelled.add(s.branch)
-    if any(s.stable is False for s in drawn):
-        ax.plot([], [], color="0.3", linestyle=STABILITY_STYLE[False], linewidth=linewidth, label="unstable (dashed)")
+    alone = color is not None and len({branch_title(s.branch) for s in drawn}) == 1 and prefix
+    labelled = set(ax.get_legend_handles_labels()[1])
+    unstable_unnamed = metastable = False
+    has_equilibrium = bool(equilibrium_spans(result))
+    for s, equilibrium in split_metastable(result, drawn):
+        title = branch_title(s.branch)
+        if equilibrium and not equilibrium_too:
+            continue
+        label = prefix.rstrip(": ") if alone else f"{prefix}{title}"
+        thin = s.stable is True and not equilibrium and has_equilibrium
+        metastable |= thin
+        unstable_unnamed |= s.stable is False and title != "unstable"
+        ax.plot(s.x, s.y, color=color_of.get(title, "0.4"), linestyle=STABILITY_STYLE[s.stable],
+                linewidth=linewidth * (METASTABLE_WIDTH if thin else 1.0), gid=f"branch:{s.branch}")
+        if label_branches and label not in labelled:
+            # the entry drawn at full width (the first stretch drawn may be a thin metastable one), solid unless
+            # the branch is never stable
+            style = STABILITY_STYLE[True] if any(d.stable is not False and branch_title(d.branch) == title
+                                                 for d in drawn) else STABILITY_STYLE[False]
+            ax.plot([], [], color=color_of.get(title, "0.4"), linestyle=style, linewidth=linewidth, label=label,
+                    gid=LEGEND_ENTRY)
+            labelled.add(label)
+    if unstable_unnamed:
+        _style_entry(ax, UNSTABLE, linestyle=STABILITY_STYLE[False], linewidth=linewidth)
+    if metastable:
+        _style_entry(ax, METASTABLE, linestyle=STABILITY_STYLE[True], linewidth=linewidth * METASTABLE_WIDTH)
 
 
 def _draw_equilibrium(ax: Any, path: EquilibriumPath) -> None:
@@ -224,15 +307,19 @@ def learning_curve(
     ax = _axes(ax)
     if traced(result, quantity):
         path = equilibrium_path(result, quantity)
-        ax.plot(path.x, path.y, label=label or "equilibrium", gid="equilibrium", color=color)
+        (line,) = ax.plot(path.x, path.y, label=label or "equilibrium", gid="equilibrium", color=color)
+        # every other traced stretch in the same colour: metastable thinner, unstable dashed
+        _draw_branches(ax, result, quantity, branch_names(result), linewidth=line.get_linewidth(),
+                       color=line.get_color(), label_branches=False, equilibrium_too=False)
     else:
         xs, ys = series(result, quantity)
-        ax.plot(xs, [math.nan if y is None else y for y in ys], marker=".", label=label or "equilibrium",
-                gid="equilibrium", color=color)
+        (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], marker=".", label=label or "equilibrium",
+                          gid="equilibrium", color=color)
     if transitions:
-        mark_transitions(ax, result.get("transitions", []))
+        mark_transitions(ax, result.get("transitions", []), color=line.get_color() if color is not None else None)
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
+    tidy_log_ticks(ax)
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
     _caption(ax, result, labels, [parameter], caption)
@@ -244,6 +331,23 @@ def _level(pt: Mapping[str, Any]) -> float | None:
     """U(ρ) − U(0) of a well or barrier (``f_minus_f0``)."""
     value = pt.get("f_minus_f0")
     return float(value) if is_number(value) else None
+
+
+#: gid of a well's name, written this many points under its marker.
+WELL_NAME, WELL_NAME_OFFSET = "well-name", 11.0
+
+
+def _room_below(ax: Any, lowest: float) -> None:
+    """Lower the y axis until the names written under the lowest wells fit inside the axes, clear of the tick labels
+    (a quarter more room than the axes' present height needs: a layout may still shorten them)."""
+    from matplotlib.font_manager import FontProperties
+
+    name = FontProperties(size="x-small").get_size_in_points() * 1.3
+    room = (WELL_NAME_OFFSET + name + 2.0) * 1.25
+    height = ax.get_window_extent().height * 72.0 / ax.figure.dpi
+    low, high = ax.get_ylim()
+    r = min(room / height, 0.4)
+    ax.set_ylim(min(low, (lowest - r * high) / (1.0 - r)), high)
 
 
 def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, caption: Caption = True) -> Any:
@@ -264,10 +368,12 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
     ax.axhline(0.0, color="0.75", linewidth=0.6, zorder=0)
     ax.plot(curve["rho"], curve["value"], color="C0", label="potential", gid="potential")
     named: set[str] = set()
+    lowest = math.inf
     for w in obs.get("potential_wells") or []:
         level = _level(w)
         if level is None:
             continue
+        lowest = min(lowest, level)
         xs = sorted({w["rho"], -w["rho"]})
         ax.plot(xs, [level] * len(xs), marker="v", markersize=7, linestyle="none", color="C3", gid="well",
                 label=None if "wells" in named else "wells")
@@ -275,8 +381,8 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
         text = w.get("kind", "well")
         if is_number(w.get("weight")):
             text += f" (weight {w['weight']:.2g})"
-        ax.annotate(text, (w["rho"], level), xytext=(0, -13), textcoords="offset points", fontsize="x-small",
-                    ha="center", va="top")
+        ax.annotate(text, (w["rho"], level), xytext=(0, -WELL_NAME_OFFSET), textcoords="offset points",
+                    fontsize="x-small", ha="center", va="top", gid=WELL_NAME)
     for b in obs.get("barriers") or []:
         level = _level(b)
         if level is None:
@@ -285,8 +391,8 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
         ax.plot(xs, [level] * len(xs), marker="o", markersize=6, linestyle="none", markerfacecolor="none",
                 color="C1", gid="barrier", label=None if "barriers" in named else "barriers")
         named.add("barriers")
-    low, high = ax.get_ylim()
-    ax.set_ylim(low - 0.06 * (high - low), high)  # room for the wells' names below them
+    if math.isfinite(lowest):
+        _room_below(ax, lowest)
     ax.set_xlabel(labels("rho"))
     ax.set_ylabel(labels("potential_curve.value"))
     _caption(ax, data, labels, (), caption)
@@ -459,7 +565,7 @@ def phase_diagram(
     ax.set_xlabel(labels(p2))
     ax.set_ylabel(labels(p1))
     _caption(ax, result, labels, names, caption)
-    _legend(ax, fontsize="x-small", outside=True)
+    _legend(ax, fontsize="x-small", below=True)
     return ax
 
 
@@ -479,6 +585,21 @@ def _component(value: Any, component: int | None) -> float | None:
             raise ValueError("a vector observable: pass component=")
         value = value[component]
     return None if value is None else float(value)
+
+
+#: An estimate is drawn as converged when its R-hat is at most RHAT_MAX and its bulk ESS at least ESS_MIN (the
+#: experiments' convergence rule); otherwise hollow, and named in the caption.
+RHAT_MAX, ESS_MIN = 1.01, 400.0
+UNCONVERGED = "not converged (hollow)"
+
+
+def _converged(est: Mapping[str, Any], component: int | None) -> tuple[bool, str]:
+    """Whether an estimate passes the convergence rule, and (when it does not) its R-hat and ESS in words."""
+    rhat, ess = _component(est.get("rhat"), component), _component(est.get("ess"), component)
+    bad = (rhat is not None and rhat > RHAT_MAX) or (ess is not None and ess < ESS_MIN)
+    words = ", ".join(w for w in (f"R-hat {rhat:.3g}" if rhat is not None else "",
+                                  f"ESS {ess:.0f}" if ess is not None else "") if w)
+    return not bad, words
 
 
 def _experiment_model(results: Any) -> Mapping[str, Any] | None:
@@ -558,8 +679,10 @@ def theory_vs_experiment(
             ax.plot([xs[i] for i in order], [ys[i] for i in order], color=color or colors[k % len(colors)],
                     linewidth=1.3, label=f"{theory_label}: {name}", gid=f"branch:{name}")
     markers = ["o", "s", "^", "D", "v"]
+    parameter = first.get("parameter") or (parameter_names(sweep)[0] if sweep is not None else "parameter")
+    unconverged: list[str] = []
     for k, (label, result) in enumerate(runs.items()):
-        xs, ys, es = [], [], []
+        rows: dict[bool, tuple[list[float], list[float], list[float]]] = {True: ([], [], []), False: ([], [], [])}
         for pt in points_of(result):
             est = (pt.get("observables") or {}).get(observable)
             if est is None:
@@ -567,22 +690,33 @@ def theory_vs_experiment(
             mean, err = _component(est["mean"], component), _component(est["stderr"], component)
             if mean is None:
                 continue
+            ok, why = _converged(est, component)
+            xs, ys, es = rows[ok]
             xs.append(_x_of(pt, x))
             ys.append(mean)
             es.append(sigmas * (err or 0.0))
-        ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)],
-                    color=color or ("k" if len(runs) == 1 else f"C{k + 3}"),
-                    markersize=4.5, capsize=2.5, linestyle="none", gid=f"experiment:{label}",
-                    label=f"{label} (±{sigmas:g} s.e.)")
+            if not ok:
+                unconverged.append(f"{label if len(runs) > 1 else ''} {labels(parameter)} = {xs[-1]:g} ({why})".strip())
+        color_k = color or ("k" if len(runs) == 1 else f"C{k + 3}")
+        for ok, (xs, ys, es) in rows.items():
+            if xs:
+                ax.errorbar(xs, ys, yerr=es, fmt=markers[k % len(markers)], color=color_k, markersize=4.5,
+                            capsize=2.5, linestyle="none", gid=f"experiment:{label}" + ("" if ok else ":unconverged"),
+                            markerfacecolor=None if ok else "none",
+                            label=f"{label} (±{sigmas:g} s.e.)" if ok or not rows[True][0] else None)
+    if unconverged:
+        ax.errorbar([], [], yerr=[], fmt="o", color="0.3", markerfacecolor="none", markersize=4.5, linestyle="none",
+                    label=UNCONVERGED, gid=LEGEND_ENTRY)
     ax.set_xscale("log" if logx else "linear")
-    parameter = first.get("parameter") or (parameter_names(sweep)[0] if sweep is not None else "parameter")
+    tidy_log_ticks(ax)
     ax.set_xlabel(labels(parameter))
     ylabel = labels(observable)
     ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
     model = (sweep or {}).get("model") or _experiment_model(first)
-    _caption(ax, {"model": model}, labels, [parameter], caption)
+    note = f"hollow: not converged (R-hat > {RHAT_MAX:g} or ESS < {ESS_MIN:g}): {'; '.join(unconverged)}"
+    _caption(ax, {"model": model}, labels, [parameter], caption, note if unconverged else None)
     # experiments are scattered over the whole axes: a long legend would cover some of them
-    _legend(ax, outside=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
+    _legend(ax, below=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
     return ax
 
 
@@ -668,5 +802,6 @@ def specialisation_map(
     readout = readout if readout != "v2" else r"$|v_2|$"
     axes[-1][0].set_xlabel(f"{readout} (effective readout)")
     axes[-1][1].set_xlabel(f"{readout} (effective readout)")
+    panel_letters(axes)
     return axes
 

@@ -23,7 +23,7 @@ GAP = 3.0
 ROW_OFFSET, ROW_HEIGHT = 2.0, 9.0
 
 
-def _renderer(ax: Any) -> Any:
+def figure_renderer(ax: Any) -> Any:
     canvas = ax.figure.canvas
     get = getattr(canvas, "get_renderer", None)
     if get is not None:
@@ -83,11 +83,25 @@ def _title_above(ax: Any, rows: int) -> None:
         offset(float(matplotlib.rcParams["axes.titlepad"]) + ROW_HEIGHT * rows)
 
 
+def special_name(kind: str, type_: str | None = None, event: str | None = None) -> str:
+    """A special point's name on a figure: an engine event by what it is (``alignment_onset`` → "alignment
+    onset", whatever ``kind`` the result files it under: plain mean field's onset is continuous, not a first-order
+    jump), else its kind (:func:`~clients.plot_labels.transition_name`)."""
+    if type_ == "event" and event:
+        return event.replace("_", " ")
+    return transition_name(kind, type_)
+
+
+def _style_of(name: str) -> dict[str, Any]:
+    return transition_style(name if name in MARKERS else "event")
+
+
 def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, values: bool = True,
-                     legend: bool = True) -> int:
+                     legend: bool = True, color: str | None = None) -> int:
     """A thin vertical line at each transition, styled by its kind, and (``values``) its value just above the
     axes, over its line; the values of every result drawn on these axes are placed together, and the axes' titles
-    above them. Returns the number of rows of value labels."""
+    above them. ``color``: the lines and values in the colour of the result's curve (several results on one
+    axes), the legend naming each kind once by its line style. Returns the number of rows of value labels."""
     # names already in the legend and values already written, by an earlier result drawn on these axes
     seen = {str(ln.get_label()) for ln in ax.get_lines() if str(ln.get_gid()).startswith("transition:")}
     labels = [t for t in ax.texts if t.get_gid() == LABEL]
@@ -95,10 +109,15 @@ def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, value
         x = tr.get("parameter")
         if not is_number(x):
             continue
-        name = transition_name(tr["kind"], tr.get("type"))
-        style = transition_style(name)
+        name = special_name(tr["kind"], tr.get("type"), tr.get("event"))
+        style = _style_of(name)
+        if color is not None:
+            if legend and name not in seen:  # the kind's entry in a neutral colour: the colour is the curve's
+                ax.plot([], [], linewidth=0.7, label=name, gid=f"transition:{tr['kind']}",
+                        **{**style, "color": "0.35"})
+            style["color"] = color
         ax.axvline(x, linewidth=0.7, alpha=0.55, zorder=1, gid=f"transition:{tr['kind']}",
-                   label=name if legend and name not in seen else None, **style)
+                   label=name if legend and name not in seen and color is None else None, **style)
         seen.add(name)
         if values:
             labels.append(ax.annotate(value_label(float(x)), (x, 1.0), xycoords=ax.get_xaxis_transform(),
@@ -107,7 +126,7 @@ def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, value
                                       gid=LABEL, annotation_clip=False))
     if not labels:
         return 0
-    rows = place_labels(labels, _renderer(ax), margin=0.5)
+    rows = place_labels(labels, figure_renderer(ax), margin=0.5)
     _add_placer(ax)
     _title_above(ax, rows)
     return rows
@@ -117,8 +136,8 @@ def mark_on_curves(ax: Any, marks: Sequence[CurveMark]) -> None:
     """Each special point where it lies on its curve: a fold at its turning point, a stability loss on the branch
     that loses it, a first-order point at both ends of its jump."""
     for m in marks:
-        name = transition_name(m.kind, m.type)
-        style = transition_style(name)
+        name = special_name(m.kind, m.type, m.event)
+        style = _style_of(name)
         ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS.get(name, "o"), markersize=4.5,
                 markerfacecolor="white" if name == "spinodal" else style["color"],
                 markeredgecolor=style["color"], zorder=6, gid=f"special:{m.kind}")

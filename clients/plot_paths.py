@@ -11,6 +11,7 @@ not computed.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class CurveMark:
     parameter: float
     y: float
     branches: tuple[str, ...]
+    event: str | None = None
 
 
 def _number(v: Any) -> float | None:
@@ -67,27 +69,95 @@ def _span(result: Mapping[str, Any]) -> float:
     return (max(xs) - min(xs)) if len(xs) > 1 else 1.0
 
 
-def _curve_stretches(curve: Mapping[str, Any], quantity: str) -> list[Stretch]:
-    """A curve's stretches of one (branch, stability) in the order traced; each starts where the last one ended
-    (a fold's row is written twice, once per branch), so the curve stays one line."""
+#: Points drawn between two traced rows of a curve, on a smooth curve through them (see :func:`_smooth`).
+BETWEEN_ROWS = 6
+
+Row = tuple[str, float, float, Any]  # (branch, parameter, value, stable)
+
+
+def _tangents(t: list[float], c: list[float]) -> list[float]:
+    """Slopes dc/dt at each row for a monotone piecewise-cubic curve through (t, c) (Fritsch–Carlson): the
+    three-point slope, zero where c turns (a fold's parameter, an extremum of the value), limited to three times the
+    neighbouring secants, so that the curve never overshoots its rows: a fold stays the end of both branches."""
+    h = [b - a for a, b in itertools.pairwise(t)]
+    d = [(c1 - c0) / dt for (c0, c1), dt in zip(itertools.pairwise(c), h, strict=True)]
+    m = [d[0], *([0.0] * (len(d) - 1)), d[-1]]
+    for i in range(1, len(d)):
+        if d[i - 1] * d[i] > 0:
+            m[i] = (d[i - 1] * h[i] + d[i] * h[i - 1]) / (h[i - 1] + h[i])
+    for i, slope in enumerate(m):
+        secants = [abs(d[k]) for k in (i - 1, i) if 0 <= k < len(d)]
+        m[i] = math.copysign(min(abs(slope), 3.0 * min(secants)), slope)
+    return m
+
+
+def _smooth(rows: list[Row], scale: tuple[float, float]) -> list[Row]:
+    """The rows of one unbroken piece of a curve with :data:`BETWEEN_ROWS` points of a smooth curve between each
+    two: a cubic in the chord length (in coordinates scaled to unit range, so that "smooth" means smooth as drawn)
+    through every row, monotone between rows in the parameter and in the value. A curve traced in arclength
+    passes a fold with a continuous tangent; straight segments between its rows would draw a corner just past
+    it. A point between two rows takes the branch and stability of the later one."""
+    if len(rows) < 3:
+        return rows
+    sx, sy = scale
+    xs, ys = [r[1] / sx for r in rows], [r[2] / sy for r in rows]
+    t = [0.0]
+    for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, ys, strict=True)):
+        t.append(t[-1] + math.hypot(x1 - x0, y1 - y0))
+    mx, my = _tangents(t, xs), _tangents(t, ys)
+    out: list[Row] = [rows[0]]
+    for i in range(len(rows) - 1):
+        dt = t[i + 1] - t[i]
+        branch, stable = rows[i + 1][0], rows[i + 1][3]
+        for k in range(1, BETWEEN_ROWS + 1):
+            u = k / (BETWEEN_ROWS + 1)
+            h00, h10, h01, h11 = (2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u, -2 * u**3 + 3 * u**2, u**3 - u**2)
+            x = h00 * xs[i] + h10 * dt * mx[i] + h01 * xs[i + 1] + h11 * dt * mx[i + 1]
+            y = h00 * ys[i] + h10 * dt * my[i] + h01 * ys[i + 1] + h11 * dt * my[i + 1]
+            out.append((branch, x * sx, y * sy, stable))
+        out.append(rows[i + 1])
+    return out
+
+
+def _pieces(curve: Mapping[str, Any], quantity: str) -> list[list[Row]]:
+    """A curve's unbroken runs of rows (a row without a value breaks it), a row repeated at the same point (a fold's,
+    written once per branch) kept once, each run drawn smooth through its rows."""
     ys = curve_values(curve, quantity) or []
-    out: list[Stretch] = []
-    current: Stretch | None = None
-    previous: tuple[float, float] | None = None
+    runs: list[list[Row]] = [[]]
     for branch, x, y, stable in zip(curve["branch"], curve["parameter"], ys, curve["stable"], strict=True):
         y = _number(y)
         if y is None or x is None:
-            current, previous = None, None
+            runs.append([])
             continue
-        if current is None or (branch, stable) != (current.branch, current.stable):
-            current = Stretch(branch, stable, [], [])
-            if previous is not None and previous != (x, y):
-                current.x.append(previous[0])
-                current.y.append(previous[1])
-            out.append(current)
-        current.x.append(float(x))
-        current.y.append(y)
-        previous = (float(x), y)
+        run = runs[-1]
+        if run and (run[-1][1], run[-1][2]) == (float(x), y):
+            continue
+        run.append((branch, float(x), y, stable))
+    rows = [r for run in runs for r in run]
+    if not rows:
+        return []
+    xs, vs = [r[1] for r in rows], [r[2] for r in rows]
+    scale = ((max(xs) - min(xs)) or 1.0, (max(vs) - min(vs)) or 1.0)
+    return [_smooth(run, scale) for run in runs if run]
+
+
+def _curve_stretches(curve: Mapping[str, Any], quantity: str) -> list[Stretch]:
+    """A curve's stretches of one (branch, stability) in the order traced, drawn smooth through its rows; each
+    starts where the last one ended, so the curve stays one line."""
+    out: list[Stretch] = []
+    for run in _pieces(curve, quantity):
+        current: Stretch | None = None
+        previous: tuple[float, float] | None = None
+        for branch, x, y, stable in run:
+            if current is None or (branch, stable) != (current.branch, current.stable):
+                current = Stretch(branch, stable, [], [])
+                if previous is not None:
+                    current.x.append(previous[0])
+                    current.y.append(previous[1])
+                out.append(current)
+            current.x.append(x)
+            current.y.append(y)
+            previous = (x, y)
     return out
 
 
@@ -181,7 +251,7 @@ def curve_marks(result: Mapping[str, Any], quantity: str) -> list[CurveMark]:
             if key not in seen:
                 seen.add(key)
                 out.append(CurveMark(sp["kind"], sp.get("type"), float(sp["parameter"]), y,
-                                     tuple(sp.get("branches") or ())))
+                                     tuple(sp.get("branches") or ()), sp.get("event")))
     return out
 
 
@@ -325,3 +395,57 @@ def varies(values: Sequence[Any]) -> bool:
     """Whether a quantity takes more than one numeric value (up to rounding)."""
     numbers = [v for v in (_number(v) for v in values) if v is not None]
     return bool(numbers) and max(numbers) - min(numbers) > 1e-12 * max(1.0, max(abs(v) for v in numbers))
+
+
+def equilibrium_spans(result: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """(branch, from, to): where each branch is the equilibrium, from transition to transition (the requested
+    values' ends where the result reports none between two equilibria)."""
+    segments = _segments(result)
+    out = []
+    for i, seg in enumerate(segments):
+        if seg is None:
+            continue
+        before = segments[i - 1] if i > 0 else None
+        after = segments[i + 1] if i + 1 < len(segments) else None
+        left = _boundary(result, before, seg) if before is not None else None
+        right = _boundary(result, seg, after) if after is not None else None
+        out.append((seg.branch, float(left["parameter"]) if left is not None else seg.xs[0],
+                    float(right["parameter"]) if right is not None else seg.xs[-1]))
+    return out
+
+
+def split_metastable(result: Mapping[str, Any], pieces: Sequence[Stretch]) -> list[tuple[Stretch, bool]]:
+    """Each stable stretch cut where its branch stops or starts being the equilibrium: (piece, True) where it is
+    the equilibrium, (piece, False) where it is stable but not the equilibrium (metastable); unstable stretches and
+    those of unknown stability come back whole, with False. A cut falls at the transition's parameter, the value
+    there interpolated between the rows on either side. A result without traced curves (a grid sweep) is not cut:
+    nothing is drawn between its requested values that was not computed."""
+    if not result.get("curves"):
+        return [(p, p.stable is True) for p in pieces]
+    spans = equilibrium_spans(result)
+    tol = SAME * _span(result)
+    out: list[tuple[Stretch, bool]] = []
+    for p in pieces:
+        if p.stable is not True:
+            out.append((p, False))
+            continue
+        mine = [(lo, hi) for name, lo, hi in spans if name == p.branch]
+
+        def inside(x: float, mine: list[tuple[float, float]] = mine) -> bool:
+            return any(lo - tol <= x <= hi + tol for lo, hi in mine)
+
+        edges = sorted({e for span in mine for e in span})
+        xs, ys, state = [p.x[0]], [p.y[0]], None
+        for x0, y0, x1, y1 in zip(p.x, p.y, p.x[1:], p.y[1:], strict=False):
+            cuts = sorted((e for e in edges if min(x0, x1) < e < max(x0, x1)), reverse=x1 < x0)
+            points = [(x0, y0), *((e, y0 + (y1 - y0) * (e - x0) / (x1 - x0)) for e in cuts), (x1, y1)]
+            for (a, ya), (b, yb) in itertools.pairwise(points):
+                here = inside(0.5 * (a + b)) if a != b else (state if state is not None else inside(a))
+                if state is not None and here != state:
+                    out.append((Stretch(p.branch, p.stable, xs, ys), state))
+                    xs, ys = [a], [ya]
+                state = here
+                xs.append(b)
+                ys.append(yb)
+        out.append((Stretch(p.branch, p.stable, xs, ys), bool(state)))
+    return [(s, eq) for s, eq in out if len(s.x) > 1]

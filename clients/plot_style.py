@@ -10,7 +10,9 @@ column widths, print font sizes, vector output) as an option.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import math
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,6 +49,8 @@ PAPER_RC: dict[str, Any] = {
 
 #: Stable branches solid, unstable dashed (the theory gives no stability: dash-dotted).
 STABILITY_STYLE = {True: "-", False: "--", None: "-."}
+#: A metastable stretch (stable, not the equilibrium) is drawn this many times as wide as the equilibrium's.
+METASTABLE_WIDTH = 0.55
 #: Each kind of transition (:func:`clients.plot_labels.transition_name`) in branch diagrams and phase diagrams.
 TRANSITION_STYLES: dict[str, dict[str, Any]] = {
     "first order": {"color": "crimson", "linestyle": "-"},
@@ -74,10 +78,34 @@ def _matplotlib() -> Any:
     return matplotlib
 
 
+class _LowFontTimestamp(logging.Filter):
+    """Drops fontTools' "'created' timestamp seems very low" warnings. Matplotlib's Computer Modern fonts (the
+    BaKoMa cmr10, cmmi10, cmsy10 of the paper style's mathtext) store their creation and modification dates as Unix
+    times where TrueType expects seconds since 1904; fontTools reads each of them once per font when a PDF or
+    PostScript file embeds them as Type 42 (six lines per save), and the dates play no part in the file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "timestamp seems very low" not in record.getMessage()
+
+
+#: fontTools' logger of the font header table, where those warnings come from.
+FONT_HEADER_LOGGER = "fontTools.ttLib.tables._h_e_a_d"
+
+
+@contextmanager
+def _quiet_font_dates() -> Iterator[None]:
+    logger, quiet = logging.getLogger(FONT_HEADER_LOGGER), _LowFontTimestamp()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 @contextmanager
 def paper_style() -> Iterator[None]:
     """Within this block figures use :data:`PAPER_RC` (print sizes, Computer Modern mathtext, embedded fonts)."""
-    with _matplotlib().rc_context(PAPER_RC):
+    with _matplotlib().rc_context(PAPER_RC), _quiet_font_dates():
         yield
 
 
@@ -97,4 +125,86 @@ def save(fig: Any, path: str, **kw: Any) -> None:
     without a creation date, so the same figure gives the same file."""
     undated = {".pdf": {"CreationDate": None}, ".svg": {"Date": None}}
     metadata = next((m for ext, m in undated.items() if str(path).endswith(ext)), None)
-    fig.savefig(path, bbox_inches="tight", metadata=metadata, **kw)
+    with _quiet_font_dates():
+        fig.savefig(path, bbox_inches="tight", metadata=metadata, **kw)
+
+
+#: gid of a panel letter (the axes' left title).
+PANEL = "panel-letter"
+
+
+def panel_letters(axes: Any, start: str = "a") -> None:
+    """(a), (b), … at the top left of each axes of a multi-panel figure, in reading order (rows first), as the
+    axes' left title: above the rows of transition values a figure writes over its axes."""
+    flat: Sequence[Any] = list(getattr(axes, "flat", axes))
+    for k, ax in enumerate(flat):
+        ax.set_title(f"({chr(ord(start) + k)})", loc="left", fontweight="bold", gid=PANEL)
+
+
+#: Log-axis tick labels are thinned until this many points separate any two.
+TICK_GAP = 2.0
+
+
+def _plain(value: float) -> str:
+    return f"{value:g}".replace("-", "\N{MINUS SIGN}")
+
+
+def _mantissa(value: float) -> int:
+    return round(value / 10.0 ** math.floor(math.log10(value) + 1e-9)) if value > 0 else 0
+
+
+def _label_size(axis: Any, horizontal: bool) -> float:
+    from matplotlib.font_manager import FontProperties
+
+    size = _matplotlib().rcParams["xtick.labelsize" if horizontal else "ytick.labelsize"]
+    return float(FontProperties(size=size).get_size_in_points())
+
+
+def _thin_minor_labels(axis: Any, values: Sequence[float]) -> list[str]:
+    """Labels of the minor ticks of a log axis spanning less than two decades: mantissas 2 and 5, then 3, each only
+    where it keeps :data:`TICK_GAP` points from every label already kept (the major ones first), judged by the
+    axis' length in points and the labels' font size (a label is about 0.6 em a character wide, one line high)."""
+    lo, hi = sorted(axis.get_view_interval())
+    out = [""] * len(values)
+    if lo <= 0 or math.log10(hi / lo) >= 2.0:
+        return out
+    ax = axis.axes
+    horizontal = axis is ax.xaxis
+    box = ax.get_window_extent()
+    per_decade = (box.width if horizontal else box.height) * 72.0 / ax.figure.dpi / math.log10(hi / lo)
+    size = _label_size(axis, horizontal)
+
+    def extent(v: float) -> float:
+        return 0.6 * size * len(_plain(v)) if horizontal else size
+
+    def clear(v: float, kept: list[float]) -> bool:
+        return all(abs(math.log10(v / k)) * per_decade - (extent(v) + extent(k)) / 2 >= TICK_GAP for k in kept)
+
+    kept = [v for v in axis.get_majorticklocs() if lo <= v <= hi]
+    for wanted in ((2, 5), (3,)):
+        for i, v in enumerate(values):
+            if _mantissa(v) in wanted and lo <= v <= hi and clear(v, kept):
+                out[i] = _plain(v)
+                kept.append(v)
+    return out
+
+
+def tidy_log_ticks(ax: Any) -> None:
+    """Plain numbers (0.02, 50, 800) on the log axes of ``ax``, and no two tick labels that touch: minor ticks are
+    labelled only where the axis spans less than two decades and a label clears its neighbours, judged again each
+    time the figure is drawn (a layout may have narrowed the axes)."""
+    from matplotlib.ticker import Formatter, FuncFormatter, LogLocator
+
+    class ThinMinorLabels(Formatter):
+        def __call__(self, x: float, pos: Any = None) -> str:
+            return ""
+
+        def format_ticks(self, values: Sequence[float]) -> list[str]:
+            return _thin_minor_labels(self.axis, list(values))
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() != "log":
+            continue
+        axis.set_major_formatter(FuncFormatter(lambda v, _: _plain(v)))
+        axis.set_minor_locator(LogLocator(subs=(2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)))
+        axis.set_minor_formatter(ThinMinorLabels())

@@ -1,0 +1,280 @@
+"""What a referee checks in a figure, read back from the drawn artists: legends that name each branch in words once
+and sit inside the axes or below them (never squeezing them), every traced branch drawn (metastable thinner,
+unstable dashed), smooth curves through folds, transition lines in their curve's colour with values that do not
+overlap, tick and well labels that do not collide, panel letters, unconverged experiment points hollow and named,
+an engine event named by what it is, and no font-date warnings on save."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from clients import plot
+from tests.clients.figure_data import load
+from tests.clients.test_plot_images import symbols
+
+
+@pytest.fixture(autouse=True)
+def _close() -> Iterator[None]:
+    yield
+    plt.close("all")
+
+
+def _draw(fig: Any) -> Any:
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
+
+
+def legend_texts(ax: Any) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def branch_lines(ax: Any) -> list[Any]:
+    return [ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("branch:")]
+
+
+def _sweep(transitions: list[dict[str, Any]], start: float, stop: float, slope: float = 1.0) -> dict[str, Any]:
+    """A one-branch grid sweep of an order parameter ``q`` with the given transitions."""
+    points = []
+    for k in range(11):
+        x = start + (stop - start) * k / 10
+        op = {"q": slope * x}
+        points.append({"parameter": x, "converged": True, "equilibrium": "one",
+                       "branches": [{"name": "one", "converged": True, "stable": True, "order_parameters": op,
+                                     "observables": {}}], "order_parameters": op, "observables": {}})
+    return {"parameter": "alpha", "points": points, "transitions": transitions, "curves": None}
+
+
+# ---------------------------------------------------------------------------------------------
+# legends: words, one entry per meaning, inside the axes or below them
+
+
+def test_branch_legends_name_each_branch_in_words_once() -> None:
+    # the hciz sweep's branches are universal, specialized and weakly_specialized_unstable
+    ax = plot.branch_diagram(load("hciz_sweep"), "generalization_error", symbols=symbols("hciz_mlp"))
+    texts = legend_texts(ax)
+    assert "weakly specialized" in texts
+    assert not any("_" in t for t in texts), texts
+    assert len(texts) == len(set(texts))
+    assert sum("unstable" in t for t in texts) == 1, texts  # the dashed style, said once
+
+
+def test_a_branch_named_unstable_is_not_said_twice() -> None:
+    sweep = json.loads(json.dumps(load("hciz_sweep")).replace("weakly_specialized_unstable", "unstable"))
+    ax = plot.branch_diagram(sweep, "generalization_error")
+    assert sum("unstable" in t for t in legend_texts(ax)) == 1, legend_texts(ax)
+
+
+def test_a_long_legend_goes_below_the_axes_which_keep_their_width() -> None:
+    ax = plot.phase_diagram(load("phase_grid"), symbols=symbols("rubin_cavity"))
+    plot.phase_diagram(load("phase_boundary"), ax, symbols=symbols("rubin_cavity"), caption=False)
+    fig = ax.figure
+    renderer = _draw(fig)
+    legend = ax.get_legend().get_window_extent(renderer)
+    frame = ax.get_window_extent(renderer)
+    caption = next(t for t in ax.texts if t.get_gid() == "caption").get_window_extent(renderer)
+    assert frame.x0 - 1 <= legend.x0 and legend.x1 <= frame.x1 + 1  # within the axes' width …
+    assert legend.y1 <= caption.y0 + 1  # … under the caption
+    assert frame.width >= 0.8 * fig.bbox.width  # the axes were not squeezed sideways
+
+
+def test_an_experiment_legend_sits_inside_or_below_the_axes() -> None:
+    ax = plot.theory_vs_experiment({"from the prior": _experiment(), "from the teacher": _experiment()},
+                                   "generalization_error", sweep=load("hciz_sweep"), sigmas=2,
+                                   symbols=symbols("hciz_mlp"))
+    renderer = _draw(ax.figure)
+    legend, frame = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert frame.x0 - 1 <= legend.x0 and legend.x1 <= frame.x1 + 1
+    assert frame.width >= 0.8 * ax.figure.bbox.width
+
+
+# ---------------------------------------------------------------------------------------------
+# every traced branch, metastable thinner, unstable dashed; smooth through folds
+
+
+def test_a_learning_curve_draws_every_traced_branch_beside_the_equilibrium() -> None:
+    ax = plot.learning_curve(load("hciz_sweep"), symbols=symbols("hciz_mlp"))
+    (eq,) = [ln for ln in ax.get_lines() if ln.get_gid() == "equilibrium"]
+    others = branch_lines(ax)
+    styles = {(ln.get_linestyle(), ln.get_linewidth() < eq.get_linewidth()) for ln in others}
+    assert ("--", False) in styles  # the unstable branch from the spinodal, dashed
+    assert ("-", True) in styles  # metastable stretches, thinner
+    assert all(ln.get_color() == eq.get_color() for ln in others)
+    # the universal branch goes on past the first-order point at α = 3.7315, metastable
+    universal = [ln for ln in others if ln.get_gid() == "branch:universal"]
+    assert max(max(ln.get_xdata()) for ln in universal) > 6.9
+    assert {"unstable (dashed)", "metastable (thin)"} <= set(legend_texts(ax))
+
+
+def test_metastable_stretches_are_thinner_than_the_equilibrium_stretch_of_the_same_branch() -> None:
+    ax = plot.branch_diagram(load("potential_sweep"), "rho", symbols=symbols("rubin_cavity"))
+    aligned = [ln for ln in branch_lines(ax) if ln.get_gid() == "branch:aligned"]
+    u_first_order = 75 * math.pi / 8
+    before = [ln for ln in aligned if max(ln.get_xdata()) <= u_first_order + 1e-6]
+    after = [ln for ln in aligned if min(ln.get_xdata()) >= u_first_order - 1e-6]
+    assert before and after
+    assert max(ln.get_linewidth() for ln in before) < min(ln.get_linewidth() for ln in after)
+    # the cut is at the first-order point itself
+    assert max(max(ln.get_xdata()) for ln in before) == pytest.approx(u_first_order, abs=1e-9)
+
+
+def _turning_degrees(ax: Any, line: Any) -> list[float]:
+    pts = ax.transData.transform(list(zip(line.get_xdata(), line.get_ydata(), strict=True)))
+    out = []
+    for a, b, c in zip(pts, pts[1:], pts[2:], strict=False):
+        u, v = b - a, c - b
+        nu, nv = math.hypot(*u), math.hypot(*v)
+        if nu > 1e-9 and nv > 1e-9:
+            out.append(math.degrees(math.acos(max(-1.0, min(1.0, (u @ v) / (nu * nv))))))
+    return out
+
+
+def test_branches_pass_the_fold_without_a_corner() -> None:
+    ax = plot.branch_diagram(load("potential_sweep"), "rho", symbols=symbols("rubin_cavity"))
+    _draw(ax.figure)
+    u_fold = 28.322495311678107
+    near = [ln for ln in branch_lines(ax) if ln.get_gid() in ("branch:aligned", "branch:barrier")
+            and min(ln.get_xdata()) < u_fold + 0.5]
+    assert near
+    # as drawn (pixels), no two consecutive segments of a branch near its fold turn by more than a few degrees
+    worst = max(max(_turning_degrees(ax, ln), default=0.0) for ln in near)
+    assert worst < 8.0, worst
+
+
+# ---------------------------------------------------------------------------------------------
+# transitions of several curves; labels that do not collide
+
+
+def test_transitions_of_several_curves_take_each_curve_colour_and_their_values_do_not_overlap() -> None:
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    for k, (value, span) in enumerate(((4.97656, (3.0, 8.0)), (5.0839, (4.5, 12.0)))):
+        sweep = _sweep([{"kind": "first_order", "type": "first_order", "parameter": value, "branches": ["one"]}],
+                       *span)
+        plot.learning_curve(sweep, "q", ax, caption=False, label=f"L = {k + 2}", color=f"C{k}")
+    renderer = _draw(fig)
+    vlines = [ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("transition:") and len(ln.get_xdata())]
+    assert sorted(matplotlib.colors.to_hex(ln.get_color()) for ln in vlines) == \
+        sorted(matplotlib.colors.to_hex(c) for c in ("C0", "C1"))
+    values = [t for t in ax.texts if t.get_gid() == "transition-label"]
+    assert sorted(t.get_text() for t in values) == ["4.97656", "5.0839"]
+    a, b = (t.get_window_extent(renderer) for t in values)
+    assert not a.overlaps(b)
+    assert legend_texts(ax).count("first order") == 1
+
+
+def _tick_collisions(ax: Any, renderer: Any) -> list[tuple[str, str]]:
+    bad = []
+    for axis in (ax.xaxis, ax.yaxis):
+        lo, hi = sorted(axis.get_view_interval())
+        shown = [t for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]
+                 if lo <= tick.get_loc() <= hi for t in (tick.label1,) if t.get_visible() and t.get_text()]
+        for p, q in itertools.combinations(shown, 2):
+            if p.get_window_extent(renderer).overlaps(q.get_window_extent(renderer)):
+                bad.append((p.get_text(), q.get_text()))
+    return bad
+
+
+@pytest.mark.parametrize("width", [3.4, 5.0, 6.4])
+def test_log_axis_tick_labels_do_not_collide(width: float) -> None:
+    fig, ax = plt.subplots(figsize=(width, 3.0), layout="constrained")
+    plot.learning_curve(_sweep([], 50.0, 800.0, slope=1e-3), "q", ax, logx=True, caption=False)
+    renderer = _draw(fig)
+    assert _tick_collisions(ax, renderer) == []
+    assert [t.get_text() for t in ax.xaxis.get_ticklabels(which="both") if t.get_text()]  # still labelled
+
+
+def test_well_names_stay_inside_the_axes_clear_of_the_tick_labels() -> None:
+    with plot.paper_style():
+        fig, ax = plot.figure("single")
+        plot.potential(load("potential_solve"), ax, symbols=symbols("rubin_cavity"))
+        renderer = _draw(fig)
+    names = [t.get_window_extent(renderer) for t in ax.texts if t.get_gid() == "well-name"]
+    assert names
+    frame = ax.get_window_extent(renderer)
+    ticks = [t.get_window_extent(renderer) for t in ax.xaxis.get_ticklabels() if t.get_text()]
+    for box in names:
+        assert box.y0 >= frame.y0 - 0.5
+        assert not any(box.overlaps(t) for t in ticks)
+
+
+# ---------------------------------------------------------------------------------------------
+# panel letters; unconverged points; events by name; quiet saves
+
+
+def test_panel_letters_read_a_b_c_d_in_rows() -> None:
+    _, axes = plt.subplots(2, 2)
+    plot.panel_letters(axes)
+    assert [ax.get_title(loc="left") for ax in axes.flat] == ["(a)", "(b)", "(c)", "(d)"]
+
+
+def test_a_specialisation_map_has_panel_letters() -> None:
+    op = {"v2": [0.1, 0.6], "Q1": [0.0, 0.4], "v": [1.0], "Q2": [[0.0, 0.2]]}
+    axes = plot.specialisation_map([{"alpha": 2.0, "order_parameters": op}])
+    assert [ax.get_title(loc="left") for ax in axes.flat] == ["(a)", "(b)"]
+
+
+def _estimate(mean: float, rhat: float, ess: float) -> dict[str, float]:
+    return {"mean": mean, "stderr": 1e-4, "ess": ess, "ess_tail": ess, "rhat": rhat}
+
+
+def _experiment(bad_alpha: float | None = None) -> dict[str, Any]:
+    """An hciz_mlp learning curve of the network at α = 2, 3, 5; at ``bad_alpha`` its chains did not mix."""
+    points = []
+    for alpha in (2.0, 3.0, 5.0):
+        bad = alpha == bad_alpha
+        est = _estimate(0.03 - 0.003 * alpha, 1.09 if bad else 1.002, 16.0 if bad else 900.0)
+        points.append({"parameter": alpha, "converged": not bad, "observables": {"generalization_error": est},
+                       "theory": {"comparison": {}}})
+    return {"kind": "experiment", "parameter": "alpha", "points": points,
+            "request": {"model": {"theory": "hciz_mlp", "gamma": 0.5, "Delta": 0.1}}}
+
+
+def test_unconverged_experiment_points_are_hollow_and_named_in_the_caption() -> None:
+    ax = plot.theory_vs_experiment(_experiment(bad_alpha=3.0), "generalization_error", sweep=load("hciz_sweep"),
+                                   symbols=symbols("hciz_mlp"))
+    # the markers' line of each errorbar (its caps share its gid)
+    drawn = {ln.get_gid(): ln for ln in ax.get_lines()
+             if str(ln.get_gid()).startswith("experiment:") and ln.get_marker() != "_"}
+    hollow = drawn["experiment:experiment:unconverged"]
+    filled = drawn["experiment:experiment"]
+    assert list(hollow.get_xdata()) == [3.0] and hollow.get_markerfacecolor() == "none"
+    assert list(filled.get_xdata()) == [2.0, 5.0] and filled.get_markerfacecolor() != "none"
+    caption = next(t.get_text() for t in ax.texts if t.get_gid() == "caption")
+    assert "not converged" in caption and "= 3 (R-hat 1.09, ESS 16)" in caption
+    assert "not converged (hollow)" in legend_texts(ax)
+
+
+def test_converged_points_are_all_filled() -> None:
+    ax = plot.theory_vs_experiment(_experiment(), "generalization_error", sweep=load("hciz_sweep"))
+    assert not [ln for ln in ax.get_lines() if str(ln.get_gid()).endswith(":unconverged")]
+    assert "not converged" not in next(t.get_text() for t in ax.texts if t.get_gid() == "caption")
+
+
+def test_an_engine_event_is_named_by_what_it_is_not_by_the_kind_it_is_filed_under() -> None:
+    # plain mean field's alignment onset is filed as kind first_order; its m_S is continuous there
+    onset = {"kind": "first_order", "type": "event", "event": "alignment_onset", "parameter": 0.5,
+             "branches": ["one"]}
+    ax = plot.learning_curve(_sweep([onset], 0.0, 1.0), "q", caption=False)
+    texts = legend_texts(ax)
+    assert "alignment onset" in texts and "first order" not in texts
+
+
+def test_saving_a_paper_figure_warns_of_no_font_dates(tmp_path: Any, caplog: Any) -> None:
+    with caplog.at_level(logging.WARNING), plot.paper_style():
+        fig, ax = plot.figure("single")
+        ax.plot([0, 1], [0, 1])
+        ax.set_xlabel(r"$\sigma_w^2$")
+        plot.save(fig, str(tmp_path / "figure.pdf"))
+    assert (tmp_path / "figure.pdf").stat().st_size > 0
+    assert "timestamp" not in caplog.text
