@@ -178,10 +178,10 @@ class SaddleLabWorker(Worker):
                 os.kill(self.horse_pid, signal.SIGUSR1)
 
     def main_work_horse(self, job: Any, queue: Queue) -> None:
-        from service.jobs import task
+        from service.kernel import stops
 
         _die_with_parent(self.pid)
-        signal.signal(signal.SIGUSR1, lambda *_: task.HANDOFF.set())
+        signal.signal(signal.SIGUSR1, lambda *_: stops.HANDOFF.set())
         memory = get_settings().max_solve_memory_bytes
         if memory and memory > 0:
             limit_address_space(memory)
@@ -233,11 +233,11 @@ def connect(url: str) -> redis.Redis:
 
 
 def build_worker(url: str, knobs: WorkerSettings | None = None, name: str | None = None) -> SaddleLabWorker:
-    from service.jobs import rq_backend
+    from service.kernel import rq_units
 
     knobs = knobs or WorkerSettings()
     conn = connect(url)
-    queue = Queue(rq_backend.QUEUE, connection=conn, serializer=JSONSerializer)
+    queue = Queue(rq_units.QUEUE, connection=conn, serializer=JSONSerializer)
     worker = SaddleLabWorker(
         [queue],
         connection=conn,

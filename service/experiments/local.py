@@ -19,8 +19,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from service.experiments.runner import Cancelled, assemble_point, finalize, n_chains, n_points, run_chain
-from service.experiments.store import ACTIVE, MemoryStore
+from service.experiments.runner import assemble_point, finalize, n_chains, n_points, run_chain
+from service.experiments.store import MemoryStore
+from service.kernel.ownership import ACTIVE
+from service.kernel.stops import Cancelled
 from service.solving import SolveService
 
 log = logging.getLogger("saddlelab.experiments")

@@ -1,6 +1,6 @@
 """Experiments as jobs owned by the key that submitted them, apart from the computation they share.
 
-Two things are kept apart, as for sweeps (:mod:`service.jobs.backend`):
+Two things are kept apart, as for every kind of job (:mod:`service.kernel.ownership`):
 
 - the **computation**, keyed by the experiment's hash (``payload["key"]``): identical submissions by any keys
   share it (its chains run once, its result is cached); the executors (:mod:`.local`, :mod:`.rq_backend`)
@@ -20,8 +20,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from service.jobs.backend import ACTIVE, JobLimitExceeded, owner_tag, public_id
-from service.jobs.store import _text
+from service.kernel.ownership import ACTIVE, HoldingKeys, JobLimitExceeded, owner_tag, public_id
+from service.kernel.records import read_hash, text
 from service.secrets import InstanceSecret
 
 
@@ -82,50 +82,41 @@ class RedisHoldings:
         self.client = client
         self.ttl = ttl
 
-    @staticmethod
-    def _job(job_id: str) -> str:
-        return f"saddlelab:experiment-job:{job_id}"
+    KEYS = HoldingKeys("saddlelab:experiment-job", "experiment-jobs")
 
     @staticmethod
     def _holders(key: str) -> str:
         return f"saddlelab:experiment:{key}:holders"
 
-    @staticmethod
-    def _owned(owner: str) -> str:
-        return f"saddlelab:owner:{owner}:experiment-jobs"
-
     def hold(self, job_id: str, owner: str, key: str) -> None:
         with self.client.pipeline() as p:
-            p.hset(self._job(job_id), mapping={"owner": owner, "key": key, "withdrawn": 0})
+            p.hset(self.KEYS.handle(job_id), mapping={"owner": owner, "key": key, "withdrawn": 0})
             p.sadd(self._holders(key), job_id)
-            p.sadd(self._owned(owner), job_id)
-            for name in (self._job(job_id), self._holders(key), self._owned(owner)):
+            p.sadd(self.KEYS.owner(owner), job_id)
+            for name in (self.KEYS.handle(job_id), self._holders(key), self.KEYS.owner(owner)):
                 p.expire(name, self.ttl)
             p.execute()
 
     def get(self, job_id: str) -> Holding | None:
-        raw = self.client.hgetall(self._job(job_id))
-        if not raw:
-            return None
-        h = {_text(k): _text(v) for k, v in raw.items()}
-        return Holding(h["owner"], h["key"], h["withdrawn"] == "1")
+        h = read_hash(self.client, self.KEYS.handle(job_id))
+        return None if h is None else Holding(h["owner"], h["key"], h["withdrawn"] == "1")
 
     def withdraw(self, job_id: str) -> int:
         h = self.get(job_id)
         if h is None:
             return 0
         with self.client.pipeline() as p:  # MULTI: the count is the one after this withdrawal
-            p.hset(self._job(job_id), "withdrawn", 1)
+            p.hset(self.KEYS.handle(job_id), "withdrawn", 1)
             p.srem(self._holders(h.key), job_id)
             p.scard(self._holders(h.key))
             return int(p.execute()[-1])
 
     def of_owner(self, owner: str) -> list[Holding]:
-        members = [_text(m) for m in self.client.smembers(self._owned(owner))]
+        members = [text(m) for m in self.client.smembers(self.KEYS.owner(owner))]
         found = [(m, self.get(m)) for m in members]
         gone = [m for m, h in found if h is None]
         if gone:
-            self.client.srem(self._owned(owner), *gone)
+            self.client.srem(self.KEYS.owner(owner), *gone)
         return [h for _, h in found if h is not None]
 
 
@@ -133,7 +124,7 @@ class OwnedExperiments:
     """The API's view of experiments: jobs held by keys over an executor of computations.
 
     Every call goes through the executor's ``guard``: the holdings of the RQ executor live in its Redis, so
-    Redis unreachable or full is a :class:`~service.jobs.backend.QueueUnavailable` (503) there too.
+    Redis unreachable or full is a :class:`~service.kernel.ownership.QueueUnavailable` (503) there too.
     """
 
     def __init__(self, executor: Any, holdings: Holdings, secret: InstanceSecret):

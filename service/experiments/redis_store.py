@@ -24,7 +24,7 @@ from typing import Any
 
 import redis
 
-from service.jobs.store import _SET_STATUS, _text
+from service.kernel.records import RecordKeys, RedisRecord, text
 from service.serialize import dumps as _dumps
 
 # Store the assembled result only while the experiment is still active (not cancelled or failed meanwhile).
@@ -57,89 +57,64 @@ return 1
 """
 
 
-class ExperimentKeys:
+class ExperimentKeys(RecordKeys):
+    KIND = "experiment"
+
     def __init__(self, job_id: str):
-        self.id = job_id
-        self.meta = f"saddlelab:experiment:{job_id}"
-        self.result = f"{self.meta}:result"
-        self.log = f"{self.meta}:log"
-        self.points = f"{self.meta}:points"
+        super().__init__(job_id)
+        self.points = self.part("points")
 
     def chain(self, point: int, chain: int) -> str:
-        return f"{self.meta}:chain:{point}:{chain}"
+        return self.part("chain", point, chain)
 
     def done(self, point: int) -> str:
-        return f"{self.meta}:done:{point}"
+        return self.part("done", point)
 
     def point(self, point: int) -> str:
-        return f"{self.meta}:point:{point}"
+        return self.part("point", point)
 
     def series(self, point: int) -> str:
-        return f"{self.meta}:series:{point}"
+        return self.part("series", point)
 
 
-
-class RedisStore:
+class RedisStore(RedisRecord):
     """:class:`~service.experiments.store.ExperimentStore` in Redis; used by the API and inside the workers."""
 
     def __init__(self, client: redis.Redis, ttl: int):
-        self.r = client
-        self.ttl = int(ttl)
-        self._set_status = client.register_script(_SET_STATUS)
+        super().__init__(client, ttl)
         self._finish = client.register_script(_FINISH)
         self._save_chain = client.register_script(_SAVE_CHAIN)
         self._put_point = client.register_script(_PUT_POINT)
 
     # ---- the record -------------------------------------------------------------------------
-    def meta(self, job_id: str) -> dict[str, str] | None:
-        raw = self.r.hgetall(ExperimentKeys(job_id).meta)
-        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+    def record_key(self, key: str) -> str:
+        return ExperimentKeys(key).meta
 
-    @staticmethod
-    def payload(meta: dict[str, str]) -> dict[str, Any]:
-        return json.loads(meta["payload"])
-
-    def status(self, job_id: str) -> str | None:
-        raw = self.r.hget(ExperimentKeys(job_id).meta, "status")
-        return None if raw is None else _text(raw)
-
-    def set_status(self, job_id: str, status: str, allowed: tuple[str, ...], error: str = "") -> bool:
-        """Compare-and-set (the jobs' script: ARGV status, time, error or '', then the allowed statuses)."""
-        return bool(self._set_status(keys=[ExperimentKeys(job_id).meta],
-                                     args=[status, time.time(), error, *allowed]))
-
-    def fail(self, job_id: str, error: str) -> None:
-        self.set_status(job_id, "failed", ("queued", "running"), error)  # status and reason in one step
+    def log_key(self, key: str) -> str:
+        return ExperimentKeys(key).log
 
     def mark_started(self, job_id: str) -> float:
         """Running from now (once); the time the first chain started."""
         keys = ExperimentKeys(job_id)
         self.set_status(job_id, "running", ("queued",))
         self.r.hsetnx(keys.meta, "started", time.time())
-        return float(_text(self.r.hget(keys.meta, "started")))
-
-    def record(self, job_id: str, entry: dict[str, Any]) -> None:
-        key = ExperimentKeys(job_id).log
-        with self.r.pipeline(transaction=False) as p:
-            p.rpush(key, _dumps({"time": time.time(), **entry}))
-            p.expire(key, self.ttl)
-            p.execute()
-
-    def executions(self, job_id: str) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in self.r.lrange(ExperimentKeys(job_id).log, 0, -1)]
+        return float(text(self.r.hget(keys.meta, "started")))
 
     # ---- chains -----------------------------------------------------------------------------
     def load_chain(self, job_id: str, point: int, chain: int) -> tuple[bytes | None, dict[int, bytes]]:
         raw = self.r.hgetall(ExperimentKeys(job_id).chain(point, chain))
-        fields = {_text(k): v for k, v in raw.items()}
+        fields = {text(k): v for k, v in raw.items()}
         blocks = {int(k.split(":", 1)[1]): v for k, v in fields.items() if k.startswith("block:")}
         return fields.get("checkpoint"), blocks
 
     def save_chain(self, job_id: str, point: int, chain: int, checkpoint: bytes, draws_done: int,
                    block: tuple[int, bytes] | None, progress: int) -> bool:
         start, data = ("", b"") if block is None else (str(block[0]), block[1])
-        return bool(self._save_chain(keys=[ExperimentKeys(job_id).chain(point, chain)],
-                                     args=[draws_done, checkpoint, start, data, self.ttl, progress]))
+        saved = bool(self._save_chain(keys=[ExperimentKeys(job_id).chain(point, chain)],
+                                      args=[draws_done, checkpoint, start, data, self.ttl, progress]))
+        if saved:
+            self.changed(job_id)
+        return saved
 
     def run_base(self, job_id: str, point: int, chain: int, run: str, spent: float) -> float:
         key = ExperimentKeys(job_id).chain(point, chain)
@@ -147,7 +122,7 @@ class RedisStore:
             p.hsetnx(key, f"run:{run}", repr(float(spent)))
             p.hget(key, f"run:{run}")
             p.expire(key, self.ttl)
-            return float(_text(p.execute()[1]))
+            return float(text(p.execute()[1]))
 
     def complete_chain(self, job_id: str, point: int, chain: int, outcome: dict[str, Any]) -> None:
         key = ExperimentKeys(job_id).done(point)
@@ -183,10 +158,13 @@ class RedisStore:
     def put_point(self, job_id: str, point: int, point_json: str, series_json: str, complete: bool = True) -> bool:
         keys = ExperimentKeys(job_id)
         chains = int(self.r.hget(keys.meta, "chains") or 0) if complete else 0  # incomplete: its chains stay
-        return bool(self._put_point(
+        stored = bool(self._put_point(
             keys=[keys.point(point), keys.series(point), keys.points, *(keys.chain(point, c) for c in range(chains))],
             args=[point_json, series_json, point, self.ttl],
         ))
+        if stored:
+            self.changed(job_id)
+        return stored
 
     def reopen(self, job_id: str, points: int) -> set[int]:
         keys = ExperimentKeys(job_id)
@@ -207,25 +185,28 @@ class RedisStore:
 
     def point_text(self, job_id: str, point: int) -> str | None:
         raw = self.r.get(ExperimentKeys(job_id).point(point))
-        return None if raw is None else _text(raw)
+        return None if raw is None else text(raw)
 
     def series_text(self, job_id: str, point: int) -> str | None:
         raw = self.r.get(ExperimentKeys(job_id).series(point))
-        return None if raw is None else _text(raw)
+        return None if raw is None else text(raw)
 
     def finish(self, job_id: str, result_json: str, complete: bool = True) -> bool:
         keys = ExperimentKeys(job_id)
-        return bool(self._finish(keys=[keys.meta, keys.result],
+        done = bool(self._finish(keys=[keys.meta, keys.result],
                                  args=[result_json, self.ttl, time.time(), int(complete)]))
+        if done:
+            self.changed(job_id)
+        return done
 
     def complete(self, job_id: str) -> bool:
         flag = self.r.hget(ExperimentKeys(job_id).meta, "complete")
         if flag is not None:
-            return _text(flag) == "1"
+            return text(flag) == "1"
         # a record written before completeness was recorded: complete unless a chain stopped early
         return not any(o.get("time_limited") for p in self.points_done(job_id)
                        for o in self.chains_done(job_id, p).values())
 
     def result_text(self, job_id: str) -> str | None:
         raw = self.r.get(ExperimentKeys(job_id).result)
-        return None if raw is None else _text(raw)
+        return None if raw is None else text(raw)

@@ -20,15 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from rq import Queue, Retry
-from rq.job import Job, JobStatus
+from rq import Queue
 from rq.serializers import JSONSerializer
 
 from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.runner import finalize, n_chains, n_points
-from service.jobs.backend import ACTIVE
-from service.jobs.rq_backend import ABANDON_RETRIES, QUEUE, RECONCILE_EVERY, RQ_RESULT_TTL, redis_guard, stop_rq_job
-from service.jobs.store import _text
+from service.kernel.ownership import ACTIVE
+from service.kernel.records import text
+from service.kernel.rq_units import QUEUE, Reconciler, enqueue_unit, lost_unit, redis_guard, stop_rq_job
 from service.redis_link import RedisLink
 from service.serialize import dumps as _dumps
 from service.settings import Settings
@@ -40,19 +39,9 @@ TASK = "service.experiments.task.run_chain_job"
 
 def enqueue_chain(queue: Queue, job_id: str, point: int, chain: int, timeout: int, pipeline: Any = None) -> str:
     """Put one chain on the queue; returns the RQ job id."""
-    rid = f"saddlelab-exp-{job_id[:16]}-{point}-{chain}-{uuid.uuid4().hex[:8]}"
-    queue.enqueue_call(
-        TASK,
-        args=(job_id, point, chain),
-        job_id=rid,
-        timeout=int(timeout),
-        result_ttl=RQ_RESULT_TTL,
-        failure_ttl=RQ_RESULT_TTL * 24,
-        retry=Retry(max=ABANDON_RETRIES),
-        description=f"saddlelab experiment {job_id[:12]} point {point} chain {chain}",
-        pipeline=pipeline,
-    )
-    return rid
+    return enqueue_unit(queue, TASK, (job_id, point, chain),
+                        f"saddlelab-exp-{job_id[:16]}-{point}-{chain}-{uuid.uuid4().hex[:8]}", timeout,
+                        f"saddlelab experiment {job_id[:12]} point {point} chain {chain}", pipeline)
 
 
 class RQExperiments:
@@ -63,7 +52,7 @@ class RQExperiments:
         self.settings = settings
         self.store = RedisStore(link.client, settings.result_ttl)
         self.queue = Queue(QUEUE, connection=link.client, serializer=JSONSerializer)
-        self._reconciled: dict[str, float] = {}
+        self._reconciled = Reconciler()
 
     def guard(self, fn: Callable[[], Any]) -> Any:
         """``fn()`` with Redis unreachable or full as :class:`QueueUnavailable` (503); the API's holdings of
@@ -85,7 +74,7 @@ class RQExperiments:
                 try:
                     pipe.watch(keys.meta)
                     status = pipe.hget(keys.meta, "status")
-                    status = _text(status) if status is not None else None
+                    status = text(status) if status is not None else None
                     if status in ACTIVE or (status == "finished" and pipe.exists(keys.result)
                                             and self.store.complete(job_id)):
                         return True
@@ -149,7 +138,7 @@ class RQExperiments:
         meta = self.store.meta(job_id)
         if meta is None:
             return None
-        if meta["status"] in ACTIVE and time.monotonic() - self._reconciled.get(job_id, -1e9) > RECONCILE_EVERY:
+        if meta["status"] in ACTIVE and self._reconciled.due(job_id):
             self._reconcile(job_id, meta)
             meta = self.store.meta(job_id) or meta
         points, chains, total, status = int(meta["points"]), int(meta["chains"]), int(meta["total"]), meta["status"]
@@ -188,33 +177,21 @@ class RQExperiments:
         meta = meta or self.store.meta(job_id)
         if meta is None:
             return None
-        if len(self._reconciled) > 10_000:
-            self._reconciled.clear()
-        self._reconciled[job_id] = time.monotonic()
+        self._reconciled.mark(job_id)
         if meta["status"] not in ACTIVE:
             return meta["status"]
         points, chains = int(meta["points"]), int(meta["chains"])
         assembled = self.store.points_done(job_id)
-        pending = [(p, c, meta.get(f"rq:{p}:{c}")) for p in range(points) if p not in assembled
+        pending = [((p, c), meta.get(f"rq:{p}:{c}")) for p in range(points) if p not in assembled
                    for c in range(chains) if c not in self.store.chains_done(job_id, p)]
-        ids = [rid for _, _, rid in pending if rid]
-        jobs = dict(zip(ids, Job.fetch_many(ids, connection=self.link.client, serializer=JSONSerializer),
-                        strict=True)) if ids else {}
-        for p, c, rid in pending:
-            job = jobs.get(rid) if rid else None
-            if job is None:
-                fresh = self.store.meta(job_id) or {}
-                if c in self.store.chains_done(job_id, p) or fresh.get(f"rq:{p}:{c}") != rid:
-                    continue
-                self.store.fail(job_id, f"point {p} chain {c} was lost from the queue")
-                break
-            st = job.get_status(refresh=False)
-            if st == JobStatus.FAILED:
-                self.store.fail(job_id, f"point {p} chain {c} failed on its worker")
-                break
-            if st in (JobStatus.STOPPED, JobStatus.CANCELED):
-                self.store.fail(job_id, f"point {p} chain {c} was stopped outside SaddleLab")
-                break
+
+        def moved_on(unit: tuple[int, int], rid: str | None) -> bool:
+            p, c = unit
+            return c in self.store.chains_done(job_id, p) or (self.store.meta(job_id) or {}).get(f"rq:{p}:{c}") != rid
+
+        reason = lost_unit(self.link.client, pending, lambda u: f"point {u[0]} chain {u[1]}", moved_on)
+        if reason is not None:
+            self.store.fail(job_id, reason)
         fresh = self.store.meta(job_id)
         return fresh["status"] if fresh else None
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, TypeAdapter
 from service.describe import result_quantities
 from service.experiments.chain_watch import ChainOverran, watched
 from service.experiments.store import ExperimentStore
+from service.kernel.stops import Cancelled
 from service.keys import spec_hash
 from service.provenance import check_source, provenance, seeds_in
 from service.schemas import ModelSpec
@@ -50,10 +51,6 @@ HELD_TARGETS = 8
 DEFAULT_TIME_GRACE = 5.0
 #: Worst first: the status of a learning curve is its worst point's.
 _SEVERITY = [Status.NUMERICAL_ERROR, Status.TIME_LIMIT, Status.NOT_CONVERGED, Status.CONVERGED]
-
-
-class Cancelled(Exception):
-    """Raised inside a chain when its experiment was cancelled."""
 
 
 def dumps(obj: Any) -> str:

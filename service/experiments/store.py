@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-ACTIVE = ("queued", "running")
+from service.kernel.ownership import ACTIVE
 
 
 class ExperimentStore(Protocol):

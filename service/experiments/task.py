@@ -16,17 +16,15 @@ import socket
 from typing import Any
 
 import redis
-from rq import Queue, get_current_job
-from rq.serializers import JSONSerializer
-from rq.timeouts import JobTimeoutException
+from rq import get_current_job
 
 from service.cache import RedisCache
 from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.rq_backend import enqueue_chain
-from service.experiments.runner import Cancelled, assemble_point, finalize, run_chain
-from service.jobs.backend import ACTIVE
-from service.jobs.rq_backend import QUEUE
-from service.jobs.task import HandedOff, stop_poll
+from service.experiments.runner import assemble_point, finalize, run_chain
+from service.kernel.ownership import ACTIVE
+from service.kernel.stops import stop_poll
+from service.kernel.unit_task import hand_back, run_unit, worker_client
 from service.redis_link import RedisLink
 from service.settings import get_settings
 from service.singleflight import SingleFlight
@@ -45,7 +43,7 @@ def _solver(client: redis.Redis, payload: dict[str, Any]) -> SolveService:
 def run_chain_job(job_id: str, point: int, chain: int) -> dict[str, Any]:
     """Run (or finish) one chain of an experiment; every block is stored as soon as it exists."""
     current = get_current_job()
-    client = current.connection if current is not None else redis.Redis.from_url(os.environ["REDIS_URL"])
+    client = worker_client()
     store = RedisStore(client, ttl=0)
     meta = store.meta(job_id)
     if meta is None:
@@ -58,32 +56,18 @@ def run_chain_job(job_id: str, point: int, chain: int) -> dict[str, Any]:
     who = {"rq_job": current.id if current is not None else None,
            "worker": os.environ.get("RQ_WORKER_ID") or socket.gethostname(), "pid": os.getpid()}
     should_stop = stop_poll(client, ExperimentKeys(job_id).meta, tolerate_outage=False)
+    timeout = int(meta.get("job_timeout", 3600))
 
-    where = {"point": point, "chain": chain, **who}
-    try:
+    def body() -> dict[str, Any]:
         out = run_chain(payload, point, chain, store, run=meta.get("run", ""), should_stop=should_stop, who=who)
         if assemble_point(payload, point, store, _solver(client, payload)):
             finalize(payload, store, started)
-    except Cancelled:
-        store.record(job_id, {**where, "event": "cancelled"})
-        return {"outcome": "cancelled"}
-    except HandedOff:
-        queue = Queue(QUEUE, connection=client, serializer=JSONSerializer)
-        with client.pipeline() as p:
-            rid = enqueue_chain(queue, job_id, point, chain, int(meta.get("job_timeout", 3600)), p)
-            p.hset(ExperimentKeys(job_id).meta, f"rq:{point}:{chain}", rid)
-            p.execute()
-        store.record(job_id, {**where, "event": "handed_off", "next_rq_job": rid})
-        return {"outcome": "handed off"}
-    except JobTimeoutException:
-        store.fail(job_id, f"point {point} chain {chain} exceeded the job timeout of {meta.get('job_timeout')} s")
-        store.record(job_id, {**where, "event": "failed", "error": "job timeout"})
-        return {"outcome": "timeout"}
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-        raise  # Redis itself is gone: let RQ retry the chain when it is back
-    except Exception as exc:  # a failing chain fails its experiment, with the reason
-        log.exception("point %s chain %s of experiment %s failed", point, chain, job_id)
-        store.fail(job_id, f"point {point} chain {chain}: {type(exc).__name__}: {exc}")
-        store.record(job_id, {**where, "event": "failed", "error": f"{type(exc).__name__}: {exc}"})
-        return {"outcome": "failed"}
-    return out
+        return out
+
+    def requeue() -> dict[str, Any]:
+        rid = hand_back(client, store, job_id, f"{point}:{chain}",
+                        lambda queue, pipe: enqueue_chain(queue, job_id, point, chain, timeout, pipe), 0.0)
+        return {"next_rq_job": rid}
+
+    return run_unit(store, job_id, f"point {point} chain {chain}", {"point": point, "chain": chain, **who},
+                    meta.get("job_timeout"), body, requeue)

@@ -1,14 +1,8 @@
 """What every job backend offers the API: the in-process executor and the RQ workers alike.
 
-A job is a sweep or a phase diagram, cut into *lines* (one per row of a phase diagram). Two things
-are kept apart:
-
-- the **computation**, keyed by the canonical hash of the sweep (``payload["key"]``): identical
-  submissions by any keys share it, so it runs once;
-- the **job** a key holds: its id is a keyed hash (HMAC under the instance secret) of the owner and
-  the sweep, so nobody can derive another key's job id from a spec. Only the key that submitted a
-  job sees it (status, points, worker names) and cancels it; any other key gets 404. Cancelling
-  withdraws that key's interest; the computation stops only when no key wants it any more.
+A job is a sweep or a phase diagram, cut into *lines* (one per row of a phase diagram): the units of work of
+this kind. The computation is shared by every key that submits the same sweep; each key holds its own job on
+it (:mod:`service.kernel.ownership`).
 """
 
 from __future__ import annotations
@@ -16,29 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from service.secrets import InstanceSecret
-
-
-class JobLimitExceeded(Exception):
-    """The owner already has as many unfinished jobs as the instance allows (HTTP 429)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        super().__init__(
-            f"this API key already has {limit} unfinished job(s), the limit of this instance "
-            f"(max_jobs_per_key={limit}); wait for one to finish or cancel one with DELETE /v1/jobs/{{id}}"
-        )
-
-
-class QueueUnavailable(Exception):
-    """The job queue cannot be used now (HTTP 503): Redis unreachable, or full."""
-
 
 class RawJSON(str):
     """JSON text passed through to the response as it is (a stored result page)."""
-
-
-ACTIVE = ("queued", "running")
 
 
 def job_kind(payload: dict[str, Any]) -> str:
@@ -58,22 +32,6 @@ def line_total(payload: dict[str, Any]) -> int:
 
 def line_count(payload: dict[str, Any]) -> int:
     return len(payload["axes"][0]) if job_kind(payload) == "phase_diagram" else 1
-
-
-# ---------------------------------------------------------------------------------------------
-# owners and job ids
-# ---------------------------------------------------------------------------------------------
-
-
-def owner_tag(owner: str | None, secret: InstanceSecret) -> str:
-    """Owners are API keys: only a keyed hash (HMAC under the instance secret) of them is ever stored.
-    An open instance has no identities: every anonymous client is the one owner "open"."""
-    return "open" if owner is None else secret.tag(f"key:{owner}")
-
-
-def public_id(tag: str, key: str, secret: InstanceSecret) -> str:
-    """The id under which the owner ``tag`` holds the computation ``key``."""
-    return secret.tag(f"job:{tag}:{key}")
 
 
 # ---------------------------------------------------------------------------------------------

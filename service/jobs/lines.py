@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 
 from service.describe import merged, result_quantities
 from service.jobs.boundary import run_boundary
+from service.kernel.stops import Cancelled
 from service.provenance import check_source, provenance, seeds_in
 from service.schemas import ModelSpec
 from service.serialize import catalogue_from_json, curves_fields, point_json, sweep_summary
@@ -29,10 +30,6 @@ _SPEC = TypeAdapter(ModelSpec)
 
 #: Called with (index in the line's values, point) for every newly computed point.
 OnPoint = Callable[[int, dict[str, Any]], None]
-
-
-class Cancelled(Exception):
-    """Raised inside a sweep when its job was cancelled."""
 
 
 def line_spec(payload: dict[str, Any], fixed: dict[str, float] | None = None) -> Any:

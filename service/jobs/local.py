@@ -30,20 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.isolation import ChildDied, ChildFailed, ChildKilled, ChildOutOfMemory, run_child
-from service.jobs.backend import (
-    ACTIVE,
-    JobLimitExceeded,
-    Page,
-    RawJSON,
-    job_kind,
-    line_count,
-    line_total,
-    owner_tag,
-    public_id,
-    with_points,
-)
+from service.jobs.backend import Page, RawJSON, job_kind, line_count, line_total, with_points
 from service.jobs.lines import (
-    Cancelled,
     expected_points,
     fixed_for_row,
     job_curves,
@@ -52,6 +40,8 @@ from service.jobs.lines import (
     run_line,
     tag_point,
 )
+from service.kernel.ownership import ACTIVE, JobLimitExceeded, owner_tag, public_id
+from service.kernel.stops import Cancelled
 from service.secrets import InstanceSecret
 from service.serialize import dumps, point_text
 from service.settings import Settings

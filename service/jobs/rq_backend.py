@@ -14,7 +14,6 @@ whose worker dies is resumed by another from its last stored point.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 import uuid
@@ -22,60 +21,22 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from rq import Queue, Retry
-from rq.command import send_stop_job_command
-from rq.exceptions import InvalidJobOperation, NoSuchJobError
-from rq.job import Job, JobStatus
+from rq import Queue
 from rq.serializers import JSONSerializer
 
-from service.jobs.backend import (
-    ACTIVE,
-    JobLimitExceeded,
-    Page,
-    QueueUnavailable,
-    RawJSON,
-    job_kind,
-    line_count,
-    line_total,
-    owner_tag,
-    public_id,
-    with_points,
-)
-from service.jobs.store import JobKeys, JobStore, _text
-from service.redis_link import UNREACHABLE, RedisLink, describe, is_full
+from service.jobs.backend import Page, RawJSON, job_kind, line_count, line_total, with_points
+from service.jobs.store import JobKeys, JobStore
+from service.kernel.ownership import ACTIVE, JobLimitExceeded, owner_tag, public_id
+from service.kernel.records import text
+from service.kernel.rq_units import QUEUE, Reconciler, enqueue_unit, lost_unit, redis_guard, stop_rq_job
+from service.redis_link import RedisLink, is_full
 from service.secrets import InstanceSecret
 from service.serialize import dumps
 from service.settings import Settings
 
 log = logging.getLogger("saddlelab.jobs")
 
-QUEUE = "saddlelab"
 TASK = "service.jobs.task.run_line_job"
-#: How often RQ may retry a line whose worker died (each retry resumes from the stored points).
-ABANDON_RETRIES = 5
-#: RQ keeps its own record of a finished line this long; SaddleLab's keys carry the results.
-RQ_RESULT_TTL = 3600
-#: Seconds between two checks, by status polls, that a job's RQ jobs are still alive.
-RECONCILE_EVERY = 2.0
-
-
-# ---------------------------------------------------------------------------------------------
-# the backend the API uses
-# ---------------------------------------------------------------------------------------------
-
-
-def redis_guard(link: RedisLink, fn: Callable[[], Any]) -> Any:
-    """``fn()``, with Redis unreachable or full turned into :class:`QueueUnavailable` (a 503 naming the cause,
-    never a 500)."""
-    try:
-        return fn()
-    except UNREACHABLE as exc:
-        raise QueueUnavailable(describe(exc)) from exc
-    except redis.exceptions.ResponseError as exc:
-        if not is_full(exc):
-            raise
-        link.saw_full(exc)
-        raise QueueUnavailable(describe(exc)) from exc
 
 
 class RQJobs:
@@ -89,7 +50,7 @@ class RQJobs:
         self.secret = secret
         self.store = JobStore(link.client, settings.result_ttl)
         self.queue = Queue(QUEUE, connection=link.client, serializer=JSONSerializer)
-        self._reconciled: dict[str, float] = {}
+        self._reconciled = Reconciler()
 
     def _guard(self, fn: Callable[[], Any]) -> Any:
         return redis_guard(self.link, fn)
@@ -119,10 +80,10 @@ class RQJobs:
                 try:
                     pipe.watch(keys.meta, keys.owners, handle_key, owner_key)
                     status = pipe.hget(keys.meta, "status")
-                    status = _text(status) if status is not None else None
+                    status = text(status) if status is not None else None
                     finished = status == "finished" and pipe.exists(keys.result, keys.result_points) == 2
                     shared = status in ACTIVE or finished
-                    cancelled = _text(pipe.hget(handle_key, "cancelled") or b"1") == "1"
+                    cancelled = text(pipe.hget(handle_key, "cancelled") or b"1") == "1"
                     if shared and not cancelled and pipe.sismember(keys.owners, tag):
                         return job_id, True  # this owner's job already
                     # Joining a computation that exists starts nothing: never refused by the per-key limit.
@@ -167,7 +128,7 @@ class RQJobs:
     def _active(self, owner_key: str) -> int:
         """Unfinished jobs of an owner: its jobs not cancelled whose computation is queued or running."""
         r = self.link.client
-        members = [_text(m) for m in r.smembers(owner_key)]
+        members = [text(m) for m in r.smembers(owner_key)]
         if not members:
             return 0
         with r.pipeline(transaction=False) as p:
@@ -177,14 +138,14 @@ class RQJobs:
         gone = [m for m, (k, _) in zip(members, handles, strict=True) if k is None]
         if gone:
             r.srem(owner_key, *gone)
-        held = [_text(k) for k, c in handles if k is not None and _text(c or b"0") != "1"]
+        held = [text(k) for k, c in handles if k is not None and text(c or b"0") != "1"]
         if not held:
             return 0
         with r.pipeline(transaction=False) as p:
             for k in held:
                 p.hget(JobKeys(k).meta, "status")
             statuses = p.execute()
-        active = [k for k, s in zip(held, statuses, strict=True) if s is not None and _text(s) in ACTIVE]
+        active = [k for k, s in zip(held, statuses, strict=True) if s is not None and text(s) in ACTIVE]
         # A computation whose lines all died in RQ is failed, not active: reconcile before counting.
         return sum(1 for k in active if self._reconcile(k) in ACTIVE)
 
@@ -208,7 +169,7 @@ class RQJobs:
         meta = self.store.meta(key)
         if meta is None:
             return None
-        if meta["status"] in ACTIVE and time.monotonic() - self._reconciled.get(key, -1e9) > RECONCILE_EVERY:
+        if meta["status"] in ACTIVE and self._reconciled.due(key):
             self._reconcile(key, meta)
             meta = self.store.meta(key) or meta
         n, total = int(meta["lines"]), int(meta["total"])
@@ -290,33 +251,20 @@ class RQJobs:
         meta = meta or self.store.meta(key)
         if meta is None:
             return None
-        if len(self._reconciled) > 10_000:
-            self._reconciled.clear()
-        self._reconciled[key] = time.monotonic()
+        self._reconciled.mark(key)
         if meta["status"] not in ACTIVE:
             return meta["status"]
         n = int(meta["lines"])
         done = self.store.lines_done(key)
         pending = [(c, meta.get(f"rq:{c}")) for c in range(n) if c not in done]
-        ids = [rid for _, rid in pending if rid]
-        jobs = _fetch_jobs(self.link.client, ids)
+
+        def moved_on(c: int, rid: str | None) -> bool:
+            return c in self.store.lines_done(key) or (self.store.meta(key) or {}).get(f"rq:{c}") != rid
+
         try:
-            for c, rid in pending:
-                job = jobs.get(rid) if rid else None
-                if job is None:
-                    # Re-read: the line may have completed, or been handed to a new RQ job, meanwhile.
-                    fresh = self.store.meta(key) or {}
-                    if c in self.store.lines_done(key) or fresh.get(f"rq:{c}") != rid:
-                        continue
-                    self.store.fail(key, f"line {c} was lost from the queue")
-                    break
-                st = job.get_status(refresh=False)
-                if st == JobStatus.FAILED:
-                    self.store.fail(key, f"line {c} failed on its worker: {_failure_reason(job)}")
-                    break
-                if st in (JobStatus.STOPPED, JobStatus.CANCELED):
-                    self.store.fail(key, f"line {c} was stopped outside SaddleLab")
-                    break
+            reason = lost_unit(self.link.client, pending, lambda c: f"line {c}", moved_on)
+            if reason is not None:
+                self.store.fail(key, reason)
         except redis.exceptions.ResponseError as exc:
             if not is_full(exc):
                 raise
@@ -352,62 +300,7 @@ class RQJobs:
         return None
 
 
-def stop_rq_job(client: Any, rid: str) -> None:
-    """Cancel RQ job ``rid`` if it waits, stop its work horse if it runs; nothing if it is gone or ended."""
-    try:
-        job = Job.fetch(rid, connection=client, serializer=JSONSerializer)
-    except NoSuchJobError:
-        return
-    st = job.get_status(refresh=False)
-    if st in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
-        job.cancel()
-    elif st == JobStatus.STARTED:
-        with contextlib.suppress(InvalidJobOperation):
-            send_stop_job_command(client, rid, serializer=JSONSerializer)
-
-
-def _fetch_jobs(client: Any, ids: list[str]) -> dict[str, Job | None]:
-    """RQ's jobs by id, read in a plain pipeline: a full Redis refuses a MULTI (as ``Job.fetch_many`` sends) even
-    when it holds only reads, but still serves the reads themselves."""
-    if not ids:
-        return {}
-    with client.pipeline(transaction=False) as pipe:
-        for rid in ids:
-            pipe.hgetall(Job.key_for(rid))
-        rows = pipe.execute()
-    jobs: dict[str, Job | None] = {}
-    for rid, row in zip(ids, rows, strict=True):
-        job = None
-        if row:
-            job = Job(rid, connection=client, serializer=JSONSerializer)
-            job.restore(row)
-        jobs[rid] = job
-    return jobs
-
-
-def _failure_reason(job: Job) -> str:
-    try:
-        res = job.latest_result()
-        text = (res.exc_string or "") if res is not None else ""
-    except Exception:  # the reason is a courtesy; the failure stands without it
-        text = ""
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "no reason recorded"
-
-
 def enqueue_line(queue: Queue, key: str, line: int, timeout: int, pipeline: Any = None) -> str:
     """Put one line on the queue; returns the RQ job id."""
-    rid = f"saddlelab-{key[:20]}-{line}-{uuid.uuid4().hex[:8]}"
-    queue.enqueue_call(
-        TASK,
-        args=(key, line),
-        job_id=rid,
-        timeout=int(timeout),
-        result_ttl=RQ_RESULT_TTL,
-        failure_ttl=RQ_RESULT_TTL * 24,
-        retry=Retry(max=ABANDON_RETRIES),
-        description=f"saddlelab line {line} of {key[:12]}",
-        pipeline=pipeline,
-    )
-    return rid
-
+    return enqueue_unit(queue, TASK, (key, line), f"saddlelab-{key[:20]}-{line}-{uuid.uuid4().hex[:8]}", timeout,
+                        f"saddlelab line {line} of {key[:12]}", pipeline)

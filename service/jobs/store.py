@@ -28,36 +28,17 @@ unreachable or full (``redis_outage_seconds``), so a worker carries on across a 
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
 
-from service.jobs.backend import ACTIVE
 from service.jobs.lines import expected_points, job_curves, job_summary
-from service.redis_link import RedisUnavailable, retrying
+from service.kernel.ownership import ACTIVE, HoldingKeys
+from service.kernel.records import RecordKeys, RedisRecord, read_hash, text
 from service.serialize import dumps, point_text
 
-log = logging.getLogger("saddlelab.jobs")
-T = TypeVar("T")
-
-# Status changes are compare-and-set, so a cancel is never overwritten by a late worker.
-# KEYS: meta. ARGV: new status, time, error ('' for none), the statuses it may replace.
-_SET_STATUS = """
-local cur = redis.call('HGET', KEYS[1], 'status')
-if not cur then return 0 end
-for i = 4, #ARGV do
-  if cur == ARGV[i] then
-    redis.call('HSET', KEYS[1], 'status', ARGV[1], 'updated', ARGV[2])
-    if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[3]) end
-    return 1
-  end
-end
-return 0
-"""
 # Store the assembled result only while the computation is still active (not cancelled or failed meanwhile).
 # KEYS: meta, result, result points, the staged points list, result curves, the staged curves list.
 # ARGV: summary, ttl, time, whether the result keeps curves apart ('1') or has none ('0').
@@ -95,86 +76,59 @@ return 1
 # ---------------------------------------------------------------------------------------------
 
 
-class JobKeys:
+class JobKeys(RecordKeys):
     """The keys of one computation (by the sweep's key)."""
 
+    KIND = "job"
+    #: Where each owner's job handles are kept.
+    HOLDINGS = HoldingKeys("saddlelab:handle", "jobs")
+
     def __init__(self, key: str):
-        self.id = key
-        self.meta = f"saddlelab:job:{key}"
-        self.owners = f"{self.meta}:owners"
-        self.result = f"{self.meta}:result"
-        self.result_points = f"{self.meta}:result:points"
-        self.result_curves = f"{self.meta}:result:curves"
-        self.log = f"{self.meta}:log"
-        self.done = f"{self.meta}:done"
+        super().__init__(key)
+        self.owners = self.part("owners")
+        self.result_points = self.part("result", "points")
+        self.result_curves = self.part("result", "curves")
+        self.done = self.part("done")
 
     def points(self, line: int) -> str:
-        return f"{self.meta}:points:{line}"
+        return self.part("points", line)
 
     def line(self, line: int) -> str:
-        return f"{self.meta}:line:{line}"
+        return self.part("line", line)
 
-    @staticmethod
-    def handle(job_id: str) -> str:
-        return f"saddlelab:handle:{job_id}"
-
-    @staticmethod
-    def owner(tag: str) -> str:
-        return f"saddlelab:owner:{tag}:jobs"
+    handle = staticmethod(HOLDINGS.handle)
+    owner = staticmethod(HOLDINGS.owner)
 
 
-def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-class JobStore:
-    """Reads and writes one instance's job state; used by the API and inside the workers.
-
-    ``retry_seconds`` > 0 (workers): :meth:`write` retries while Redis is unreachable or full.
-    """
+class JobStore(RedisRecord):
+    """Reads and writes one instance's job state; used by the API and inside the workers."""
 
     def __init__(self, client: redis.Redis, ttl: int, retry_seconds: float = 0.0):
-        self.r = client
-        self.ttl = int(ttl)
-        self.retry_seconds = float(retry_seconds)
-        self._set_status = client.register_script(_SET_STATUS)
+        super().__init__(client, ttl, retry_seconds)
         self._finish = client.register_script(_FINISH)
         self._withdraw = client.register_script(_WITHDRAW)
 
-    def write(self, fn: Callable[[], T]) -> T:
-        """``fn()``, retried with bounded backoff while Redis is away or full (workers); at once otherwise."""
-        if self.retry_seconds <= 0:
-            return fn()
+    def record_key(self, key: str) -> str:
+        return JobKeys(key).meta
 
-        def note(exc: BaseException, delay: float) -> None:
-            log.warning("job write failed (%s); retrying in %.2f s", exc, delay)
-
-        return retrying(fn, self.retry_seconds, on_retry=note)
+    def log_key(self, key: str) -> str:
+        return JobKeys(key).log
 
     # ---- reading ----------------------------------------------------------------------------
-    def meta(self, key: str) -> dict[str, str] | None:
-        raw = self.r.hgetall(JobKeys(key).meta)
-        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
-
     def handle(self, job_id: str) -> dict[str, str] | None:
-        raw = self.r.hgetall(JobKeys.handle(job_id))
-        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+        return read_hash(self.r, JobKeys.handle(job_id))
 
     def computation_of(self, job_id: str) -> str | None:
         """The key of the computation behind the job ``job_id`` (whoever owns it)."""
         h = self.handle(job_id)
         return h["key"] if h else None
 
-    @staticmethod
-    def payload(meta: dict[str, str]) -> dict[str, Any]:
-        return json.loads(meta["payload"])
-
     def points(self, key: str, line: int) -> dict[int, dict[str, Any]]:
         raw = self.r.hgetall(JobKeys(key).points(line))
         return {int(k): json.loads(v) for k, v in raw.items()}
 
     def point_texts(self, key: str, line: int) -> dict[int, str]:
-        return {int(k): _text(v) for k, v in self.r.hgetall(JobKeys(key).points(line)).items()}
+        return {int(k): text(v) for k, v in self.r.hgetall(JobKeys(key).points(line)).items()}
 
     def lines_done(self, key: str) -> set[int]:
         return {int(x) for x in self.r.smembers(JobKeys(key).done)}
@@ -203,25 +157,16 @@ class JobStore:
             summary, page, total, curves, n_curves = p.execute()
         if summary is None:
             return None
-        return _text(summary), [_text(x) for x in page], int(total), [_text(x) for x in curves], int(n_curves)
-
-    def executions(self, key: str) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in self.r.lrange(JobKeys(key).log, 0, -1)]
+        return text(summary), [text(x) for x in page], int(total), [text(x) for x in curves], int(n_curves)
 
     # ---- writing ----------------------------------------------------------------------------
-    def set_status(self, key: str, status: str, allowed: tuple[str, ...], error: str = "") -> bool:
-        """``status`` (with ``error``, in the same step) if the current status is one of ``allowed``."""
-        return bool(self.write(lambda: self._set_status(keys=[JobKeys(key).meta],
-                                                        args=[status, time.time(), error, *allowed])))
-
-    def fail(self, key: str, error: str) -> None:
-        # One script: a reader never sees "failed" without its reason.
-        self.set_status(key, "failed", ACTIVE, error)
-
     def withdraw(self, key: str, job_id: str, tag: str) -> int:
         """One owner cancels: -1 nothing to cancel, 0 others still want it, 1 the computation is cancelled."""
         keys = JobKeys(key)
-        return int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
+        outcome = int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
+        if outcome >= 0:
+            self.changed(key)
+        return outcome
 
     def free_points(self, key: str, lines: int) -> None:
         """Drop every stored point of a computation (DEL works even when Redis is full)."""
@@ -229,40 +174,27 @@ class JobStore:
         self.r.delete(*(keys.points(c) for c in range(lines)), keys.log)
 
     def add_point(self, key: str, line: int, index: int, point: dict[str, Any]) -> None:
-        name, text = JobKeys(key).points(line), point_text(point)
+        name, stored = JobKeys(key).points(line), point_text(point)
 
         def put() -> None:
             with self.r.pipeline(transaction=False) as p:
-                p.hsetnx(name, str(index), text)
+                p.hsetnx(name, str(index), stored)
                 p.expire(name, self.ttl)
+                self.bump(p, key)
                 p.execute()
 
         self.write(put)
 
-    def record(self, key: str, entry: dict[str, Any]) -> None:
-        """Append to the execution log; a record that cannot be written is logged, never fatal."""
-        name, text = JobKeys(key).log, dumps({"time": time.time(), **entry})
-
-        def put() -> None:
-            with self.r.pipeline(transaction=False) as p:
-                p.rpush(name, text)
-                p.expire(name, self.ttl)
-                p.execute()
-
-        try:
-            self.write(put)
-        except RedisUnavailable as exc:
-            log.warning("execution record of %s not written: %s", key, exc)
-
     def complete_line(self, key: str, line: int, outcome: dict[str, Any]) -> None:
         """Store a line's transitions once; assemble the result when it was the last line."""
-        keys, text = JobKeys(key), dumps(outcome)
+        keys, outcome_text = JobKeys(key), dumps(outcome)
 
         def put() -> None:
             with self.r.pipeline() as p:  # MULTI: the line's outcome and its completion mark go together
-                p.set(keys.line(line), text, nx=True, ex=self.ttl)
+                p.set(keys.line(line), outcome_text, nx=True, ex=self.ttl)
                 p.sadd(keys.done, line)
                 p.expire(keys.done, self.ttl)
+                self.bump(p, key)
                 p.execute()
 
         self.write(put)
@@ -307,6 +239,7 @@ class JobStore:
                                        staged_curves],
                                  args=[dumps(summary), self.ttl, time.time(), "0" if traced is None else "1"]))
         if done:
+            self.changed(key)
             # The result holds every point now; the per-point hashes are no longer needed.
             self.r.delete(*(keys.points(c) for c in range(n)))
         else:

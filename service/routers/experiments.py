@@ -10,7 +10,9 @@ from fastapi.responses import JSONResponse, Response
 from service.deps import get_state
 from service.experiments.plan import plan
 from service.experiments.schemas import ExperimentAccepted, ExperimentRequest, ExperimentStatus
-from service.jobs.backend import MAX_INDEX, JobLimitExceeded, QueueUnavailable
+from service.jobs.backend import MAX_INDEX
+from service.kernel.ownership import QueueUnavailable
+from service.routers import job_http
 from service.state import AppState
 
 router = APIRouter(prefix="/v1", tags=["experiments"])
@@ -18,10 +20,6 @@ router = APIRouter(prefix="/v1", tags=["experiments"])
 DETAIL = Query(False, description="Also return the log of the chains' executions.")
 POINT = Query(0, ge=0, le=MAX_INDEX,
               description="Index of the point (parameter value) of a learning curve; 0 for an experiment.")
-
-
-def _unavailable(exc: QueueUnavailable) -> HTTPException:
-    return HTTPException(503, detail=f"the job queue is unavailable: {exc}")
 
 
 @router.post(
@@ -38,13 +36,7 @@ def _unavailable(exc: QueueUnavailable) -> HTTPException:
 )
 def submit_experiment(req: ExperimentRequest, request: Request, state: AppState = Depends(get_state)) -> Any:
     payload = plan(req, state.settings)
-    owner = getattr(request.state, "api_key", None)
-    try:
-        job_id, dedup = state.experiments.submit(payload, owner=owner, limit=state.settings.max_jobs_per_key)
-    except JobLimitExceeded as exc:
-        raise HTTPException(429, detail=str(exc)) from None
-    except QueueUnavailable as exc:
-        raise _unavailable(exc) from None
+    job_id, dedup = job_http.submit(state.experiments, payload, request, state.settings.max_jobs_per_key)
     body = ExperimentAccepted(job_id=job_id, status_url=f"/v1/experiments/{job_id}", deduplicated=dedup)
     return JSONResponse(status_code=202, content=body.model_dump())
 
@@ -58,13 +50,12 @@ def submit_experiment(req: ExperimentRequest, request: Request, state: AppState 
                503: {"description": "The job queue is unavailable."}},
 )
 def experiment(job_id: str, request: Request, detail: bool = DETAIL, state: AppState = Depends(get_state)) -> Any:
-    owner = getattr(request.state, "api_key", None)  # only the key that submitted it sees it, or cancels it
     try:
-        if request.method == "DELETE" and not state.experiments.cancel(job_id, owner):
+        if request.method == "DELETE" and not state.experiments.cancel(job_id, job_http.owner(request)):
             raise HTTPException(404, detail=f"no experiment {job_id}")
-        status = state.experiments.status(job_id, owner, detail=detail)
+        status = state.experiments.status(job_id, job_http.owner(request), detail=detail)
     except QueueUnavailable as exc:
-        raise _unavailable(exc) from None
+        raise job_http.unavailable(exc) from None
     if status is None:
         raise HTTPException(404, detail=f"no experiment {job_id}")
     return status
@@ -77,9 +68,9 @@ def experiment(job_id: str, request: Request, detail: bool = DETAIL, state: AppS
 )
 def draws(job_id: str, request: Request, point: int = POINT, state: AppState = Depends(get_state)) -> Any:
     try:
-        text = state.experiments.series(job_id, point, getattr(request.state, "api_key", None))
+        text = state.experiments.series(job_id, point, job_http.owner(request))
     except QueueUnavailable as exc:
-        raise _unavailable(exc) from None
+        raise job_http.unavailable(exc) from None
     if text is None:
         raise HTTPException(404, detail=f"no draws of point {point} of experiment {job_id} (yet)")
     return Response(content=text, media_type="application/json")

@@ -9,7 +9,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from service.deps import get_state
-from service.jobs.backend import ACTIVE, MAX_INDEX, JobLimitExceeded, Page, QueueUnavailable, RawJSON
+from service.jobs.backend import MAX_INDEX, Page, RawJSON
+from service.kernel.ownership import ACTIVE, QueueUnavailable
+from service.routers import job_http
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.serialize import dumps
 from service.state import AppState
@@ -40,14 +42,6 @@ WAIT = Query(0.0, ge=0, le=MAX_WAIT, description="GET: seconds the answer may be
 WAIT_STEP = (0.02, 0.25)
 
 
-def _unavailable(exc: QueueUnavailable) -> HTTPException:
-    return HTTPException(503, detail=f"the job queue is unavailable: {exc}")
-
-
-def _owner(request: Request) -> str | None:
-    return getattr(request.state, "api_key", None)
-
-
 @router.post(
     "/sweeps",
     status_code=202,
@@ -61,12 +55,7 @@ def _owner(request: Request) -> str | None:
 )
 def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(get_state)) -> Any:
     payload = plan(req, state.settings)
-    try:
-        job_id, dedup = state.jobs.submit(payload, owner=_owner(request), limit=state.settings.max_jobs_per_key)
-    except JobLimitExceeded as exc:
-        raise HTTPException(429, detail=str(exc)) from None
-    except QueueUnavailable as exc:
-        raise _unavailable(exc) from None
+    job_id, dedup = job_http.submit(state.jobs, payload, request, state.settings.max_jobs_per_key)
     body = JobAccepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", deduplicated=dedup)
     return JSONResponse(status_code=202, content=body.model_dump())
 
@@ -85,7 +74,7 @@ def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(
 async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int = OFFSET, limit: int | None = LIMIT,
               curve_offset: int = CURVE_OFFSET, curve_limit: int | None = CURVE_LIMIT, wait: float = WAIT,
               state: AppState = Depends(get_state)) -> Any:
-    owner = _owner(request)
+    owner = job_http.owner(request)
     size, curves = state.settings.result_page_size, state.settings.result_page_curves
     page = Page(offset, size if limit is None else min(limit, size))
     curve_page = Page(curve_offset, curves if curve_limit is None else min(curve_limit, curves))
@@ -97,7 +86,7 @@ async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int 
             await _until_ended(state, job_id, owner, wait)
         status = await _read(state, job_id, owner, detail=detail, page=page, curve_page=curve_page)
     except QueueUnavailable as exc:
-        raise _unavailable(exc) from None
+        raise job_http.unavailable(exc) from None
     if status is None:
         raise HTTPException(404, detail=f"no job {job_id}")
     # A result page is stored as the JSON this route returns: splice it in, never parse and re-validate
