@@ -1,22 +1,27 @@
 """Results as labelled arrays (xarray; the client's ``arrays`` extra) and netCDF files.
 
 - a solve: a ``Dataset`` along ``branch``;
-- a sweep: a ``DataTree`` whose root holds every quantity on (swept parameter × branch) at the requested values,
-  ``equilibrium`` the equilibrium's values along the parameter, ``curves/<k>`` each traced curve along its own
-  ``arclength`` dimension, and ``special_points`` the transitions as a table;
+- a sweep: a ``DataTree`` whose root holds only the result's attributes, with ``points`` every quantity on
+  (swept parameter × branch) at the requested values, ``equilibrium`` the equilibrium's values along the
+  parameter, ``curves/<k>`` each traced curve along its own ``arclength`` dimension, and ``special_points`` the
+  transitions as a table;
 - a phase diagram: the same on (p1 × p2 × branch), with the transition lines located row by row under
   ``lines/<k>``: ``points``, an array of (p1, p2) pairs (point × parameter);
 - a boundary job: each traced line under ``lines/<k>`` (``points`` likewise), ``critical_points`` and ``regions``.
 
-A curve's branch at each point is ``curve_branch`` (a child group sees its parents' coordinates, and the sweep's
-root has a ``branch`` dimension).
+The root has no coordinates, so that no group inherits a dimension it does not use: a curve's dataframe has one row
+per point of the curve, ``equilibrium`` has no ``branch``. A curve's branch at each point is ``curve_branch``.
 
-Every quantity is one variable named by its dotted name (``class_distance.D2``); with the theory's quantity table
-(``Client.quantities``) each variable carries its ``symbol`` (mathtext) and ``long_name``. Vector quantities get
-the dimensions the table names (else ``<name>_dim_k``); ragged ones (a varying number of wells) are padded with
-NaN (numbers) or "" (text). Missing values are NaN; a boolean with missing values is stored as 1.0/0.0/NaN. The
-result's ``provenance`` and settings are attributes (JSON text where they are not scalars), so a netCDF file
-(:func:`to_netcdf`, engine h5netcdf) is self-describing.
+Every quantity is one variable named by its dotted name (``class_distance.D2``), with the ``symbol`` (mathtext),
+``long_name`` and ``units`` (CF-style, "1": dimensionless) of the entry the result carries (``quantities``; a table
+passed as ``quantities=``, e.g. ``Client.quantities``, overrides it), its ``quantity`` name and its ``group``; every
+other variable (``present``, ``curve_branch``, the special points' columns, …) is described alike. Vector quantities
+get the dimensions the table names (else ``<name>_dim_k``); ragged ones (a varying number of wells) are padded with
+NaN (numbers) or "" (text); a quantity with no value anywhere (no barrier at any point) is left out. Missing numbers
+are NaN. A flag is boolean everywhere, False where missing: ``present`` says where a branch exists. The result's
+``model``, ``quantities``, ``provenance`` and settings are attributes of the root (JSON text where they are not
+scalars), so a netCDF file (:func:`to_netcdf`, engine h5netcdf) is self-describing, and
+:func:`clients.from_arrays.from_xarray` rebuilds the result from it.
 """
 
 from __future__ import annotations
@@ -25,11 +30,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clients.array_labels import Labels, Quantities, label_all
 from clients.names import GROUPS, flatten, is_number
 from clients.tables import branch_names, branch_of, parameter_names
 
-#: name -> {"symbol", "description", "dims", ...}: a theory's quantity table as served by ``GET /v1/theories``.
-Quantities = Mapping[str, Mapping[str, Any]]
+#: Flags of a branch: boolean everywhere (False where the branch is absent or the flag unknown).
+FLAGS = ("stable", "converged")
+#: Attributes of a sweep's or phase diagram's root (JSON text where they are not scalars).
+SWEEP_ATTRS = ("theory", "parameter", "parameters", "method", "curves_reason", "model", "quantities", "provenance",
+               "diagnostics")
 
 
 def _xr() -> Any:
@@ -61,7 +70,7 @@ def _shape(value: Any) -> tuple[int, ...]:
 
 
 def _kind(values: list[Any]) -> str:
-    """How a quantity's values are stored: "str", "bool" (no value missing), "float"."""
+    """How a quantity's values are stored: "str", "bool" (False where missing), "float"."""
     leaves: list[Any] = []
 
     def collect(v: Any) -> None:
@@ -75,13 +84,9 @@ def _kind(values: list[Any]) -> str:
         collect(v)
     if leaves and all(isinstance(v, str) for v in leaves):
         return "str"
-    if leaves and all(isinstance(v, bool) for v in leaves) and not _has_missing(values):
+    if leaves and all(isinstance(v, bool) for v in leaves):
         return "bool"
     return "float"
-
-
-def _has_missing(values: list[Any]) -> bool:
-    return any(v is None or (isinstance(v, list) and _has_missing(v)) for v in values)
 
 
 def _fill(target: Any, index: tuple[int, ...], value: Any, kind: str) -> None:
@@ -96,14 +101,15 @@ def _fill(target: Any, index: tuple[int, ...], value: Any, kind: str) -> None:
     target[index] = float(value) if kind == "float" else value
 
 
-def _array(values: list[Any], outer: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:
-    """An array of shape ``outer + inner`` from ``values`` (flat list over the outer cells, None = missing)."""
+def _array(values: list[Any], outer: tuple[int, ...], kind: str | None = None) -> tuple[Any, tuple[int, ...]]:
+    """An array of shape ``outer + inner`` from ``values`` (flat list over the outer cells, None = missing), of
+    ``kind`` ("str", "bool", "float"; by default from the values)."""
     np = _np()
     inner: tuple[int, ...] = ()
     for v in values:
         s = _shape(v)
         inner = tuple(max(a, b) for a, b in zip(s, inner, strict=False)) + s[len(inner):] + inner[len(s):]
-    kind = _kind(values)
+    kind = kind or _kind(values)
     fill = {"str": "", "bool": False, "float": np.nan}[kind]
     dtype = {"str": object, "bool": bool, "float": float}[kind]
     out = np.full(outer + inner, fill, dtype=dtype)
@@ -114,43 +120,12 @@ def _array(values: list[Any], outer: tuple[int, ...]) -> tuple[Any, tuple[int, .
     return out, inner
 
 
-class _Labels:
-    """Dimension names and attributes of quantities, from the theory's table when there is one."""
-
-    def __init__(self, quantities: Quantities | None):
-        self.quantities = dict(quantities or {})
-
-    def entry(self, name: str) -> Mapping[str, Any]:
-        if name in self.quantities:
-            return self.quantities[name]
-        head, _, last = name.rpartition(".")
-        if last.isdigit() and head in self.quantities:  # an indexed component (``Qbar.0``)
-            return self.quantities[head]
-        return {}
-
-    def attrs(self, name: str) -> dict[str, Any]:
-        q = self.entry(name)
-        out: dict[str, Any] = {"quantity": name}
-        if q:
-            out["symbol"] = q["symbol"]
-            out["long_name"] = q["description"]
-        head, _, last = name.rpartition(".")
-        if last.isdigit() and head in self.quantities:
-            out["index"] = int(last)
-        return out
-
-    def dims(self, name: str, ndim: int) -> list[str]:
-        declared = list(self.entry(name).get("dims") or [])
-        if len(declared) == ndim:
-            return declared
-        return [f"{name}_dim_{k}" for k in range(ndim)]
-
-
 def _variables(
-    entries: list[Mapping[str, Any] | None], outer_dims: Sequence[str], outer: tuple[int, ...], labels: _Labels,
+    entries: list[Mapping[str, Any] | None], outer_dims: Sequence[str], outer: tuple[int, ...], labels: Labels,
     sizes: dict[str, int],
 ) -> dict[str, Any]:
-    """Every quantity of ``entries`` (one per outer cell; None where absent) as (dims, array, attrs) triples.
+    """Every quantity of ``entries`` (one per outer cell; None where absent) as (dims, array, attrs) triples; a
+    quantity with no value anywhere (an empty list at every cell) is left out.
 
     A quantity named like one of the outer dimensions (``u``, reported beside a sweep in u) is prefixed with its
     group (``observables.u``)."""
@@ -162,11 +137,14 @@ def _variables(
     out = {}
     for name, group in names.items():
         array, inner = _array([f[name][1] if name in f else None for f in flat], outer)
+        if 0 in inner:
+            continue
         dims = labels.dims(name, len(inner))
         if any(sizes.get(d, n) != n for d, n in zip(dims, inner, strict=True)) or set(dims) & set(outer_dims):
             dims = [f"{name}_dim_{k}" for k in range(len(inner))]
         sizes.update(zip(dims, inner, strict=True))
-        out[f"{group}.{name}" if name in outer_dims else name] = ([*outer_dims, *dims], array, labels.attrs(name))
+        out[f"{group}.{name}" if name in outer_dims else name] = ([*outer_dims, *dims], array,
+                                                                   labels.attrs(name, group))
     return out
 
 
@@ -192,23 +170,29 @@ def _attrs(result: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return {k: _attr(result[k]) for k in keys if k in result and result[k] is not None}
 
 
-def _coord(name: str, values: Sequence[Any], labels: _Labels) -> tuple[Any, ...]:
+def _coord(name: str, values: Sequence[Any], labels: Labels) -> tuple[Any, ...]:
     return (name, _np().asarray(values, dtype=float), labels.attrs(name))
 
 
-def _dataset(variables: dict[str, Any], coords: dict[str, Any], attrs: dict[str, Any] | None = None) -> Any:
+def _dataset(variables: dict[str, Any], coords: dict[str, Any], labels: Labels,
+             attrs: dict[str, Any] | None = None) -> Any:
+    """A dataset with every variable and coordinate described (symbol, long name, units)."""
     xr = _xr()
-    return xr.Dataset({k: xr.Variable(*v) for k, v in variables.items()}, coords=coords, attrs=attrs or {})
+    ds = xr.Dataset({k: xr.Variable(*v) for k, v in variables.items()}, coords=coords, attrs=attrs or {})
+    return label_all(ds, labels)
 
 
-def _branch_variables(points: list[Mapping[str, Any]], names: list[str], outer_dims: list[str],
-                      outer: tuple[int, ...]) -> dict[str, Any]:
-    """``stable``, ``free_entropy``, ``converged`` of each branch at each cell (cells × branches)."""
+def _branch_variables(points: list[Mapping[str, Any] | None], names: list[str], outer_dims: list[str],
+                      outer: tuple[int, ...], labels: Labels) -> dict[str, Any]:
+    """``present``, ``stable``, ``free_entropy``, ``converged`` of each branch at each cell (cells × branches)."""
     out = {}
+    entries = [branch_of(pt, b) if pt is not None else None for pt in points for b in names]
+    present, _ = _array([e is not None for e in entries], (*outer, len(names)), "bool")
+    out["present"] = ([*outer_dims, "branch"], present, {"quantity": "present"})
     for key in ("stable", "free_entropy", "converged"):
-        values = [(branch_of(pt, b) or {}).get(key) if pt is not None else None for pt in points for b in names]
-        array, _ = _array(values, (*outer, len(names)))
-        out[key] = ([*outer_dims, "branch"], array, {"quantity": key})
+        array, _ = _array([(e or {}).get(key) for e in entries], (*outer, len(names)),
+                          "bool" if key in FLAGS else "float")
+        out[key] = ([*outer_dims, "branch"], array, labels.attrs(key, "branch"))
     return out
 
 
@@ -218,50 +202,50 @@ def _branch_variables(points: list[Mapping[str, Any]], names: list[str], outer_d
 
 
 def solve_dataset(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
-    """A single solve along ``branch``: every quantity of every branch, ``stable``, ``free_entropy``,
-    ``converged``; attributes: theory, equilibrium, converged, spec_hash, provenance."""
-    labels = _Labels(quantities)
+    """A single solve along ``branch``: every quantity of every branch, ``present``, ``stable``, ``free_entropy``,
+    ``converged``; attributes: theory, equilibrium, converged, spec_hash, model, quantities, provenance."""
+    labels = Labels(result.get("quantities"), quantities)
     names = [b["name"] for b in result.get("branches", [])]
     point = {**result}
     variables = _variables([branch_of(point, b) for b in names], ["branch"], (len(names),), labels, {})
-    variables.update(_branch_variables([point], names, [], ()))
-    for key in ("stable", "free_entropy", "converged"):
-        _, array, attrs = variables[key]
-        variables[key] = (["branch"], array.reshape(len(names)), attrs)
-    return _dataset(variables, {"branch": names},
-                    _attrs(result, ("theory", "equilibrium", "converged", "spec_hash", "cached", "provenance")))
+    variables.update(_branch_variables([point], names, [], (), labels))
+    return _dataset(variables, {"branch": names}, labels,
+                    _attrs(result, ("theory", "equilibrium", "converged", "spec_hash", "cached", "model",
+                                    "quantities", "provenance")))
 
 
-def _curve_dataset(curve: Mapping[str, Any], labels: _Labels) -> Any:
+def _curve_dataset(curve: Mapping[str, Any], parameter: str, labels: Labels) -> Any:
     np = _np()
     n = len(curve["parameter"])
     variables: dict[str, Any] = {
-        "parameter": (["arclength"], np.asarray(curve["parameter"], dtype=float), {"quantity": "parameter"}),
-        # not "branch": a child group sees its parents' coordinates, and the sweep's root has a branch dimension
-        "curve_branch": (["arclength"], np.asarray(curve["branch"], dtype=str), {"quantity": "branch"}),
+        "parameter": (["arclength"], np.asarray(curve["parameter"], dtype=float),
+                      {**labels.attrs(parameter), "quantity": "parameter", "parameter": parameter}),
+        "curve_branch": (["arclength"], np.asarray(curve["branch"], dtype=str), {"quantity": "curve_branch"}),
     }
     for key in ("stable", "free_entropy"):
         if key in curve:
-            array, _ = _array(list(curve[key]), (n,))
-            variables[key] = (["arclength"], array, {"quantity": key})
+            array, _ = _array(list(curve[key]), (n,), "bool" if key in FLAGS else "float")
+            variables[key] = (["arclength"], array, labels.attrs(key, "branch"))
     for group in GROUPS:
         for name, column in (curve.get(group) or {}).items():
             key = f"{group}.{name}" if name in variables or name in ("arclength", "branch") else name
             if key in variables:
                 continue  # a name reported in both groups keeps the order parameter's column
             array, _ = _array(list(column), (n,))
-            variables[key] = (["arclength"], array, labels.attrs(name))
+            variables[key] = (["arclength"], array, labels.attrs(name, group))
     special = curve.get("special") or []
     attrs = {**_attrs(curve, ("name", "traced", "message", "at")),
              "branches": json.dumps(curve.get("branches") or []),
              "special": json.dumps(special)}
-    return _dataset(variables, {"arclength": ("arclength", np.asarray(curve["arclength"], dtype=float))}, attrs)
+    arclength = ("arclength", np.asarray(curve["arclength"], dtype=float), {"quantity": "arclength"})
+    return _dataset(variables, {"arclength": arclength}, labels, attrs)
 
 
-def _special_points(transitions: list[Mapping[str, Any]]) -> Any:
+def _special_points(transitions: list[Mapping[str, Any]], parameter: str, labels: Labels) -> Any:
     np = _np()
     n = len(transitions)
     columns = ["kind", "type", "parameter", "branches", "refined", "uncertainty", "detail", "at"]
+    kinds = {"refined": "bool", "parameter": "float", "uncertainty": "float"}
     variables = {}
     for key in columns:
         values = [t.get(key) for t in transitions]
@@ -271,9 +255,11 @@ def _special_points(transitions: list[Mapping[str, Any]]) -> Any:
             if all(v is None for v in values):
                 continue
             values = [json.dumps(v) if v is not None else "" for v in values]
-        array, _ = _array(values, (n,))
-        variables[key] = (["special_point"], array, {"quantity": key})
-    return _dataset(variables, {"special_point": np.arange(n)})
+        array, _ = _array(values, (n,), kinds.get(key, "str"))
+        attrs = {**labels.attrs(parameter), "quantity": key, "parameter": parameter} if key == "parameter" else {
+            "quantity": key}
+        variables[key] = (["special_point"], array, attrs)
+    return _dataset(variables, {"special_point": np.arange(n)}, labels)
 
 
 def _grid(result: Mapping[str, Any]) -> tuple[list[str], list[list[float]]]:
@@ -295,7 +281,7 @@ def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) 
     xr, np = _xr(), _np()
     if result.get("method") == "boundary":
         return boundary_tree(result, quantities)
-    labels = _Labels(quantities)
+    labels = Labels(result.get("quantities"), quantities)
     names, axes = _grid(result)
     shape = tuple(len(a) for a in axes)
     cell: list[Mapping[str, Any] | None] = [None] * int(np.prod(shape))
@@ -306,21 +292,21 @@ def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) 
     sizes: dict[str, int] = {}
     per_branch = [branch_of(pt, b) if pt is not None else None for pt in cell for b in branches]
     variables = _variables(per_branch, [*names, "branch"], (*shape, len(branches)), labels, sizes)
-    variables.update(_branch_variables(cell, branches, names, shape))
-    eq, _ = _array([pt.get("equilibrium") if pt is not None else None for pt in cell], shape)
-    conv, _ = _array([pt.get("converged") if pt is not None else None for pt in cell], shape)
-    variables["equilibrium_branch"] = (names, eq, {"quantity": "equilibrium"})
-    variables["point_converged"] = (names, conv, {"quantity": "converged"})
+    variables.update(_branch_variables(cell, branches, names, shape, labels))
+    eq, _ = _array([pt.get("equilibrium") if pt is not None else None for pt in cell], shape, "str")
+    conv, _ = _array([pt.get("converged") if pt is not None else None for pt in cell], shape, "bool")
+    variables["equilibrium_branch"] = (names, eq, {"quantity": "equilibrium_branch"})
+    variables["point_converged"] = (names, conv, {"quantity": "point_converged"})
     coords = {n: _coord(n, a, labels) for n, a in zip(names, axes, strict=True)}
-    coords["branch"] = ("branch", np.asarray(branches, dtype=str))
-    root = _dataset(variables, coords, _attrs(result, ("theory", "parameter", "parameters", "method",
-                                                       "curves_reason", "provenance", "diagnostics")))
-    equilibrium = _dataset(_variables(cell, names, shape, labels, dict(sizes)), {})
-    children = {"equilibrium": equilibrium, "special_points": _special_points(result.get("transitions", []))}
+    points = _dataset(variables, {**coords, "branch": ("branch", np.asarray(branches, dtype=str))}, labels)
+    equilibrium = _dataset(_variables(cell, names, shape, labels, dict(sizes)), coords, labels)
+    root = _dataset({}, {}, labels, _attrs(result, SWEEP_ATTRS))
+    children = {"points": points, "equilibrium": equilibrium,
+                "special_points": _special_points(result.get("transitions", []), names[-1], labels)}
     for k, curve in enumerate(result.get("curves") or []):
-        children[f"curves/{k}"] = _curve_dataset(curve, labels)
+        children[f"curves/{k}"] = _curve_dataset(curve, names[-1], labels)
     for k, line in enumerate(result.get("lines") or []):
-        children[f"lines/{k}"] = _grid_line(line, names)
+        children[f"lines/{k}"] = _grid_line(line, names, labels)
     return xr.DataTree.from_dict({"/": root, **children})
 
 
@@ -330,45 +316,49 @@ def _points_variable(pairs: Any, names: list[str], dim: str) -> dict[str, Any]:
     return {"points": ([dim, "parameter"], np.asarray(pairs, dtype=float).reshape(-1, 2), {"quantity": "points"})}
 
 
-def _grid_line(line: Mapping[str, Any], names: list[str]) -> Any:
+def _grid_line(line: Mapping[str, Any], names: list[str], labels: Labels) -> Any:
     """A transition line of a grid phase diagram, located row by row: (p1, p2) per row."""
     pts = line.get("points") or []
     variables = _points_variable([[q[n] for n in names] for q in pts], names, "point")
-    for key in ("refined", "uncertainty"):
-        array, _ = _array([q.get(key) for q in pts], (len(pts),))
+    for key, kind in (("refined", "bool"), ("uncertainty", "float")):
+        array, _ = _array([q.get(key) for q in pts], (len(pts),), kind)
         variables[key] = (["point"], array, {"quantity": key})
-    return _dataset(variables, {"parameter": names}, _attrs(line, ("name", "kind", "branches")))
+    attrs = {**_attrs(line, ("name", "kind")), "branches": json.dumps(line.get("branches") or [])}
+    return _dataset(variables, {"parameter": names}, labels, attrs)
 
 
 def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """A boundary job: ``lines/<k>`` with the line's (p1, p2) as ``points`` (point × parameter; the ends and type as
     attributes), ``critical_points`` likewise, ``regions`` (the probes beside the lines: ``points`` and their
-    ``phase``, '' where none); the box, reason and provenance as attributes."""
+    ``phase``, '' where none); the box, reason, model, quantities and provenance as attributes."""
     xr = _xr()
+    labels = Labels(result.get("quantities"), quantities)
     names = parameter_names(result)
     children: dict[str, Any] = {}
     for k, line in enumerate(result.get("lines", [])):
-        children[f"lines/{k}"] = _dataset(_points_variable(line["points"], names, "point"), {"parameter": names}, {
-            **_attrs(line, ("kind", "type", "event", "formulation", "message")),
-            "branches": json.dumps(line.get("branches") or []), "ends": json.dumps(line.get("ends") or [])})
+        children[f"lines/{k}"] = _dataset(_points_variable(line["points"], names, "point"), {"parameter": names},
+                                          labels, {**_attrs(line, ("kind", "type", "event", "formulation", "message")),
+                                                   "branches": json.dumps(line.get("branches") or []),
+                                                   "ends": json.dumps(line.get("ends") or [])})
     critical = result.get("critical_points", [])
     variables = _points_variable([c["point"] for c in critical], names, "critical_point")
     variables["lines"] = (["critical_point"], _np().asarray([json.dumps(c.get("lines")) for c in critical],
-                                                            dtype=str), {})
-    children["critical_points"] = _dataset(variables, {"parameter": names})
+                                                            dtype=str), {"quantity": "lines"})
+    children["critical_points"] = _dataset(variables, {"parameter": names}, labels)
     probes = result.get("regions") or []
     variables = _points_variable([p["point"] for p in probes], names, "probe")
     variables["phase"] = (["probe"], _np().asarray(["" if p.get("phase") is None else p["phase"] for p in probes],
                                                    dtype=str), {"quantity": "phase", "missing": "''"})
-    children["regions"] = _dataset(variables, {"parameter": names})
-    root = _dataset({}, {}, _attrs(result, ("theory", "parameters", "method", "box", "reason", "provenance",
-                                            "diagnostics")))
+    children["regions"] = _dataset(variables, {"parameter": names}, labels)
+    root = _dataset({}, {}, labels, _attrs(result, ("theory", "parameters", "method", "box", "reason", "model",
+                                                    "quantities", "provenance", "diagnostics")))
     return xr.DataTree.from_dict({"/": root, **children})
 
 
 def to_xarray(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """The labelled arrays of any result: a solve (``Dataset``), a sweep, phase diagram or boundary job
-    (``DataTree``). ``quantities``: the theory's table (``Client.quantities(theory)``) for symbols and dims."""
+    (``DataTree``). Labels come from the result's own ``quantities``; ``quantities`` (a theory's table,
+    ``Client.quantities(theory)``) overrides them."""
     if "points" in result or result.get("method") == "boundary":
         return sweep_tree(result, quantities)
     if "branches" in result:

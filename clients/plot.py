@@ -15,8 +15,9 @@ a file is labelled like a live one; ``symbols=`` (a :class:`~clients.client.Clie
 a quantity with no entry is labelled by its dotted name. A caption line names the
 fixed parameters (from the result's ``model``). :func:`paper_style`, :func:`figure` and :func:`save` give journal
 widths and vector output. Each function returns the ``Axes`` it drew on (a new figure's unless ``ax`` is given).
-A quantity is named by its dotted name (``class_distance.D2``); one the result does not report raises
-:class:`~clients.names.UnknownQuantity`, which lists the names it does, before anything is drawn.
+A result may also be given as its arrays (``to_xarray``, or a netCDF file read back with ``open_netcdf``): it is
+drawn, and labelled, as its JSON. A quantity is named by its dotted name (``class_distance.D2``); one the result does
+not report raises :class:`~clients.names.UnknownQuantity`, which lists the names it does, before anything is drawn.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clients.from_arrays import as_result
 from clients.names import UnknownQuantity, is_number
 from clients.plot_labels import Symbols, caption, line_name, transition_name
 from clients.plot_marks import figure_renderer, mark_on_curves, mark_transitions
@@ -253,6 +255,7 @@ def branch_diagram(
     curves the continuation traced: stable solid, unstable dashed, folds closed; the equilibrium path (thick grey)
     jumps vertically at each first-order point; each transition marked on its curve, with a thin line and its
     value. A grid sweep (no curves) is drawn at its requested values only."""
+    result = as_result(result)
     parameter = _one_parameter(result)
     quantity = quantity or _first_order_parameter(result)
     if quantity is None:
@@ -300,6 +303,7 @@ def learning_curve(
     """The equilibrium's ``quantity`` along the sweep (default: the theory's headline quantity if it varies, else
     the first order parameter that varies), from the traced curves where the result
     has them: a vertical jump at each first-order point, the transitions marked with their values."""
+    result = as_result(result)
     parameter = _one_parameter(result)
     labels = Symbols.for_result(symbols, result)
     quantity = quantity or _default_learning_quantity(result, labels)
@@ -358,6 +362,7 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
     (``rubin_cavity`` with ``mode: "potential"`` and ``potential_samples`` > 0, e.g. 201); the wells and barriers
     are its ``potential_wells`` and ``barriers``, listed at ρ ≥ 0 (the potential is even in ρ).
     """
+    data = as_result(data)
     obs = data.get("observables", data)
     curve = obs.get("potential_curve")
     if not curve:
@@ -523,6 +528,7 @@ def phase_diagram(
     (:func:`clients.plot_labels.line_name`: "stability loss (barrier/center)"), with ", per row" or ", traced";
     draw both on one ``ax`` to compare them.
     """
+    result = as_result(result)
     names = parameter_names(result)
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")

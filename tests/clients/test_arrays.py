@@ -97,18 +97,19 @@ def test_a_sweep_is_a_tree_of_points_curves_and_special_points(served: dict[str,
     result = served["sweep"]
     tree = to_xarray(result, served["tables"]["rubin_cavity"])
     us = [p["parameter"] for p in result["points"]]
-    assert tree["rho"].dims == ("u", "branch") and list(tree["u"].values) == us
-    assert tree["u"].attrs["symbol"] == "$u$"
+    grid = tree["points"]
+    assert grid["rho"].dims == ("u", "branch") and list(grid["u"].values) == us
+    assert grid["u"].attrs["symbol"] == "$u$"
     for name in branch_names(result):
         values = []
         for p in result["points"]:
             b = branch_of(p, name)
             values.append(None if b is None else b["order_parameters"].get("rho"))
-        _same(tree["rho"].sel(branch=name), values)
+        _same(grid["rho"].sel(branch=name), values)
     # the equilibrium along u, and the quantity named like the swept field kept apart from the coordinate
     _same(tree["equilibrium"]["rho_star"], [p["order_parameters"]["rho_star"] for p in result["points"]])
     _same(tree["equilibrium"]["observables.u"], us)
-    assert list(tree["equilibrium_branch"].values) == [p["equilibrium"] for p in result["points"]]
+    assert list(grid["equilibrium_branch"].values) == [p["equilibrium"] for p in result["points"]]
     # each traced curve along its own arclength, its columns as served
     assert len(tree["curves"].children) == len(result["curves"])
     for k, curve in enumerate(result["curves"]):
@@ -131,10 +132,10 @@ def test_a_sweep_is_a_tree_of_points_curves_and_special_points(served: dict[str,
 def test_a_phase_diagram_is_a_grid_with_its_lines_as_arrays(served: dict[str, Any], tmp_path: Path) -> None:
     result = served["grid"]
     tree = to_xarray(result, served["tables"]["rubin_cavity"])
-    assert tree["rho"].dims == ("b", "u", "branch") and list(tree["b"].values) == [0.28, 0.3]
+    assert tree["points"]["rho"].dims == ("b", "u", "branch") and list(tree["points"]["b"].values) == [0.28, 0.3]
     for p in result["points"]:
         b, u = p["parameter"]
-        assert str(tree["equilibrium_branch"].sel(b=b, u=u).values) == p["equilibrium"]
+        assert str(tree["points"]["equilibrium_branch"].sel(b=b, u=u).values) == p["equilibrium"]
         assert float(tree["equilibrium"]["rho_star"].sel(b=b, u=u)) == p["order_parameters"]["rho_star"]
     for k, line in enumerate(result["lines"]):
         _same(tree[f"lines/{k}"]["points"].sel(parameter="b"), [q["b"] for q in line["points"]])
@@ -193,3 +194,102 @@ def test_csv_holds_every_branch_in_long_format(served: dict[str, Any]) -> None:
         assert r["stable"] == str(b["stable"])
     with pytest.raises(KeyError, match="branches: center"):
         rows(result, "centre")
+
+
+# ---------------------------------------------------------------------------------------------
+# self-describing results: labels, units and the arrays' shape from the result alone
+
+
+def _variables_of(data: Any) -> list[tuple[str, str, Any]]:
+    """(group path, name, variable) of every variable and coordinate of a dataset or tree."""
+    tree = data if isinstance(data, xr.DataTree) else xr.DataTree(data)
+    return [(node.path, str(name), v) for node in tree.subtree
+            for name, v in node.to_dataset(inherit=False).variables.items()]
+
+
+def test_a_saved_result_labels_its_figures_itself_from_json_and_from_netcdf(served: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(served["sweep"]))
+    saved = json.loads(path.read_text())
+    assert saved["quantities"]["rho"] == {"symbol": r"$\rho$", "long_name": saved["quantities"]["rho"]["long_name"],
+                                          "units": "1", "role": "order_parameter"}
+    from_json = plot.branch_diagram(saved, "rho")  # no client, no table: the result's own
+    assert (from_json.get_xlabel(), from_json.get_ylabel()) == ("$u$", r"$\rho$")
+    to_netcdf(to_xarray(saved), str(tmp_path / "sweep.nc"))
+    from_file = plot.branch_diagram(open_netcdf(str(tmp_path / "sweep.nc")), "rho")
+    assert (from_file.get_xlabel(), from_file.get_ylabel()) == ("$u$", r"$\rho$")
+    # the same figure: every drawn line and the caption (whose symbols come from the file as well)
+    drawn = [[(ln.get_gid(), *(np.asarray(d, dtype=float).astype(str).tolist() for d in ln.get_data()))
+              for ln in ax.get_lines()] for ax in (from_json, from_file)]
+    assert drawn[0] == drawn[1] and len(drawn[0]) > 5
+    captions = [next(t.get_text() for t in ax.texts if t.get_gid() == "caption") for ax in (from_json, from_file)]
+    assert captions[0] == captions[1] and r"$\sigma_w^2$ = 0.5" in captions[0]
+    learning = plot.learning_curve(open_netcdf(str(tmp_path / "sweep.nc")))
+    assert learning.get_ylabel() == r"$\rho$"  # the headline test_mse is constant in this mode: the first that varies
+
+
+def test_every_variable_of_a_netcdf_file_has_units_a_long_name_and_a_symbol(served: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    for name in ("solve", "sweep", "digits", "grid", "boundary"):
+        path = tmp_path / f"{name}.nc"
+        to_netcdf(to_xarray(served[name]), str(path))
+        back = open_netcdf(str(path))
+        variables = _variables_of(back)
+        assert len(variables) > 5
+        for group, var, v in variables:
+            missing = [a for a in ("units", "long_name", "symbol") if not v.attrs.get(a)]
+            assert not missing, (name, group, var, missing)
+    tree = to_xarray(served["sweep"])
+    assert tree["points"]["rho"].attrs["units"] == "1" and tree["points"]["stable"].attrs["symbol"]
+    assert tree["points"]["free_entropy"].attrs["long_name"].startswith("free entropy")
+    assert tree["curves/0"]["parameter"].attrs["symbol"] == "$u$"
+
+
+def test_arrays_keep_to_their_own_dimensions_with_one_dtype_per_variable(served: dict[str, Any]) -> None:
+    result = served["sweep"]
+    tree = to_xarray(result)
+    assert not tree.to_dataset().dims and not tree.to_dataset().coords  # nothing for a child to inherit
+    for k, curve in enumerate(result["curves"]):
+        frame = tree[f"curves/{k}"].to_dataset().to_dataframe()
+        assert len(frame) == len(curve["parameter"])  # one row per point of the curve
+    assert "branch" not in tree["equilibrium"].to_dataset().dims and "u" in tree["equilibrium"].to_dataset().dims
+    assert len(tree["equilibrium"].to_dataset().to_dataframe().reset_index()["u"].unique()) == len(result["points"])
+    dtypes: dict[str, set[str]] = {}
+    for data in (tree, to_xarray(served["solve"]), to_xarray(served["grid"])):
+        for group, name, v in _variables_of(data):
+            assert 0 not in v.shape, (group, name, v.dims)  # no empty stray dimension (barriers_dim_0: 0)
+            dtypes.setdefault(name, set()).add(v.dtype.kind)
+    assert dtypes["stable"] == {"b"} and dtypes["converged"] == {"b"} and dtypes["present"] == {"b"}
+    mixed = {n: k for n, k in dtypes.items() if len(k - {"U"}) > 1}  # text may differ in width only
+    assert not mixed, mixed
+    # where a branch does not exist, present says so; its numbers are NaN
+    grid = tree["points"]
+    absent = ~grid["present"]
+    assert bool(absent.any()) and bool(grid["rho"].where(absent).isnull().all())
+    assert not bool(grid["stable"].where(absent, False).any())
+
+
+def test_a_result_comes_back_from_its_arrays(served: dict[str, Any], tmp_path: Path) -> None:
+    from clients.from_arrays import from_xarray
+
+    for name, quantity in (("sweep", "rho_star"), ("digits", "class_distance.D2")):
+        result = served[name]
+        back = from_xarray(_round_trip(to_xarray(result), tmp_path / f"{name}.nc"))
+        assert series(back, quantity) == series(result, quantity)
+        assert back["quantities"] == result["quantities"] and back["model"] == result["model"]
+        assert [t["parameter"] for t in back["transitions"]] == [t["parameter"] for t in result["transitions"]]
+        for p, q in zip(back["points"], result["points"], strict=True):
+            assert p["equilibrium"] == q["equilibrium"]
+            assert sorted(b["name"] for b in p["branches"]) == sorted(b["name"] for b in q["branches"])
+            for b in q["branches"]:
+                ours, theirs = branch_of(p, b["name"]), branch_of(q, b["name"])
+                assert ours["stable"] == bool(theirs["stable"]) and ours["free_entropy"] == theirs["free_entropy"]
+        for c, d in zip(back["curves"] or [], result["curves"] or [], strict=True):
+            assert c["parameter"] == d["parameter"] and c["branch"] == d["branch"] and c["special"] == d["special"]
+    solve = from_xarray(to_xarray(served["solve"]))
+    assert solve["equilibrium"] == served["solve"]["equilibrium"]
+    assert solve["order_parameters"]["rho"] == served["solve"]["order_parameters"]["rho"]
+    boundary = from_xarray(to_xarray(served["boundary"]))
+    assert [ln["points"] for ln in boundary["lines"]] == [ln["points"] for ln in served["boundary"]["lines"]]
+    assert boundary["regions"] == served["boundary"]["regions"]

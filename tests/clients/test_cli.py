@@ -178,8 +178,8 @@ def test_netcdf_of_a_digits_T_sweep_holds_the_jsons_class_distance(lab: Lab, tmp
     tree = xr.open_datatree(out, engine="h5netcdf")
     d2 = tree["equilibrium"]["class_distance.D2"]
     np.testing.assert_array_equal(d2.values, [p["observables"]["class_distance"]["D2"] for p in result["points"]])
-    np.testing.assert_array_equal(tree["T"].values, [1e-4, 0.1, 1.0, 10.0])
-    assert d2.attrs["symbol"] == "$D^2$" and tree["T"].attrs["symbol"] == "$T$"
+    np.testing.assert_array_equal(tree["points"]["T"].values, [1e-4, 0.1, 1.0, 10.0])
+    assert d2.attrs["symbol"] == "$D^2$" and tree["points"]["T"].attrs["symbol"] == "$T$"
     curve = tree["curves/0"]
     np.testing.assert_array_equal(curve["class_distance.D2"].values,
                                   result["curves"][0]["observables"]["class_distance.D2"])
@@ -201,7 +201,7 @@ def test_netcdf_of_a_solve_a_grid_and_a_boundary_job(lab: Lab, spec_file: Path, 
     assert cli.main(grid) == 0
     diagram = json.loads(capsys.readouterr().out)
     tree = xr.open_datatree(tmp_path / "grid.nc", engine="h5netcdf")
-    assert tree["rho_star"].dims == ("b", "u", "branch")
+    assert tree["points"]["rho_star"].dims == ("b", "u", "branch")
     for p in diagram["points"]:
         b, u = p["parameter"]
         assert float(tree["equilibrium"]["rho_star"].sel(b=b, u=u)) == p["order_parameters"]["rho_star"]
