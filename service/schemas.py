@@ -133,6 +133,10 @@ class BranchOut(BaseModel):
     free_entropy: float | None
     order_parameters: dict[str, Any]
     observables: dict[str, Any]
+    origin: dict[str, Any] | None = Field(
+        None, description="How the branch was first found: {method: start | warm | root_scan | deflation, start: the "
+        "start's name or null}."
+    )
 
 
 class Provenance(BaseModel):
@@ -166,6 +170,10 @@ class SolveResponse(BaseModel):
     observables: dict[str, Any]
     branches: list[BranchOut]
     equilibrium: str | None
+    search: dict[str, Any] | None = Field(
+        None, description="How the branches were looked for: {method: exhaustive | deflated | starts-only, starts, "
+        "root_scan, budget, deflated_solves, fruitless, found, stopped} (docs/search.md)."
+    )
     diagnostics: Diagnostics
     model: dict[str, Any] | None = Field(
         None, description="The validated spec that was solved, every default filled in (the request's model for a "

@@ -21,7 +21,7 @@ import orjson
 from service.jsonsafe import json_safe, json_safe_at, result_diagnostics
 from solvers.core.curve_results import CurveTable, Sweep
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd
-from solvers.core.results import Attempt, Branch, Catalogue, Notes, Report, SolveResult
+from solvers.core.results import Attempt, Branch, Catalogue, Notes, Origin, Report, Search, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
 from solvers.experiments.draws import Draws
@@ -49,10 +49,20 @@ def point_text(point: Mapping[str, Any]) -> str:
 POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")
 
 
+def origin_json(o: Origin | None) -> dict[str, Any] | None:
+    return None if o is None else {"method": o.method, "start": o.start}
+
+
+def search_json(s: Search | None) -> dict[str, Any] | None:
+    """How a catalogue looked for its branches (docs/search.md)."""
+    return None if s is None else dataclasses.asdict(s) | {"starts": list(s.starts)}
+
+
 def branch_json(b: Branch) -> dict[str, Any]:
     report = b.report or Report()
     return {
         "name": b.name,
+        "origin": origin_json(b.origin),
         "converged": b.converged,
         "stable": b.stable,
         "free_entropy": b.free_entropy,
@@ -97,7 +107,8 @@ def _catalogue_body(cat: Catalogue) -> dict[str, Any]:
 
 def solution_json(theory: str, cat: Catalogue) -> dict[str, Any]:
     """A single solve's response body (without ``spec_hash`` and ``cached``, which the service adds)."""
-    body = {"theory": theory, **_catalogue_body(cat), "diagnostics": catalogue_diagnostics(cat)}
+    body = {"theory": theory, **_catalogue_body(cat), "search": search_json(cat.search),
+            "diagnostics": catalogue_diagnostics(cat)}
     if cat.notes is not None:
         body.update(cat.notes.fields)
     return json_safe(body)
@@ -417,6 +428,7 @@ def branch_from_json(d: Mapping[str, Any], point: Mapping[str, Any] | None = Non
         free_entropy=_float_or_none(d.get("free_entropy")),
         starts=tuple(diag.get("starts") or ()),
         report=Report(*branch_tables(point or {}, d)),
+        origin=Origin(**d["origin"]) if d.get("origin") else None,
     )
 
 
@@ -441,6 +453,8 @@ def catalogue_from_solution(body: Mapping[str, Any]) -> Catalogue:
     how :func:`solution_json` merged them); values come back as plain JSON (lists, not arrays).
     """
     cat = catalogue_from_json({**body, "parameter": 0.0}, compact=False)
+    if body.get("search"):
+        cat = cat.replace(search=Search(**{**body["search"], "starts": tuple(body["search"]["starts"])}))
     eq = cat.equilibrium_branch
     own = eq.report.observables if eq is not None and eq.report is not None else {}
     noted = {k: v for k, v in (body.get("observables") or {}).items() if k not in own}

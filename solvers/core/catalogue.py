@@ -10,14 +10,15 @@ limit is known to be incomplete.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from solvers.core.deflation import deflated_search
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Attempt, Branch, Catalogue, SolveResult, is_stable
+from solvers.core.results import Attempt, Branch, Catalogue, Origin, Search, SolveResult, is_stable
 from solvers.core.solve import remaining, solve_at
 from solvers.core.status import Status
 
@@ -108,13 +109,16 @@ def build_catalogue(
     *,
     complete: bool = True,
     report: bool = False,
+    origins: Sequence[Origin] | None = None,
+    search: Search | None = None,
 ) -> Catalogue:
     """Merge duplicate solutions and rank them; non-converged attempts are kept only if nothing converged.
 
-    ``report``: attach the theory's report to every branch and its notes to the catalogue.
+    ``report``: attach the theory's report to every branch and its notes to the catalogue. ``origins``: how
+    each candidate was found (one per candidate); a branch's origin is that of the first candidate to reach it.
     """
     branches: list[Branch] = []
-    for start, res in candidates:
+    for i, (start, res) in enumerate(candidates):
         if not res.converged:
             continue
         k = next(
@@ -130,6 +134,8 @@ def build_catalogue(
             continue
         name = problem.name_of(res.x, p, start)
         branch = classify(problem, p, name, res, start)
+        if origins is not None:
+            branch = branch.replace(origin=origins[i])
         if branch.stable is not True and problem.on_edge(res.x, p):
             continue  # round-off along a branch that runs into a singular limit, not a solution of its own
         taken = {b.name for b in branches}
@@ -151,6 +157,7 @@ def build_catalogue(
         attempts=attempts,
         seconds=seconds,
         complete=complete,
+        search=search,
     )
     return with_reports(problem, cat) if report else cat
 
@@ -175,26 +182,67 @@ def solve_catalogue(
     """Solve from every named start (plus the theory's exhaustive search) at parameter ``p``.
 
     ``extra_starts`` (e.g. the previous point of a sweep) go first, so a branch keeps its name
-    along a sweep when it is reached from several starts. The time limit is one budget for the
-    whole catalogue; the starts it leaves unsolved make the catalogue incomplete.
+    along a sweep when it is reached from several starts. ``options.search`` may restrict the named
+    starts (which leaves out the root scan) and ask for deflation after them (:mod:`solvers.core.deflation`).
+    The time limit is one budget for the whole catalogue; the starts it leaves unsolved make the catalogue
+    incomplete.
     """
     t0 = time.perf_counter()
+    search = options.search
     candidates: list[tuple[str, SolveResult]] = []
-    roots = list(problem.enumerate(p)) if problem.enumerate is not None else []
-    if roots and problem.exhaustive:
-        starts = roots  # every solution is among them: other starts could only find them again
+    origins: list[Origin] = []
+    named = dict(problem.starts(p))
+    if search.starts is not None:
+        named = {k: v for k, v in named.items() if k in search.starts}
+    roots = list(problem.enumerate(p)) if problem.enumerate is not None and search.starts is None else []
+    exhaustive = bool(roots) and problem.exhaustive
+    starts: list[tuple[str, np.ndarray, Origin]]
+    if exhaustive:
+        # every solution is among the roots: other starts could only find them again
+        starts = [(n, x, Origin("root_scan", n)) for n, x in roots]
     else:
-        starts = [*(extra_starts or {}).items(), *roots, *problem.starts(p).items()]
+        starts = [*((n, x, Origin("warm", n)) for n, x in (extra_starts or {}).items()),
+                  *((n, x, Origin("root_scan", n)) for n, x in roots),
+                  *((n, x, Origin("start", n)) for n, x in named.items())]
     complete = True
-    for name, x0 in starts:
+    for name, x0, origin in starts:
         x0 = np.asarray(x0, dtype=float)
         # A start that already sits on a solution found from another start needs no solve of its own.
         known = next((r for _, r in candidates if r.converged and same_solution(problem, r.x, x0, tol=1e-10)), None)
-        if known is not None:
-            candidates.append((name, known))
-            continue
-        if options.time_limit is not None and time.perf_counter() - t0 >= options.time_limit:
+        if options.time_limit is not None and known is None and time.perf_counter() - t0 >= options.time_limit:
             complete = False
             break
-        candidates.append((name, solve_at(problem, p, x0, remaining(options, t0))))
-    return build_catalogue(problem, p, candidates, time.perf_counter() - t0, complete=complete, report=report)
+        candidates.append((name, known if known is not None else solve_at(problem, p, x0, remaining(options, t0))))
+        origins.append(origin)
+    used = tuple(n for n, _, o in starts if o.method == "start")
+    found = Search("exhaustive" if exhaustive else "starts-only", starts=used, root_scan=bool(roots))
+    if search.method == "deflation" and not exhaustive and complete:
+        guesses = [np.asarray(x, dtype=float) for _, x, o in starts if o.method != "root_scan"]
+        tally = deflated_search(problem, p, remaining(options, t0), guesses,
+                                [r.x for _, r in candidates if r.converged], _novelty(problem, p, candidates))
+        candidates += tally.results
+        origins += [Origin("deflation")] * len(tally.results)
+        complete = tally.stopped != "time_limit"
+        found = Search("deflated", used, bool(roots), search.budget, tally.solves, tally.fruitless, tally.found,
+                       tally.stopped)
+    return build_catalogue(problem, p, candidates, time.perf_counter() - t0, complete=complete, report=report,
+                           origins=origins, search=found)
+
+
+def _novelty(
+    problem: Problem, p: float, candidates: Sequence[tuple[str, SolveResult]]
+) -> Callable[[SolveResult], bool]:
+    """Whether a converged result is a solution not among ``candidates`` nor among those it has already accepted
+    (the catalogue's own notion of "the same solution"); a solution on a singular edge is never new."""
+    seen = [r for _, r in candidates if r.converged]
+
+    def is_new(res: SolveResult) -> bool:
+        if problem.on_edge(res.x, p):
+            return False
+        for r in seen:
+            if same_solution(problem, r.x, res.x) or same_degenerate_root(problem, p, r.x, r.residual, res):
+                return False
+        seen.append(res)
+        return True
+
+    return is_new

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from solvers.core.search_options import SearchOptions
+
 
 class ContinuationOptions(BaseModel):
     """Pseudo-arclength step control (BifurcationKit-style ``ContinuationPar``)."""
@@ -54,6 +56,9 @@ class SolverOptions(BaseModel):
         None, gt=0, le=86_400, description="Seconds; a solve that exceeds it returns converged: false."
     )
     continuation: ContinuationOptions = Field(default_factory=ContinuationOptions)
+    search: SearchOptions = Field(
+        default_factory=SearchOptions, description="How solutions are looked for at one parameter value."
+    )
 
     def tolerance(self, x_norm: float) -> float:
         """Residual threshold: absolute plus relative to the iterate's size."""

@@ -90,6 +90,36 @@ class Notes:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """How a branch was first found: ``method`` is ``start`` (a named start), ``warm`` (a solution of a neighbouring
+    value), ``root_scan`` (the theory's exhaustive root scan) or ``deflation``; ``start`` names the start."""
+
+    method: str
+    start: str | None = None
+
+
+@dataclass(frozen=True)
+class Search:
+    """How a catalogue looked for its branches.
+
+    ``method``: ``exhaustive`` (a complete root scan: every solution is among its roots), ``deflated`` (named
+    starts, then deflated solves until ``budget`` of them in a row found nothing new) or ``starts-only``.
+    ``deflated_solves`` counts the deflated solves, ``fruitless`` those that found nothing new, ``found`` the
+    solutions they added; ``stopped`` says why deflation ended (``budget``, ``max_solutions``, ``time_limit``).
+    ``root_scan``: the theory's root scan (exhaustive or not) contributed starts.
+    """
+
+    method: str
+    starts: tuple[str, ...] = ()
+    root_scan: bool = False
+    budget: int | None = None
+    deflated_solves: int = 0
+    fruitless: int = 0
+    found: int = 0
+    stopped: str | None = None
+
+
+@dataclass(frozen=True)
 class Branch:
     """One solution at one parameter value: a point of a named branch."""
 
@@ -101,6 +131,7 @@ class Branch:
     free_entropy: float | None
     starts: tuple[str, ...] = ()
     report: Report | None = None
+    origin: Origin | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "x", frozen_vector(self.x))
@@ -138,6 +169,7 @@ class Catalogue:
     seconds: float = 0.0
     complete: bool = True
     notes: Notes | None = None
+    search: Search | None = None
 
     def get(self, name: str | None) -> Branch | None:
         return next((b for b in self.branches if b.name == name), None)
