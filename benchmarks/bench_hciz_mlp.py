@@ -165,6 +165,7 @@ def figure(path: str) -> None:
                         "values": {"start": lo, "stop": hi, "num": 100}})
         plot.learning_curve(deep, "generalization_error", axes[1], symbols=symbols, label=f"L = {L}", color=f"C{k}",
                             caption=["depth"] if k == 0 else False)
+    plot.panel_letters(axes)
     plot.save(fig, path, dpi=130)
     print(f"[figure] written to {path}")
 

@@ -205,8 +205,11 @@ def figure(stored: dict[str, Any], path: str) -> None:
                 label="network (±2 s.e.)")
     ax.set_xlabel("D (P = 20 D, N = 2 D)")
     ax.set_ylabel("learned cubic fraction 1 − c/ε (fresh inputs)")
-    ax.set_title("network family: at P ∝ D the adaptive network keeps learning H3", fontsize=9)
+    ax.set_title("network family: at P ∝ D the adaptive\nnetwork keeps learning H3", fontsize=9)
     ax.legend(fontsize=7)
+    from clients.plot import panel_letters
+
+    panel_letters(axes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

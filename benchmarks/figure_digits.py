@@ -51,11 +51,13 @@ def figure(path: str) -> None:
         _, base = series(result, "class_distance.D2_nngp")
         ax_c.plot(T, [a / b for a, b in zip(d2, base, strict=True)], color="C0" if k == 0 else "0.5", label=name)
     ax_c.set_xscale("log")
+    plot.tidy_log_ticks(ax_c)
     ax_c.set_xlabel(symbol("T"))
     ax_c.set_ylabel(f"{symbol('class_distance.D2')} / {symbol('class_distance.D2_nngp')}")
     ax_c.legend(fontsize="small")
     for ax in (ax_q, ax_c):
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    plot.panel_letters((ax_q, ax_d, ax_c))
     plot.save(fig, path, dpi=110)
     print(f"[figure] written to {path}")
 

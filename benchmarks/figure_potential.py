@@ -33,6 +33,7 @@ def figure(path: str) -> None:
     fig, axes = plot.figure(11.0, aspect=0.72, ncols=2)
     plot.branch_diagram(sweep, "rho", axes[0], symbols=symbols)
     plot.potential(solve, axes[1], symbols=symbols)
+    plot.panel_letters(axes)
     plot.save(fig, path, dpi=120)
     print(f"[figure] written to {path}")
 

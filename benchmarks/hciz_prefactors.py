@@ -144,7 +144,7 @@ def figure(path: str, stored: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from clients.plot import specialisation_map
+    from clients.plot import panel_letters, specialisation_map
 
     with open(stored) as fh:
         data = json.load(fh)
@@ -167,6 +167,7 @@ def figure(path: str, stored: str) -> None:
     axes[0][1].set_title("layer 1: HMC, d = 20")
     axes[0][2].set_title("layer 2: theory")
     axes[0][3].set_title("layer 2: HMC, d = 20")
+    panel_letters(axes)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"[figure] {path}")

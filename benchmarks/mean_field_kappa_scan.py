@@ -264,6 +264,9 @@ def figure(res: dict[str, Any], path: str) -> None:
         seen.update({k: v for k, v in zip(lab, h, strict=True) if k not in seen})
     fig.legend(list(seen.values()), list(seen.keys()), loc="lower center", ncol=3, fontsize=8,
                title="▼ on a curve: its alignment onset (one solution) or first-order point", title_fontsize=8)
+    from clients.plot import panel_letters
+
+    panel_letters(axes)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=120)
 

@@ -151,6 +151,7 @@ def figure(res: dict[str, Any], path: str) -> None:
         ax.set_xticks(Ps, [str(int(p)) for p in Ps])
         ax.minorticks_off()
         ax.legend(fontsize="small")
+    plot.panel_letters(axes)
     plot.save(fig, path, dpi=120)
 
 

@@ -176,6 +176,11 @@ def figure(res: dict[str, Any], path: str) -> None:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    from clients.plot import panel_letters, tidy_log_ticks
+
+    for ax in axes:
+        tidy_log_ticks(ax)
+    panel_letters(axes)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

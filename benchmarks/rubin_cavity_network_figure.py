@@ -146,5 +146,8 @@ def figure(stored: dict[str, Any], path: str) -> None:
                  "paper) against three treatments\nlines: population theory at the network's D (tree level dashed, on "
                  "mean field), dotted: D → ∞, vertical: its T_c; squares: finite_sample on the network's data",
                  fontsize=9)
+    from clients.plot import panel_letters
+
+    panel_letters(grid)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -93,7 +93,8 @@ def figure(results: dict[str, dict[str, Any]], sweep: dict[str, Any], path: str,
                               sigmas=2, symbols=symbols)
     plot.theory_vs_experiment(labelled, "R2", axes[1], sweep=sweep, branches=list(BRANCHES), sigmas=2,
                               symbols=symbols, caption=False)
-    axes[0].get_legend().remove()  # one legend, beside the right panel
+    axes[0].get_legend().remove()  # one legend, under the right panel
+    plot.panel_letters(axes)
     plot.save(fig, path, dpi=110)
 
 

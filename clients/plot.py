@@ -31,7 +31,7 @@ from typing import Any
 from clients.from_arrays import as_result
 from clients.names import UnknownQuantity, is_number
 from clients.plot_labels import Symbols, caption, line_name, transition_name
-from clients.plot_marks import figure_renderer, mark_on_curves, mark_transitions
+from clients.plot_marks import figure_renderer, mark_on_curves, mark_transitions, panel_letters
 from clients.plot_paths import (
     EquilibriumPath,
     curve_marks,
@@ -48,7 +48,6 @@ from clients.plot_style import (
     METASTABLE_WIDTH,
     STABILITY_STYLE,
     figure,
-    panel_letters,
     paper_style,
     save,
     tidy_log_ticks,
@@ -68,6 +67,7 @@ __all__ = [
     "save",
     "specialisation_map",
     "theory_vs_experiment",
+    "tidy_log_ticks",
 ]
 
 #: The gid of a figure's caption (an annotation under the x label).
@@ -102,6 +102,16 @@ def _one_parameter(result: Mapping[str, Any]) -> str:
     return names[0]
 
 
+def _caption_width(ax: Any) -> int:
+    """About how many characters of a caption fit under the axes."""
+    points = ax.figure.get_figwidth() * ax.get_position().width * 72.0
+    return max(20, int(points / (0.5 * _pyplot().rcParams["font.size"] * 0.83)))
+
+
+def _wrap(ax: Any, text: str) -> str:
+    return textwrap.fill(text, _caption_width(ax))
+
+
 def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: Caption,
              note: str | None = None) -> None:
     """The caption line(s) under the axes' x label, left-aligned with the axes and broken to their width, and
@@ -111,12 +121,9 @@ def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequen
     if show is False:
         return
     swept = [*swept, *(() if show is True else show)]
-    points = ax.figure.get_figwidth() * ax.get_position().width * 72.0
-    size = _pyplot().rcParams["font.size"] * 0.83
-    width = max(20, int(points / (0.5 * size)))
-    text = caption(result.get("model"), symbols, tuple(swept), width=width)
+    text = caption(result.get("model"), symbols, tuple(swept), width=_caption_width(ax))
     if note:
-        text = "\n".join(filter(None, (text, textwrap.fill(note, width))))
+        text = "\n".join(filter(None, (text, _wrap(ax, note))))
     if text:
         # anchored to the x label at draw time, so it stays below it whatever the layout does to the axes
         ax.annotate(text, (0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label), xytext=(0.0, -4.0),
@@ -140,6 +147,16 @@ def _depth_below(ax: Any, renderer: Any) -> float:
     return (ax.get_window_extent(renderer).y0 - bottom) * 72.0 / ax.figure.dpi
 
 
+def _final_width(ax: Any, renderer: Any) -> float:
+    """The width (pixels) the axes will have once laid out: their columns' share of the figure, less a tenth for
+    the tick labels and margins (a layout engine has not widened them yet), else their present width."""
+    spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+    if spec is None or ax.figure.get_layout_engine() is None:
+        return float(ax.get_window_extent(renderer).width)
+    share = len(spec.colspan) / spec.get_gridspec().ncols
+    return max(float(ax.get_window_extent(renderer).width), 0.9 * share * ax.figure.bbox.width)
+
+
 def _legend(ax: Any, fontsize: str | float = "small", below: bool = False) -> None:
     """A compact legend inside the axes where it covers least, or (``below``) under the axes' x label and caption,
     centred, in as many columns as the axes' width holds: the axes keep their width."""
@@ -153,7 +170,7 @@ def _legend(ax: Any, fontsize: str | float = "small", below: bool = False) -> No
 
     renderer = figure_renderer(ax)
     down = ScaledTranslation(0.0, -(_depth_below(ax, renderer) + LEGEND_GAP) / 72.0, ax.figure.dpi_scale_trans)
-    width = ax.get_window_extent(renderer).width
+    width = _final_width(ax, renderer)
     for ncols in range(min(len(handles), 4), 0, -1):
         legend = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                            bbox_transform=ax.transAxes + down, ncols=ncols, fontsize=fontsize, frameon=False,
@@ -599,13 +616,34 @@ RHAT_MAX, ESS_MIN = 1.01, 400.0
 UNCONVERGED = "not converged (hollow)"
 
 
-def _converged(est: Mapping[str, Any], component: int | None) -> tuple[bool, str]:
-    """Whether an estimate passes the convergence rule, and (when it does not) its R-hat and ESS in words."""
+#: A point that did not converge: (parameter value, its R-hat, its bulk ESS).
+Unconverged = tuple[float, float | None, float | None]
+
+
+def _converged(est: Mapping[str, Any], component: int | None) -> tuple[bool, float | None, float | None]:
+    """Whether an estimate passes the convergence rule, with its R-hat and bulk ESS."""
     rhat, ess = _component(est.get("rhat"), component), _component(est.get("ess"), component)
     bad = (rhat is not None and rhat > RHAT_MAX) or (ess is not None and ess < ESS_MIN)
-    words = ", ".join(w for w in (f"R-hat {rhat:.3g}" if rhat is not None else "",
-                                  f"ESS {ess:.0f}" if ess is not None else "") if w)
-    return not bad, words
+    return not bad, rhat, ess
+
+
+def _diagnostics(rows: Sequence[Unconverged]) -> str:
+    """The diagnostics that fail the rule: R-hat (the worst of several points) where it exceeds :data:`RHAT_MAX`,
+    ESS (the least) where it falls below :data:`ESS_MIN`."""
+    rhats = [r for _, r, _ in rows if r is not None and r > RHAT_MAX]
+    esses = [e for _, _, e in rows if e is not None and e < ESS_MIN]
+    several = len(rows) > 1
+    words = (f"R-hat {'up to ' if several else ''}{max(rhats):.3f}" if rhats else "",
+             f"ESS {'from ' if several else ''}{min(esses):.0f}" if esses else "")
+    return ", ".join(w for w in words if w)
+
+
+def _unconverged_note(points: Mapping[str, Sequence[Unconverged]], parameter: str) -> str:
+    """The caption's line naming the hollow points: each run at its parameter values, with the diagnostics that
+    fail."""
+    parts = [f"{label} at {parameter} = {', '.join(f'{x:g}' for x, _, _ in rows)} ({_diagnostics(rows)})"
+             for label, rows in points.items()]
+    return f"hollow: not converged (R-hat > {RHAT_MAX:g} or ESS < {ESS_MIN:g}): {'; '.join(parts)}"
 
 
 def _experiment_model(results: Any) -> Mapping[str, Any] | None:
@@ -686,7 +724,7 @@ def theory_vs_experiment(
                     linewidth=1.3, label=f"{theory_label}: {name}", gid=f"branch:{name}")
     markers = ["o", "s", "^", "D", "v"]
     parameter = first.get("parameter") or (parameter_names(sweep)[0] if sweep is not None else "parameter")
-    unconverged: list[str] = []
+    unconverged: dict[str, list[Unconverged]] = {}
     for k, (label, result) in enumerate(runs.items()):
         rows: dict[bool, tuple[list[float], list[float], list[float]]] = {True: ([], [], []), False: ([], [], [])}
         for pt in points_of(result):
@@ -696,13 +734,13 @@ def theory_vs_experiment(
             mean, err = _component(est["mean"], component), _component(est["stderr"], component)
             if mean is None:
                 continue
-            ok, why = _converged(est, component)
+            ok, rhat, ess = _converged(est, component)
             xs, ys, es = rows[ok]
             xs.append(_x_of(pt, x))
             ys.append(mean)
             es.append(sigmas * (err or 0.0))
             if not ok:
-                unconverged.append(f"{label if len(runs) > 1 else ''} {labels(parameter)} = {xs[-1]:g} ({why})".strip())
+                unconverged.setdefault(label, []).append((xs[-1], rhat, ess))
         color_k = color or ("k" if len(runs) == 1 else f"C{k + 3}")
         for ok, (xs, ys, es) in rows.items():
             if xs:
@@ -710,7 +748,7 @@ def theory_vs_experiment(
                             capsize=2.5, linestyle="none", gid=f"experiment:{label}" + ("" if ok else ":unconverged"),
                             markerfacecolor=None if ok else "none",
                             label=f"{label} (±{sigmas:g} s.e.)" if ok or not rows[True][0] else None)
-    if unconverged:
+    if unconverged and UNCONVERGED not in ax.get_legend_handles_labels()[1]:
         ax.errorbar([], [], yerr=[], fmt="o", color="0.3", markerfacecolor="none", markersize=4.5, linestyle="none",
                     label=UNCONVERGED, gid=LEGEND_ENTRY)
     ax.set_xscale("log" if logx else "linear")
@@ -719,8 +757,13 @@ def theory_vs_experiment(
     ylabel = labels(observable)
     ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
     model = (sweep or {}).get("model") or _experiment_model(first)
-    note = f"hollow: not converged (R-hat > {RHAT_MAX:g} or ESS < {ESS_MIN:g}): {'; '.join(unconverged)}"
-    _caption(ax, {"model": model}, labels, [parameter], caption, note if unconverged else None)
+    note = _unconverged_note(unconverged, labels(parameter)) if unconverged else None
+    written = next((t for t in ax.texts if t.get_gid() == CAPTION), None)
+    if caption is False and note and written is not None:
+        # another result's caption is under these axes already: its unconverged points are named there too
+        written.set_text(f"{written.get_text()}\n{_wrap(ax, note)}")
+    else:
+        _caption(ax, {"model": model}, labels, [parameter], caption, note)
     # experiments are scattered over the whole axes: a long legend would cover some of them
     _legend(ax, below=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
     return ax
@@ -768,6 +811,7 @@ def specialisation_map(
     labels = Symbols.of(symbols, "hciz_mlp", carried)
     experiment_points = experiment_points or []
     rows = sorted(theory_points, key=lambda p: _alpha_of(p) or 0.0)
+    own = axes is None  # a figure of its own gets panel letters; axes passed in are lettered by their figure
     if axes is None:
         _, axes = plt.subplots(len(rows), 2, figsize=(8, 2.2 * len(rows)), sharex=True, sharey=True, squeeze=False,
                                layout="constrained")
@@ -808,6 +852,7 @@ def specialisation_map(
     readout = readout if readout != "v2" else r"$|v_2|$"
     axes[-1][0].set_xlabel(f"{readout} (effective readout)")
     axes[-1][1].set_xlabel(f"{readout} (effective readout)")
-    panel_letters(axes)
+    if own:
+        panel_letters(axes)
     return axes
 

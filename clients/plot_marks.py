@@ -87,7 +87,7 @@ def special_name(kind: str, type_: str | None = None, event: str | None = None) 
     """A special point's name on a figure: an engine event by what it is (``alignment_onset`` → "alignment
     onset", whatever ``kind`` the result files it under: plain mean field's onset is continuous, not a first-order
     jump), else its kind (:func:`~clients.plot_labels.transition_name`)."""
-    if type_ == "event" and event:
+    if event:
         return event.replace("_", " ")
     return transition_name(kind, type_)
 
@@ -138,6 +138,20 @@ def mark_on_curves(ax: Any, marks: Sequence[CurveMark]) -> None:
     for m in marks:
         name = special_name(m.kind, m.type, m.event)
         style = _style_of(name)
-        ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS.get(name, "o"), markersize=4.5,
+        ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS.get(name, MARKERS["event"]), markersize=4.5,
                 markerfacecolor="white" if name == "spinodal" else style["color"],
                 markeredgecolor=style["color"], zorder=6, gid=f"special:{m.kind}")
+
+
+#: gid of a panel letter (the axes' left title).
+PANEL = "panel-letter"
+
+
+def panel_letters(axes: Any, start: str = "a") -> None:
+    """(a), (b), … at the top left of each axes of a multi-panel figure, in reading order (rows first), as the
+    axes' left title, above the rows of transition values written over the axes."""
+    for k, ax in enumerate(list(getattr(axes, "flat", axes))):
+        ax.set_title(f"({chr(ord(start) + k)})", loc="left", fontweight="bold", gid=PANEL)
+        values = [t for t in ax.texts if t.get_gid() == LABEL]
+        if values:  # set_title has reset the titles' offset: above the values again
+            _title_above(ax, place_labels(values, figure_renderer(ax), margin=0.5))

@@ -241,6 +241,10 @@ def curve_marks(result: Mapping[str, Any], quantity: str) -> list[CurveMark]:
     """The special points on the traced curves, each once per (kind, parameter, value)."""
     seen: set[tuple[str, float, float]] = set()
     out: list[CurveMark] = []
+    # an engine event filed under a kind (plain mean field's alignment onset as first_order) is named by its
+    # transition; the curves' rows of it do not repeat the event
+    events = {(t["kind"], round(float(t["parameter"]), 9)): t["event"] for t in result.get("transitions") or []
+              if t.get("event") and is_number(t.get("parameter"))}
     for curve in traced(result, quantity):
         ys = curve_values(curve, quantity) or []
         for sp in curve.get("special") or []:
@@ -251,7 +255,8 @@ def curve_marks(result: Mapping[str, Any], quantity: str) -> list[CurveMark]:
             if key not in seen:
                 seen.add(key)
                 out.append(CurveMark(sp["kind"], sp.get("type"), float(sp["parameter"]), y,
-                                     tuple(sp.get("branches") or ()), sp.get("event")))
+                                     tuple(sp.get("branches") or ()),
+                                     sp.get("event") or events.get((sp["kind"], round(float(sp["parameter"]), 9)))))
     return out
 
 

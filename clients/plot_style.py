@@ -129,18 +129,6 @@ def save(fig: Any, path: str, **kw: Any) -> None:
         fig.savefig(path, bbox_inches="tight", metadata=metadata, **kw)
 
 
-#: gid of a panel letter (the axes' left title).
-PANEL = "panel-letter"
-
-
-def panel_letters(axes: Any, start: str = "a") -> None:
-    """(a), (b), … at the top left of each axes of a multi-panel figure, in reading order (rows first), as the
-    axes' left title: above the rows of transition values a figure writes over its axes."""
-    flat: Sequence[Any] = list(getattr(axes, "flat", axes))
-    for k, ax in enumerate(flat):
-        ax.set_title(f"({chr(ord(start) + k)})", loc="left", fontweight="bold", gid=PANEL)
-
-
 #: Log-axis tick labels are thinned until this many points separate any two.
 TICK_GAP = 2.0
 

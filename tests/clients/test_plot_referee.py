@@ -20,7 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from clients import plot
+from clients import plot, series
+from service.jobs.in_process import run_job
 from tests.clients.figure_data import load
 from tests.clients.test_plot_images import symbols
 
@@ -250,8 +251,8 @@ def test_unconverged_experiment_points_are_hollow_and_named_in_the_caption() -> 
     filled = drawn["experiment:experiment"]
     assert list(hollow.get_xdata()) == [3.0] and hollow.get_markerfacecolor() == "none"
     assert list(filled.get_xdata()) == [2.0, 5.0] and filled.get_markerfacecolor() != "none"
-    caption = next(t.get_text() for t in ax.texts if t.get_gid() == "caption")
-    assert "not converged" in caption and "= 3 (R-hat 1.09, ESS 16)" in caption
+    caption = " ".join(next(t.get_text() for t in ax.texts if t.get_gid() == "caption").split())
+    assert "not converged" in caption and "experiment at $\\alpha$ = 3 (R-hat 1.090, ESS 16)" in caption
     assert "not converged (hollow)" in legend_texts(ax)
 
 
@@ -262,12 +263,36 @@ def test_converged_points_are_all_filled() -> None:
 
 
 def test_an_engine_event_is_named_by_what_it_is_not_by_the_kind_it_is_filed_under() -> None:
-    # plain mean field's alignment onset is filed as kind first_order; its m_S is continuous there
-    onset = {"kind": "first_order", "type": "event", "event": "alignment_onset", "parameter": 0.5,
+    onset = {"kind": "first_order", "type": "first_order", "event": "alignment_onset", "parameter": 0.5,
              "branches": ["one"]}
     ax = plot.learning_curve(_sweep([onset], 0.0, 1.0), "q", caption=False)
     texts = legend_texts(ax)
     assert "alignment onset" in texts and "first order" not in texts
+
+
+def test_plain_mean_field_alignment_onset_is_continuous_and_drawn_as_an_onset() -> None:
+    """Plain MF's alignment onset (filed as kind first_order) is where an aligned well of the unaligned state's
+    potential reaches the central well's depth; the full solution's m_S passes it smoothly at finite d. Checked on
+    the served κ sweep at the notebook's setting (k = 2, d = 35, N = 512): around the onset m_S has no jump (each
+    step within 5 % of the step its neighbours' slope predicts) and its slope no kink; the figure names it an
+    alignment onset, not a first-order point."""
+    model = {"theory": "mean_field_ard", "model": "mf", "activation": "relu", "d": 35, "N": 512, "kappa": 0.05,
+             "target": {"kind": "parity", "k": 2}}
+    sweep = json.loads(json.dumps(run_job({"model": model, "parameter": "kappa",
+                                           "values": {"start": 0.029, "stop": 0.034, "num": 21}})))
+    (onset,) = [t for t in sweep["transitions"] if t.get("event") == "alignment_onset"]
+    assert onset["kind"] == "first_order" and 0.029 < onset["parameter"] < 0.034
+    kappa, m_s = series(sweep, "m_S")
+    slopes = [(b - a) / (y - x) for (x, a), (y, b) in itertools.pairwise(zip(kappa, m_s, strict=True))]
+    k = next(i for i, x in enumerate(kappa) if x > onset["parameter"]) - 1  # the step across the onset
+    predicted = 0.5 * (slopes[k - 1] + slopes[k + 1])
+    assert slopes[k] == pytest.approx(predicted, rel=0.05)  # no jump: the step across is an ordinary step
+    assert abs(slopes[k + 1] - slopes[k - 1]) < 0.1 * abs(predicted)  # no kink either
+    ax = plot.branch_diagram(sweep, "m_S", caption=False)
+    texts = legend_texts(ax)
+    assert "alignment onset" in texts and "first order" not in texts
+    marks = [ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("special:")]
+    assert marks and all(ln.get_marker() == "^" for ln in marks)
 
 
 def test_saving_a_paper_figure_warns_of_no_font_dates(tmp_path: Any, caplog: Any) -> None:
@@ -278,3 +303,26 @@ def test_saving_a_paper_figure_warns_of_no_font_dates(tmp_path: Any, caplog: Any
         plot.save(fig, str(tmp_path / "figure.pdf"))
     assert (tmp_path / "figure.pdf").stat().st_size > 0
     assert "timestamp" not in caplog.text
+
+
+def test_panel_letters_stand_above_the_transition_values() -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
+    for ax in axes:
+        plot.branch_diagram(load("potential_sweep"), "rho", ax, caption=False)
+    plot.panel_letters(axes)
+    renderer = _draw(fig)
+    for ax in axes:
+        letter = ax._left_title  # the panel letter (matplotlib keeps the left title there)
+        box = letter.get_window_extent(renderer)
+        values = [t.get_window_extent(renderer) for t in ax.texts if t.get_gid() == "transition-label"]
+        assert values and not any(box.overlaps(v) for v in values)
+
+
+def test_unconverged_points_of_a_second_result_on_the_axes_are_named_in_the_caption_too() -> None:
+    ax = plot.theory_vs_experiment({"d = 12": _experiment(bad_alpha=3.0)}, "generalization_error",
+                                   sweep=load("hciz_sweep"), color="C0")
+    plot.theory_vs_experiment({"d = 20": _experiment(bad_alpha=5.0)}, "generalization_error", ax,
+                              sweep=load("hciz_sweep"), color="C1", caption=False)
+    caption = " ".join(next(t.get_text() for t in ax.texts if t.get_gid() == "caption").split())
+    assert "d = 12 at alpha = 3" in caption and "d = 20 at alpha = 5" in caption
+    assert legend_texts(ax).count("not converged (hollow)") == 1
