@@ -86,6 +86,8 @@ class Settings:
     result_page_curves: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_CURVES", 100))
     #: Concurrent unfinished jobs per key (0 = unlimited).
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
+    #: Status requests one key may hold at once with ``?wait=`` (0 = unlimited); past it, answered at once.
+    max_waits_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_WAITS_PER_KEY", 10))
     #: Seconds between attempts to reach Redis again after an outage.
     redis_retry_seconds: float = field(default_factory=lambda: _float("SADDLELAB_REDIS_RETRY_SECONDS", 2.0))
     #: Seconds each chain of an experiment may sample per submission, warmup included (caps the sampler's

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.cache import Cache, MemoryCache, RedisCache
 from service.experiments.owned import MemoryHoldings, OwnedExperiments, RedisHoldings
 from service.jobs.local import LocalJobs
+from service.kernel.waiting import HeldRequests
 from service.redis_health import RedisHealth
 from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
@@ -26,6 +27,7 @@ class AppState:
     secret: InstanceSecret
     health: RedisHealth | None = None
     experiments: Any = None
+    held: HeldRequests = field(default_factory=lambda: HeldRequests(0))
 
     @classmethod
     def build(cls, settings: Settings) -> AppState:
@@ -47,7 +49,8 @@ class AppState:
 
             jobs = LocalJobs(settings.local_workers, secret, settings)
             experiments = OwnedExperiments(LocalExperiments(solver, settings.local_workers), MemoryHoldings(), secret)
-        return cls(settings, link, cache, solver, jobs, secret, RedisHealth(link) if link else None, experiments)
+        return cls(settings, link, cache, solver, jobs, secret, RedisHealth(link) if link else None, experiments,
+                   HeldRequests(settings.max_waits_per_key))
 
     def close(self) -> None:
         for backend in (self.jobs, self.experiments):

@@ -110,11 +110,8 @@ class RedisStore(RedisRecord):
     def save_chain(self, job_id: str, point: int, chain: int, checkpoint: bytes, draws_done: int,
                    block: tuple[int, bytes] | None, progress: int) -> bool:
         start, data = ("", b"") if block is None else (str(block[0]), block[1])
-        saved = bool(self._save_chain(keys=[ExperimentKeys(job_id).chain(point, chain)],
-                                      args=[draws_done, checkpoint, start, data, self.ttl, progress]))
-        if saved:
-            self.changed(job_id)
-        return saved
+        return bool(self._save_chain(keys=[ExperimentKeys(job_id).chain(point, chain)],
+                                     args=[draws_done, checkpoint, start, data, self.ttl, progress]))
 
     def run_base(self, job_id: str, point: int, chain: int, run: str, spent: float) -> float:
         key = ExperimentKeys(job_id).chain(point, chain)
@@ -158,13 +155,10 @@ class RedisStore(RedisRecord):
     def put_point(self, job_id: str, point: int, point_json: str, series_json: str, complete: bool = True) -> bool:
         keys = ExperimentKeys(job_id)
         chains = int(self.r.hget(keys.meta, "chains") or 0) if complete else 0  # incomplete: its chains stay
-        stored = bool(self._put_point(
+        return bool(self._put_point(
             keys=[keys.point(point), keys.series(point), keys.points, *(keys.chain(point, c) for c in range(chains))],
             args=[point_json, series_json, point, self.ttl],
         ))
-        if stored:
-            self.changed(job_id)
-        return stored
 
     def reopen(self, job_id: str, points: int) -> set[int]:
         keys = ExperimentKeys(job_id)
@@ -193,11 +187,8 @@ class RedisStore(RedisRecord):
 
     def finish(self, job_id: str, result_json: str, complete: bool = True) -> bool:
         keys = ExperimentKeys(job_id)
-        done = bool(self._finish(keys=[keys.meta, keys.result],
+        return bool(self._finish(keys=[keys.meta, keys.result],
                                  args=[result_json, self.ttl, time.time(), int(complete)]))
-        if done:
-            self.changed(job_id)
-        return done
 
     def complete(self, job_id: str) -> bool:
         flag = self.r.hget(ExperimentKeys(job_id).meta, "complete")

@@ -363,6 +363,9 @@ class LocalJobs:
         comp.status, comp.updated = "finished", time.time()
 
     # ---- status -----------------------------------------------------------------------------
+    #: :meth:`ended` reads memory without a lock: a held request may ask it on the event loop.
+    ended_in_memory = True
+
     def ended(self, job_id: str, owner: str | None = None) -> bool:
         """Whether the owner's job has ended (or is not the owner's), read without the lock: a waiting status
         request asks it every few tens of milliseconds from the event loop; a stale answer only delays the

@@ -272,6 +272,17 @@ class RQJobs:
         fresh = self.store.meta(key)
         return fresh["status"] if fresh else None
 
+    def ended(self, job_id: str, owner: str | None = None) -> bool:
+        """Whether the owner's job has ended (or is not the owner's): its handle and its status field, O(1)
+        whatever the job's size (:mod:`service.kernel.waiting`)."""
+        return self._guard(lambda: self._ended(job_id, owner))
+
+    def _ended(self, job_id: str, owner: str | None) -> bool:
+        handle = self._handle(job_id, owner)
+        if handle is None or handle.get("cancelled") == "1":
+            return True
+        return self.store.status(handle["key"]) not in ACTIVE
+
     # ---- cancel -----------------------------------------------------------------------------
     def cancel(self, job_id: str, owner: str | None = None) -> bool:
         return self._guard(lambda: self._cancel(job_id, owner))

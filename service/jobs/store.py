@@ -163,10 +163,7 @@ class JobStore(RedisRecord):
     def withdraw(self, key: str, job_id: str, tag: str) -> int:
         """One owner cancels: -1 nothing to cancel, 0 others still want it, 1 the computation is cancelled."""
         keys = JobKeys(key)
-        outcome = int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
-        if outcome >= 0:
-            self.changed(key)
-        return outcome
+        return int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
 
     def free_points(self, key: str, lines: int) -> None:
         """Drop every stored point of a computation (DEL works even when Redis is full)."""
@@ -180,7 +177,6 @@ class JobStore(RedisRecord):
             with self.r.pipeline(transaction=False) as p:
                 p.hsetnx(name, str(index), stored)
                 p.expire(name, self.ttl)
-                self.bump(p, key)
                 p.execute()
 
         self.write(put)
@@ -194,7 +190,6 @@ class JobStore(RedisRecord):
                 p.set(keys.line(line), outcome_text, nx=True, ex=self.ttl)
                 p.sadd(keys.done, line)
                 p.expire(keys.done, self.ttl)
-                self.bump(p, key)
                 p.execute()
 
         self.write(put)
@@ -239,7 +234,6 @@ class JobStore(RedisRecord):
                                        staged_curves],
                                  args=[dumps(summary), self.ttl, time.time(), "0" if traced is None else "1"]))
         if done:
-            self.changed(key)
             # The result holds every point now; the per-point hashes are no longer needed.
             self.r.delete(*(keys.points(c) for c in range(n)))
         else:

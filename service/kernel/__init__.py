@@ -9,7 +9,7 @@ shares, written once.
 - :mod:`service.kernel.stops` — how a unit stops early on any backend: cancelled, or handed back (SIGTERM);
 - :mod:`service.kernel.unit_task` — one unit in an RQ work horse: its connection, the hand-back to the queue,
   the hard clock, a failure recorded with its reason;
-- :mod:`service.kernel.waiting` — held status requests woken by a per-computation version counter.
+- :mod:`service.kernel.waiting` — held status requests: O(1) looks at the status, a per-key cap.
 
 A kind (:mod:`service.jobs` for sweeps, :mod:`service.experiments` for chains) plans its units, runs one and
 assembles the result; the kernel does the rest.

@@ -1,9 +1,8 @@
-"""A computation's record in Redis, whatever its kind: a hash (payload, status, timestamps, error), a change
-counter (``<record>:version``) and a list of execution records, all with the instance's ``result_ttl``.
+"""A computation's record in Redis, whatever its kind: a hash (payload, status, timestamps, error) and a list of
+execution records, all with the instance's ``result_ttl``.
 
 Status changes are compare-and-set (a Lua script), so a cancel is never overwritten by a late worker, and a
-failure is written with its reason in one step. Every change a waiting reader cares about (status, progress)
-increments the change counter after it is made (:mod:`service.kernel.waiting`). Writes made by workers go through
+failure is written with its reason in one step. (:mod:`service.kernel.waiting`). Writes made by workers go through
 :meth:`RedisRecord.write`: retried with bounded backoff while Redis is unreachable or full
 (``redis_outage_seconds``), so a worker carries on across a Redis restart.
 """
@@ -105,45 +104,18 @@ class RedisRecord:
         raw = self.r.hget(self.record_key(key), "status")
         return None if raw is None else text(raw)
 
-    def version_key(self, key: str) -> str:
-        return f"{self.record_key(key)}:version"
-
-    def version(self, key: str) -> int:
-        """The record's change counter: one O(1) read for a waiting request (0 before any change)."""
-        return int(self.r.get(self.version_key(key)) or 0)
-
     def executions(self, key: str) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.r.lrange(self.log_key(key), 0, -1)]
 
     # ---- writing ----------------------------------------------------------------------------
     def set_status(self, key: str, status: str, allowed: tuple[str, ...], error: str = "") -> bool:
         """``status`` (with ``error``, in the same step) if the current status is one of ``allowed``."""
-        changed = bool(self.write(lambda: self._set_status(keys=[self.record_key(key)],
-                                                           args=[status, time.time(), error, *allowed])))
-        if changed:
-            self.changed(key)
-        return changed
+        return bool(self.write(lambda: self._set_status(keys=[self.record_key(key)],
+                                                        args=[status, time.time(), error, *allowed])))
 
     def fail(self, key: str, error: str) -> None:
         # One script: a reader never sees "failed" without its reason.
         self.set_status(key, "failed", ACTIVE, error)
-
-    def bump(self, pipe: Any, key: str) -> None:
-        """Add "something changed" to a pipeline, after its writes (a waiting request wakes on it)."""
-        pipe.incr(self.version_key(key))
-        pipe.expire(self.version_key(key), self.ttl or 3600)
-
-    def changed(self, key: str) -> None:
-        """Tell waiting requests that the computation changed (never fatal: they also wake at their timeout)."""
-        def put() -> None:
-            with self.r.pipeline(transaction=False) as p:
-                self.bump(p, key)
-                p.execute()
-
-        try:
-            self.write(put)
-        except (RedisUnavailable, redis.exceptions.RedisError) as exc:
-            log.warning("change of %s not signalled: %s", key, exc)
 
     def record(self, key: str, entry: dict[str, Any]) -> None:
         """Append to the execution log; a record that cannot be written is logged, never fatal."""

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -10,7 +8,8 @@ from starlette.concurrency import run_in_threadpool
 
 from service.deps import get_state
 from service.jobs.backend import MAX_INDEX, Page, RawJSON
-from service.kernel.ownership import ACTIVE, QueueUnavailable
+from service.kernel.ownership import QueueUnavailable
+from service.kernel.waiting import until_ended
 from service.routers import job_http
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.serialize import dumps
@@ -37,9 +36,8 @@ WAIT = Query(0.0, ge=0, le=MAX_WAIT, description="GET: seconds the answer may be
                                                  "running; it comes as soon as the job has ended (finished, failed "
                                                  "or cancelled), else after `wait` seconds with the status then. A "
                                                  "client waiting for a job needs one request per `wait` seconds "
-                                                 "instead of polling.")
-#: While a request waits, the job's status is read again after a tenth of the time waited, within these bounds (s).
-WAIT_STEP = (0.02, 0.25)
+                                                 "instead of polling. A key holds at most max_waits_per_key "
+                                                 "requests at once; past that, the answer comes at once.")
 
 
 @router.post(
@@ -103,18 +101,15 @@ async def _read(state: AppState, job_id: str, owner: str | None, **kwargs: Any) 
 
 
 async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: float) -> None:
-    """Return when the job has ended (or is unknown), or after ``wait`` seconds, looking after a tenth of the time
-    waited so far (a job is seen ended within a tenth of the wait): with the backend's lock-free look where it has
-    one (the embedded backend's jobs are in memory), else with its status without points (a page of none)."""
-    started = time.monotonic()
-    peek = getattr(state.jobs, "ended", None)
-    while True:
-        if peek is not None:
-            ended = peek(job_id, owner)
-        else:
-            status = await _read(state, job_id, owner, page=Page(0, 0), curve_page=Page(0, 0))
-            ended = status is None or status["status"] not in ACTIVE
-        waited = time.monotonic() - started
-        if ended or waited >= wait:
-            return
-        await asyncio.sleep(min(wait - waited, max(WAIT_STEP[0], min(WAIT_STEP[1], 0.1 * waited))))
+    """Hold the request until the job has ended, or for ``wait`` seconds (:mod:`service.kernel.waiting`): with
+    the backend's O(1) look, on the event loop where it reads memory, else in the thread pool (Redis)."""
+    in_memory = getattr(state.jobs, "ended_in_memory", False)
+
+    async def ended() -> bool:
+        if in_memory:
+            return bool(state.jobs.ended(job_id, owner))
+        return bool(await run_in_threadpool(state.jobs.ended, job_id, owner))
+
+    with state.held.hold(owner) as allowed:
+        if allowed:
+            await until_ended(ended, wait)
