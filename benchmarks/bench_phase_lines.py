@@ -45,7 +45,7 @@ from scipy.optimize import brentq, fsolve  # noqa: E402
 
 from benchmarks.common import Ratio, print_table  # noqa: E402
 from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries  # noqa: E402
-from solvers.core.lines.newton import newton  # noqa: E402
+from solvers.core.newton import ROUND_OFF, newton  # noqa: E402
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential  # noqa: E402
 
 SIGMA_W2, C = 0.5, -0.3
@@ -139,15 +139,15 @@ def grid_row(pr: TwoParameterProblem, b: float, us: np.ndarray) -> dict[str, flo
         def f(x: np.ndarray, lam: np.ndarray = lam) -> np.ndarray:
             return pr.F(x, lam)
 
-        rc = newton(f, centre, tol=tol)
+        rc = newton(f, centre, tol=tol, noise_floor=ROUND_OFF)
         start = aligned if aligned is not None else np.array([1.0])
-        ra = newton(f, start, tol=tol)
-        centre = rc.z
-        x_al = abs(float(ra.z[0]))
-        has_aligned = bool(ra.converged and x_al > 1e-6 and pr.stability(ra.z, lam) > 0)  # type: ignore[misc]
-        aligned = ra.z if has_aligned else None
+        ra = newton(f, start, tol=tol, noise_floor=ROUND_OFF)
+        centre = rc.x
+        x_al = abs(float(ra.x[0]))
+        has_aligned = bool(ra.converged and x_al > 1e-6 and pr.stability(ra.x, lam) > 0)  # type: ignore[misc]
+        aligned = ra.x if has_aligned else None
         margin = float(pr.stability(centre, lam))  # type: ignore[misc]
-        depth = float(pr.free_entropy(ra.z, lam)) if has_aligned else None  # type: ignore[misc]
+        depth = float(pr.free_entropy(ra.x, lam)) if has_aligned else None  # type: ignore[misc]
         if prev:
             if found["fold"] is None and has_aligned and not prev["aligned"]:
                 found["fold"] = u - GRID_STEP / 2

@@ -17,10 +17,19 @@ from solvers.core.results import SolveResult
 from solvers.core.status import Status
 
 Fun = Callable[[np.ndarray], np.ndarray]
+#: ``noise_floor`` of the augmented systems of the line tracers: a stalled line search within 100× the
+#: tolerance is at their round-off floor.
+ROUND_OFF = 100.0
 
 
-def fd_jacobian(F: Fun, x: np.ndarray, f0: np.ndarray | None = None, *, central: bool = True) -> np.ndarray:
-    """Finite-difference Jacobian; central by default (O(h²) error, smooth for fixed quadratures)."""
+def fd_jacobian(
+    F: Fun, x: np.ndarray, f0: np.ndarray | None = None, *, central: bool = True, scale: np.ndarray | None = None
+) -> np.ndarray:
+    """Finite-difference Jacobian; central by default (O(h²) error, smooth for fixed quadratures).
+
+    The step in x_j is relative to max(|x_j|, scale_j) (scale: 1 when not given), so a component whose
+    natural size is far from 1 is differenced at its own scale.
+    """
     x = np.asarray(x, dtype=float)
     n = x.size
     if f0 is None and not central:
@@ -28,8 +37,9 @@ def fd_jacobian(F: Fun, x: np.ndarray, f0: np.ndarray | None = None, *, central:
     m = int(np.asarray(F(x)).size) if f0 is None else f0.size
     J = np.empty((m, n))
     eps = np.finfo(float).eps
+    s = np.ones(n) if scale is None else np.asarray(scale, dtype=float)
     for j in range(n):
-        h = (eps ** (1 / 3) if central else np.sqrt(eps)) * max(1.0, abs(x[j]))
+        h = (eps ** (1 / 3) if central else np.sqrt(eps)) * max(abs(x[j]), s[j], 1e-300)
         e = np.zeros(n)
         e[j] = h
         if central:
@@ -54,16 +64,35 @@ def newton_step(J: np.ndarray, f: np.ndarray) -> np.ndarray:
 def newton(
     F: Fun,
     x0: np.ndarray,
-    options: SolverOptions,
+    options: SolverOptions | None = None,
     *,
+    tol: float | None = None,
     jacobian: Callable[[np.ndarray], np.ndarray] | None = None,
     project: Callable[[np.ndarray], np.ndarray] | None = None,
     max_iterations: int | None = None,
+    scale: np.ndarray | None = None,
+    noise_floor: float = 1.0,
 ) -> SolveResult:
-    """Solve F(x) = 0 from x0."""
+    """Solve F(x) = 0 from x0: Newton steps, globalised by backtracking on ½|F|² (Armijo).
+
+    The tolerance is ``tol`` (max norm) when given, else the options' (absolute plus relative to |x|);
+    the options also give the time limit and the iteration cap (at most 200; 40 without options).
+    ``scale`` sets the finite-difference steps when there is no ``jacobian``. A line search that finds no
+    decrease ends the solve (``line_search``), unless the residual is within ``noise_floor`` times the
+    tolerance: the augmented systems of the line tracers stall at their round-off floor, which they
+    count as converged (noise_floor 100), whereas a single solve insists on its tolerance (1).
+    """
     start = time.perf_counter()
-    deadline = start + options.time_limit if options.time_limit else float("inf")
-    cap = max_iterations or min(options.max_iterations, 200)
+    limit = options.time_limit if options is not None else None
+    deadline = start + limit if limit else float("inf")
+    cap = max_iterations or (min(options.max_iterations, 200) if options is not None else 40)
+
+    def threshold(x: np.ndarray) -> float:
+        if tol is not None:
+            return tol
+        assert options is not None, "newton needs options or tol"
+        return options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0)
+
     x = np.array(x0, dtype=float)
     nfev = 0
     f = np.asarray(F(x), dtype=float)
@@ -77,14 +106,14 @@ def newton(
     res = float(np.max(np.abs(f))) if f.size else 0.0
     history.append(res)
     for it in range(1, cap + 1):
-        if res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
+        if res <= threshold(x):
             status = Status.CONVERGED
             it -= 1
             break
         if time.perf_counter() > deadline:
             status = Status.TIME_LIMIT
             break
-        J = jacobian(x) if jacobian is not None else fd_jacobian(F, x)
+        J = jacobian(x) if jacobian is not None else fd_jacobian(F, x, scale=scale)
         if jacobian is None:
             nfev += 2 * x.size
         if not np.all(np.isfinite(J)):
@@ -93,6 +122,9 @@ def newton(
             status = Status.DIVERGED
             break
         dx = newton_step(np.asarray(J, dtype=float), f)
+        if not np.all(np.isfinite(dx)):
+            status = Status.DIVERGED
+            break
         merit = 0.5 * float(f @ f)
         t = 1.0
         accepted = False
@@ -107,16 +139,16 @@ def newton(
                 break
             t *= 0.5
         if not accepted:
-            # Accept a tiny step only if it is finite; a stalled line search ends the solve.
-            status = Status.LINE_SEARCH
+            # No decrease along the Newton direction: at the residual's noise floor this is convergence.
+            status = Status.CONVERGED if res <= noise_floor * threshold(x) else Status.LINE_SEARCH
             break
         x, f = x_try, f_try
         res = float(np.max(np.abs(f))) if f.size else 0.0
         history.append(res)
     else:
-        if res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
+        if res <= threshold(x):
             status = Status.CONVERGED
-    if status is not Status.CONVERGED and res <= options.tolerance(float(np.max(np.abs(x))) if x.size else 0.0):
+    if status is not Status.CONVERGED and res <= threshold(x):
         status = Status.CONVERGED
     return SolveResult(
         x=x,

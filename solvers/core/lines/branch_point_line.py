@@ -25,7 +25,6 @@ import numpy as np
 from solvers.core.lines.arclength import Box
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.newton import fd_jacobian
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint, Line, LineEnd
@@ -38,6 +37,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.newton import fd_jacobian
 from solvers.core.special_points import SpecialKind
 
 
@@ -90,7 +90,7 @@ class BranchPointSystem:
             return np.full((n + 2, n + 3), np.nan)
         eye = np.eye(n + 2)
         J[n, : n + 2] = [-float(bd.w @ self.model.dJv(zxl, eye[k], bd.v)) for k in range(n + 2)]
-        J[n + 1, : n + 2] = fd_jacobian(lambda y: np.array([self._h(y)]), zxl, self.scale[: n + 2])[0]
+        J[n + 1, : n + 2] = fd_jacobian(lambda y: np.array([self._h(y)]), zxl, scale=self.scale[: n + 2])[0]
         return J
 
     def accept(self, z: np.ndarray) -> None:

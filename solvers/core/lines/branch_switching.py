@@ -34,10 +34,10 @@ import numpy as np
 from solvers.core.lines.bordered import bordered_solve, fold_function, null_vectors
 from solvers.core.lines.curves import trace_branch
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar
-from solvers.core.lines.newton import newton
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem
 from solvers.core.lines.results import BifurcationPoint, BranchStart, Criticality, NormalForm
+from solvers.core.newton import ROUND_OFF, newton
 
 #: |a| below this fraction of max(|b11|, |c|) (in scaled units) counts as zero: a pitchfork.
 SYMMETRIC_A = 1e-6
@@ -113,10 +113,11 @@ def locate_branch_point(
         f = model.residual(xx, pp) + mu * w
         return np.concatenate([f, [bd.sigma, float(bd.w @ model.d1(z[: n + 1], ep))]])
 
-    res = newton(M, np.concatenate([x, [p, 0.0]]) / scale, tol=opts.tolerance, max_iter=max_iter)
+    res = newton(M, np.concatenate([x, [p, 0.0]]) / scale, tol=opts.tolerance, max_iterations=max_iter,
+                 noise_floor=ROUND_OFF)
     if not res.converged:
         return None
-    z = res.z * scale
+    z = res.x * scale
     return z[:n].copy(), float(z[n])
 
 
@@ -209,8 +210,8 @@ def _correct(model: Model, z_pred: np.ndarray, tau: np.ndarray, tol: float) -> n
     def jac(z: np.ndarray) -> np.ndarray:
         return np.vstack([model.jac_z(z), tau])
 
-    res = newton(fun, z_pred, tol=tol, jac=jac)
-    return res.z if res.converged and np.all(np.isfinite(res.z[: n + 1])) else None
+    res = newton(fun, z_pred, tol=tol, jacobian=jac, noise_floor=ROUND_OFF)
+    return res.x.copy() if res.converged and np.all(np.isfinite(res.x[: n + 1])) else None
 
 
 def branch_off(

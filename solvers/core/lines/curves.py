@@ -18,9 +18,9 @@ import numpy as np
 from solvers.core.lines.arclength import Arclength, Box, Monitor, trace_two_way
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar
-from solvers.core.lines.newton import newton
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem
+from solvers.core.newton import ROUND_OFF, newton
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -106,8 +106,8 @@ def solve_state(problem: OneParameterProblem, x0: np.ndarray, p: float, options:
     model = model_of(problem, 1)
     lam = np.array([p])
     res = newton(lambda x: model.residual(x, lam), np.asarray(x0, dtype=float), tol=options.tolerance,
-                 jac=lambda x: model.jac_x(x, lam), scale=problem.x_scale())
-    return res.z if res.converged else None
+                 jacobian=lambda x: model.jac_x(x, lam), scale=problem.x_scale(), noise_floor=ROUND_OFF)
+    return res.x.copy() if res.converged else None
 
 
 def trace_branch(

@@ -27,7 +27,6 @@ from solvers.core.lines.arclength import Arclength, Box, Monitor
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.newton import newton
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import Line, LineEnd
@@ -40,6 +39,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.newton import ROUND_OFF, newton
 from solvers.core.special_points import SpecialKind
 
 
@@ -134,10 +134,10 @@ def solve_cusp(
         a = float(bd.unit_w() @ model.second(z, np.concatenate([bd.unit_v(), np.zeros(2)])))
         return np.concatenate([model.residual(xx, ll), [bd.sigma, a]])
 
-    res = newton(H, np.concatenate([x, lam]) / scale, tol=options.tolerance)
+    res = newton(H, np.concatenate([x, lam]) / scale, tol=options.tolerance, noise_floor=ROUND_OFF)
     if not res.converged:
         return None
-    z = res.z * scale
+    z = res.x * scale
     # On a line of branch points (ρ = 0 of an even potential) F = σ = a = 0 holds all along the
     # line: the cusp system is singular there and its "solution" is not a cusp.
     if singular_defects(model, z[:n], z[n:], scale[:n], scale[n:], ref)[1] < NEAR_RANGE:

@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from solvers.core.lines.arclength import Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
-from solvers.core.lines.newton import newton
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint, EndKind, Formulation, Line, LineEnd
+from solvers.core.newton import ROUND_OFF, newton
 
 
 def parameter_box(
@@ -51,8 +51,8 @@ def polish_seed(system: System, z0: np.ndarray, options: LineOptions, fix: int) 
         row[fix] = 1.0
         return np.vstack([system.jacobian(z) * S[None, :], row])
 
-    res = newton(fun, z0 / S, tol=options.tolerance, jac=jac)
-    return res.z * S if res.converged else None
+    res = newton(fun, z0 / S, tol=options.tolerance, jacobian=jac, noise_floor=ROUND_OFF)
+    return res.x * S if res.converged else None
 
 
 def solve_on(system: System, guess: np.ndarray, axis: int, value: float, options: LineOptions) -> np.ndarray | None:
