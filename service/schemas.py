@@ -259,6 +259,24 @@ class CurveSpecialOut(BaseModel):
     branches: list[str]
 
 
+class BranchEndOut(BaseModel):
+    """How a branch on a traced curve ends within the range (a branch that leaves the range does not end)."""
+
+    model_config = ConfigDict(extra="allow")
+    branch: str = Field(description="The branch that ends.")
+    kind: Literal["fold", "domain", "solver", "loop", "step_cap"] = Field(
+        description="fold: the curve turns back onto `partner`; domain: a quantity leaves its domain (`quantity`, "
+        "null when the theory does not name it); solver: the corrector fails although the equations exist "
+        "(`method`, last `residual`); loop: the curve closes on itself; step_cap: the step cap is reached."
+    )
+    parameter: float | None = Field(description="Swept value of the branch's last point (a fold: the refined fold).")
+    partner: str | None = Field(None, description="fold: the branch the curve continues on, traced through the fold.")
+    quantity: str | None = Field(None, description="domain: the quantity that left its domain.")
+    method: str | None = Field(None, description="solver: the method that failed.")
+    residual: float | None = Field(None, description="solver: its last residual (max norm).")
+    detail: str = Field("", description="In words.")
+
+
 class CurveOut(BaseModel):
     """One traced curve of a continuation, in columns (one entry per point, in order along the curve). At most 200
     points, every one a solution: special points, the points at the ends of the requested range, and traced
@@ -284,6 +302,9 @@ class CurveOut(BaseModel):
         description="Scalar observables by dotted name (class_distance.D2); long lists and tables stay in points."
     )
     special: list[CurveSpecialOut] = Field(description="The sweep's special points on this curve.")
+    ends: list[BranchEndOut] = Field(
+        default_factory=list, description="Every branch of the curve that ends within the range, and how."
+    )
 
 
 class SweepResult(BaseModel):

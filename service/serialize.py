@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 from service.jsonsafe import json_safe, json_safe_at, result_diagnostics
-from solvers.core.curve_results import CurveTable, Sweep
+from solvers.core.curve_results import BranchEnd, CurveTable, Sweep
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Origin, Report, Search, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
@@ -269,12 +269,27 @@ def curve_json(table: CurveTable, special_points: tuple[SpecialPoint, ...]) -> d
         "branches": list(table.branches),
         "traced": table.traced,
         "message": table.message,
+        "ends": [branch_end_json(e) for e in table.ends],
         "branch": [r.branch for r in rows],  # names and flags: nothing there for json_safe to replace
         "parameter": numbers["parameter"],
         "arclength": numbers["arclength"],
         "stable": [None if r.stable is None else bool(r.stable) for r in rows],
         **{k: v for k, v in numbers.items() if k not in ("parameter", "arclength")},
     }
+
+
+def branch_end_json(end: BranchEnd) -> dict[str, Any]:
+    """How a branch on a curve ends (``docs/architecture.md``, "curves"): only the fields its kind has."""
+    out: dict[str, Any] = {"branch": end.branch, "kind": end.kind, "parameter": end.parameter}
+    if end.kind == "fold":
+        out["partner"] = end.partner
+    if end.kind == "domain":
+        out["quantity"] = end.quantity
+    if end.kind == "solver":
+        out["method"] = end.method
+        out["residual"] = end.residual
+    out["detail"] = end.detail
+    return json_safe(out)
 
 
 def curves_json(sweep: Sweep) -> list[dict[str, Any]] | None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from solvers.core.catalogue import stability_margin
-from solvers.core.curve_results import Curve, CurvePoint, Fold
+from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, Fold
 from solvers.core.errors import is_numerical
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
@@ -45,6 +45,12 @@ class Frame:
         #: the last residual evaluated, keyed by (x bytes, t): the corrector's own iterate, which the
         #: bordered matrix at that iterate then differentiates in t with one more evaluation, not two
         self._last: tuple[bytes, float, np.ndarray] | None = None
+        #: the numerical error of the last residual that could not be evaluated ("" when it was a NaN)
+        self.failure = ""
+        #: how the last corrector solve went: its last residual (max norm), and whether it stopped because the
+        #: residual could not be evaluated (outside the equations' domain) rather than by not converging
+        self.last_residual = float("nan")
+        self.left_domain = False
 
     def p(self, t: float) -> float:
         return self.p_lo + self.width * t
@@ -62,6 +68,7 @@ class Frame:
         except Exception as exc:
             if not is_numerical(exc):
                 raise
+            self.failure = f"{type(exc).__name__}: {exc}"
             f = np.full(x.size, np.nan)
         self._last = (np.asarray(x, dtype=float).tobytes(), t, f.copy())
         return f
@@ -116,16 +123,20 @@ class Frame:
         """Newton on the bordered system from the predicted point; None when it fails."""
         n = z_pred.size - 1
         z = z_pred.copy()
+        self.left_domain, self.failure = False, ""
         for it in range(1, max_iter + 1):
             x, t = z[:n], float(z[n])
             f = self.F(x, t)
             if not np.all(np.isfinite(f)):
+                self.left_domain = True
                 return None, it
+            self.last_residual = float(np.max(np.abs(f))) if n else 0.0
             g = float(tau @ (z - z_pred))
             if np.max(np.abs(f)) <= self.options.tolerance(float(np.max(np.abs(x))) if n else 0.0) and abs(g) < 1e-12:
                 return z, it - 1
             A = self.bordered(x, t, tau)
             if not np.all(np.isfinite(A)):
+                self.left_domain = True
                 return None, it
             rhs = -np.concatenate([f, [g]])
             try:
@@ -139,6 +150,9 @@ class Frame:
                 return None, it
         x, t = z[:n], float(z[n])
         f = self.F(x, t)
+        self.left_domain = not np.all(np.isfinite(f))
+        if not self.left_domain:
+            self.last_residual = float(np.max(np.abs(f))) if n else 0.0
         ok = np.all(np.isfinite(f)) and np.max(np.abs(f)) <= self.options.tolerance(float(np.max(np.abs(x))))
         return (z if ok else None), max_iter
 
@@ -234,18 +248,20 @@ def trace_curve(
     if abs(tau0[n]) < 1e-12 and np.allclose(tau0, seed_dir):
         tau0 = seed_dir
     first = _point(frame, z0, tau0)
-    halves: list[tuple[list[CurvePoint], list[Fold], str]] = []
+    halves: list[tuple[list[CurvePoint], list[Fold], str, BranchEnd | None]] = []
     for direction in (+1.0, -1.0):
         pts = [first if direction > 0 else first.flipped()]
         folds: list[Fold] = []
         ds = copt.ds
         message = "left the parameter range"
+        end: BranchEnd | None = None
         margin_t = 1e-3
         steps = 0
         while True:
             steps += 1
             if steps > copt.max_steps:
                 message = "step cap reached"
+                end = BranchEnd("step_cap", pts[-1].p, detail=f"{copt.max_steps} steps in this direction")
                 break
             cur = pts[-1]
             zc = np.concatenate([cur.x, [frame.t(cur.p)]])
@@ -258,6 +274,7 @@ def trace_curve(
             if z is None:
                 if ds <= copt.ds_min * 1.01:
                     message = "step below ds_min"
+                    end = _failure_end(frame, cur, zc + ds * cur.tangent)
                     break
                 ds = max(copt.ds_min, ds / 2)
                 continue
@@ -265,6 +282,8 @@ def trace_curve(
                 # Past here the curve runs into a singular limit of the equations (an unknown diverges):
                 # following it would only trace round-off.
                 message = "reached a singular edge of the domain"
+                end = BranchEnd("domain", cur.p, quantity=_quantity(problem, z[:n], frame.p(float(z[n]))),
+                                detail="the equations degenerate at the edge of the theory's domain")
                 break
             new = _point(frame, z, tau)
             if np.sign(new.tangent[n]) != np.sign(cur.tangent[n]) and cur.tangent[n] != 0:
@@ -287,9 +306,10 @@ def trace_curve(
                 break
             if len(pts) > 8 and np.linalg.norm(z - z0) < 0.5 * ds:
                 message = "closed loop"
+                end = BranchEnd("loop", new.p, detail="the curve closes on itself")
                 break
-        halves.append((pts, folds, message))
-    (fwd, ffold, fmsg), (bwd, bfold, bmsg) = halves
+        halves.append((pts, folds, message, end))
+    (fwd, ffold, fmsg, fend), (bwd, bfold, bmsg, bend) = halves
     # Join: backward half reversed (its tangents flipped to the forward orientation), then forward.
     back = [q.flipped() for q in reversed(bwd[1:])]
     offset = len(back)
@@ -297,4 +317,30 @@ def trace_curve(
         Fold(f.p, f.x, f.index + offset, f.refined, f.uncertainty) for f in ffold
     ]
     folds.sort(key=lambda f: f.index)
-    return Curve(name, tuple(back + fwd), tuple(folds), f"backward: {bmsg}; forward: {fmsg}")
+    return Curve(name, tuple(back + fwd), tuple(folds), f"backward: {bmsg}; forward: {fmsg}", (bend, fend))
+
+
+def _quantity(problem: Problem, x: np.ndarray, p: float) -> str | None:
+    """The theory's name for the quantity outside its domain at (x, p), if it gives one."""
+    if problem.domain is None:
+        return None
+    try:
+        return problem.domain(x, p)
+    except Exception as exc:
+        if not is_numerical(exc):
+            raise
+        return None
+
+
+def _failure_end(frame: Frame, last: CurvePoint, z_pred: np.ndarray) -> BranchEnd:
+    """Why the corrector failed at the smallest step from ``last``: the residual could not be evaluated (a
+    domain boundary, the quantity named by the theory where it can) or Newton did not converge (a solver
+    failure, with its last residual)."""
+    n = z_pred.size - 1
+    if frame.left_domain:
+        quantity = _quantity(frame.problem, z_pred[:n], frame.p(float(z_pred[n])))
+        detail = frame.failure or "the residual is not finite past this point"
+        return BranchEnd("domain", last.p, quantity=quantity, detail=detail)
+    return BranchEnd("solver", last.p, method="pseudo-arclength corrector (Newton on the bordered system)",
+                     residual=frame.last_residual,
+                     detail="the corrector does not converge at the smallest step (ds_min)")

@@ -8,6 +8,7 @@ describes without importing the code that runs it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -41,6 +42,31 @@ class Fold:
     uncertainty: float = 0.0  # in p: from the refinement's final bracket, or half the step when not refined
 
 
+#: How a branch ends inside the traced range: at a fold (the curve turns back onto its partner branch), where a
+#: quantity leaves its domain (the residual cannot be evaluated past it, or the theory's singular edge), where the
+#: corrector fails although the residual exists (a solver failure), or where the curve closes on itself or meets
+#: the step cap.
+EndKind = Literal["fold", "domain", "solver", "loop", "step_cap"]
+
+
+@dataclass(frozen=True)
+class BranchEnd:
+    """Where and how a branch on a traced curve ends (a curve that leaves the range does not end)."""
+
+    kind: EndKind
+    #: the parameter of the last point on the branch (a fold: the refined fold).
+    parameter: float
+    branch: str = ""
+    #: fold: the branch the curve continues on through the fold.
+    partner: str | None = None
+    #: domain: the quantity that left its domain (None when the theory does not name it).
+    quantity: str | None = None
+    #: solver: the method that failed, and its last residual (max norm).
+    method: str | None = None
+    residual: float | None = None
+    detail: str = ""
+
+
 @dataclass(frozen=True)
 class Curve:
     """One traced solution curve, ordered by arclength, with its folds."""
@@ -49,6 +75,9 @@ class Curve:
     points: tuple[CurvePoint, ...] = ()
     folds: tuple[Fold, ...] = ()
     message: str = ""
+    #: How the curve ends inside the range, at its first point's end and at its last's (None: it leaves the
+    #: range there). ``branch`` is left empty here: the branch names are given to the curve's points later.
+    ends: tuple[BranchEnd | None, BranchEnd | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,8 @@ class CurveTable:
     traced: int
     message: str = ""
     branches: tuple[str, ...] = field(default=())
+    #: Every branch of the table that ends within the range, and how (in order along the curve).
+    ends: tuple[BranchEnd, ...] = ()
 
 
 @dataclass(frozen=True)

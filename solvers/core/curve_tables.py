@@ -28,12 +28,12 @@ before resampling, so it never decreases.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from solvers.core.catalogue import same_solution, stability_margin
-from solvers.core.curve_results import Curve, CurvePoint, CurveRow, CurveTable
+from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, CurveRow, CurveTable
 from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, polish
 from solvers.core.errors import is_numerical
 from solvers.core.options import SolverOptions
@@ -81,12 +81,50 @@ def curve_tables(
         tracks = curve_tracks(problem, curve, cuts)
         names = [tr.name for _, tr in tracks for _q in tr.points]
         rows = _rows(problem, curve, names, {i for i, _ in cuts}, special_points, catalogues, options)
-        for piece in _clipped(problem, rows, p_lo, p_hi, options):
+        pieces = _clipped(problem, rows, p_lo, p_hi, options)
+        ends = _branch_ends(curve, names, p_lo, p_hi)
+        for k, piece in enumerate(pieces):
             _arclength(piece, p_lo, width)
             kept = _resampled(_thinned(piece), max_points)
             table_rows = tuple(_reported(problem, r) for r in kept)
             out.append(CurveTable(curve.name, table_rows, len(curve.points), curve.message,
-                                  tuple(dict.fromkeys(r.branch for r in table_rows))))
+                                  tuple(dict.fromkeys(r.branch for r in table_rows)),
+                                  _piece_ends(ends, piece, k == 0, k == len(pieces) - 1, width)))
+    return tuple(out)
+
+
+def _branch_ends(curve: Curve, names: list[str], p_lo: float, p_hi: float) -> list[tuple[str, BranchEnd]]:
+    """Every end of a branch on the curve inside [p_lo, p_hi], tagged with where it lies: ``first`` / ``last`` (an
+    end of the curve) or ``fold`` (both branches that meet at a refined fold, each naming the other)."""
+    inside = lambda p: p_lo - 1e-12 * max(1.0, abs(p_lo)) <= p <= p_hi + 1e-12 * max(1.0, abs(p_hi))  # noqa: E731
+    out: list[tuple[str, BranchEnd]] = []
+    first, last = curve.ends
+    if first is not None and inside(first.parameter):
+        out.append(("first", replace(first, branch=names[0])))
+    for f in curve.folds:
+        if 0 <= f.index < len(names) - 1 and inside(f.p):
+            a, b = names[f.index], names[f.index + 1]
+            for one, other in ((a, b), (b, a)):
+                why = f"the curve turns back in the parameter and continues as {other}"
+                out.append(("fold", BranchEnd("fold", f.p, branch=one, partner=other, detail=why)))
+    if last is not None and inside(last.parameter):
+        out.append(("last", replace(last, branch=names[-1])))
+    return out
+
+
+def _piece_ends(
+    ends: list[tuple[str, BranchEnd]], piece: list[_Row], first: bool, last: bool, width: float
+) -> tuple[BranchEnd, ...]:
+    """The ends that belong to one piece of the curve within the range: the curve's own ends on its first and last
+    piece, a fold on the piece that holds both its branches around its parameter."""
+    lo, hi = min(r.p for r in piece), max(r.p for r in piece)
+    tol = 1e-9 * width
+    held = {r.branch for r in piece}
+    out = []
+    for where, e in ends:
+        own = (where == "first" and first) or (where == "last" and last)
+        if own or (where == "fold" and lo - tol <= e.parameter <= hi + tol and {e.branch, e.partner} <= held):
+            out.append(e)
     return tuple(out)
 
 

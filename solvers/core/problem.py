@@ -98,6 +98,9 @@ class Problem:
             found at each point of a sweep from the theory's starts; an unstable one is round-off along a
             branch running into the singular point and is not reported. The singular point is the theory's
             to name (an event).
+        domain: (x, p) -> the name of the quantity that has left its domain at (x, p) (e.g. "a variance
+            q <= 0"), None inside it. Used to say why a traced curve ends where the residual cannot be
+            evaluated; without it the engine reports the numerical error it met.
     """
 
     residual: Residual | None
@@ -122,6 +125,7 @@ class Problem:
     sweep_notes: Callable[[Sweep], Notes] | None = None
     point_state: Callable[[Vector, float], Mapping[str, object]] | None = None
     edge: Callable[[Vector, float], bool] | None = None
+    domain: Callable[[Vector, float], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.residual is None and self.fixed_point is None:
