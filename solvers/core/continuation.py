@@ -28,6 +28,8 @@ from solvers.core.problem import Problem
 from solvers.core.roots import bracketed_root
 
 OnStep = Callable[["CurvePoint"], None]
+#: The corrector computes a fresh Jacobian where its residual shrinks by less than this factor in a step.
+CONTRACTION = 0.5
 
 
 class CorrectorFailed(Exception):
@@ -51,6 +53,9 @@ class Frame:
         #: residual could not be evaluated (outside the equations' domain) rather than by not converging
         self.last_residual = float("nan")
         self.left_domain = False
+        #: [F_x, F_t] at the last point whose tangent was computed, and that point (x, t): the corrector's first
+        #: Jacobian for a step from there
+        self._chord: tuple[np.ndarray, np.ndarray] | None = None
 
     def p(self, t: float) -> float:
         return self.p_lo + self.width * t
@@ -110,6 +115,7 @@ class Frame:
         A = self.bordered(x, t, tau_prev)
         if not np.all(np.isfinite(A)):
             return tau_prev
+        self._chord = (np.concatenate([np.asarray(x, dtype=float), [t]]), A[:n].copy())
         try:
             tau = np.linalg.solve(A, rhs)
         except np.linalg.LinAlgError:
@@ -119,25 +125,58 @@ class Frame:
             return tau_prev
         return tau / norm
 
-    def correct(self, z_pred: np.ndarray, tau: np.ndarray, max_iter: int) -> tuple[np.ndarray | None, int]:
-        """Newton on the bordered system from the predicted point; None when it fails."""
+    def correct(
+        self, z_pred: np.ndarray, tau: np.ndarray, max_iter: int, *, origin: np.ndarray | None = None,
+        newton: bool = False,
+    ) -> tuple[np.ndarray | None, int]:
+        """Quasi-Newton on the bordered system from the predicted point; None when it fails.
+
+        The first Jacobian [F_x, F_t] is the one the tangent at ``origin`` (the point on the curve the step is
+        predicted from) was computed with, when that was the last tangent computed; it is updated by Broyden's
+        rank-one rule after each step, and a fresh one is computed at the iterate
+        only when the residual does not at least halve in a step. Along a smooth curve a step then costs one
+        residual per iteration instead of a (finite-difference) Jacobian per iteration. The border row τ is exact.
+        ``newton``: a fresh Jacobian at every iterate (the refinement of special points, where the curve may pass
+        through a singular point and a secant Jacobian would slide onto another branch).
+        """
         n = z_pred.size - 1
         z = z_pred.copy()
         self.left_domain, self.failure = False, ""
+        J = None
+        if self._chord is not None and origin is not None and not newton:
+            at, chord = self._chord
+            # the same point (t to round-off: the curve stores p, from which t is recomputed)
+            if np.allclose(at, origin, rtol=1e-12, atol=1e-14) and np.all(np.isfinite(chord)):
+                J = chord.copy()
+        z_old: np.ndarray | None = None
+        f_old: np.ndarray | None = None
+        res_old = np.inf
         for it in range(1, max_iter + 1):
             x, t = z[:n], float(z[n])
             f = self.F(x, t)
             if not np.all(np.isfinite(f)):
                 self.left_domain = True
                 return None, it
-            self.last_residual = float(np.max(np.abs(f))) if n else 0.0
+            res = float(np.max(np.abs(f))) if n else 0.0
+            self.last_residual = res
             g = float(tau @ (z - z_pred))
-            if np.max(np.abs(f)) <= self.options.tolerance(float(np.max(np.abs(x))) if n else 0.0) and abs(g) < 1e-12:
+            if res <= self.options.tolerance(float(np.max(np.abs(x))) if n else 0.0) and abs(g) < 1e-12:
                 return z, it - 1
-            A = self.bordered(x, t, tau)
-            if not np.all(np.isfinite(A)):
-                self.left_domain = True
-                return None, it
+            if J is None or newton or res > CONTRACTION * res_old:
+                A = self.bordered(x, t, tau)
+                if not np.all(np.isfinite(A)):
+                    self.left_domain = True
+                    return None, it
+                J = A[:n].copy()
+            elif z_old is not None and f_old is not None:
+                step = z - z_old
+                ss = float(step @ step)
+                if ss > 0:
+                    J += np.outer((f - f_old) - J @ step, step) / ss
+                A = np.vstack([J, tau])
+            else:
+                A = np.vstack([J, tau])
+            z_old, f_old, res_old = z.copy(), f, res
             rhs = -np.concatenate([f, [g]])
             try:
                 dz = np.linalg.solve(A, rhs)
@@ -189,7 +228,7 @@ def refine_along(
     cache: dict[float, np.ndarray] = {}
 
     def value(s: float) -> float:
-        z, _ = frame.correct(za + s * a.tangent, a.tangent, frame.options.continuation.newton_max * 2)
+        z, _ = frame.correct(za + s * a.tangent, a.tangent, frame.options.continuation.newton_max * 2, newton=True)
         if z is None:
             raise CorrectorFailed()
         tau = frame.tangent(z[:n], float(z[n]), a.tangent)
@@ -265,7 +304,7 @@ def trace_curve(
                 break
             cur = pts[-1]
             zc = np.concatenate([cur.x, [frame.t(cur.p)]])
-            z, nit = frame.correct(zc + ds * cur.tangent, cur.tangent, copt.newton_max)
+            z, nit = frame.correct(zc + ds * cur.tangent, cur.tangent, copt.newton_max, origin=zc)
             if z is not None:
                 tau = frame.tangent(z[:n], float(z[n]), cur.tangent)
                 angle = float(np.arccos(np.clip(tau @ cur.tangent, -1.0, 1.0)))
