@@ -53,6 +53,7 @@ from clients.plot_style import (
     tidy_log_ticks,
     transition_style,
 )
+from clients.plot_unexplained import draw_unexplained
 from clients.tables import branch_names, check_scalar, parameter_names, series, value_of
 
 __all__ = [
@@ -585,6 +586,8 @@ def phase_diagram(
         if critical:
             ax.plot([c["point"][1] for c in critical], [c["point"][0] for c in critical], marker="*",
                     markersize=11, linestyle="none", color="k", label="critical point", gid="critical")
+        if boundary:
+            draw_unexplained(ax, result)
     ax.set_xlabel(labels(p2))
     ax.set_ylabel(labels(p1))
     _caption(ax, result, labels, names, caption)

@@ -273,6 +273,7 @@ def _summary(result: dict[str, Any]) -> str:
                 for c in result.get("critical_points", [])]
         if result.get("reason"):
             out.append(f"# {'' if result.get('lines') else 'no lines: '}{result['reason']}")
+        out += [f"# warning: {w}" for w in result.get("warnings", [])]
         out += [f"# phase {p['phase']} at ({p['point'][0]:.8g}, {p['point'][1]:.8g})"
                 for p in result.get("regions", [])]
         return "\n".join(out)

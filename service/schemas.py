@@ -347,6 +347,14 @@ class CriticalPointOut(BaseModel):
     precision: float | None = 0.0
 
 
+class UnexplainedOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["first_order", "spinodal", "stability_loss", "event"]
+    point: list[float | None] = Field(description="[p1, p2] where a scan saw the special point.")
+    scan: str = Field(description="Which scan saw it: an interior row or an edge of the box.")
+    detail: str = Field(description="Why no traced line passes through it.")
+
+
 class RegionProbeOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     point: list[float] = Field(description="[p1, p2]: a little to one side of the middle of a traced line (the box's "
@@ -362,6 +370,16 @@ class BoundaryResult(BaseModel):
     critical_points: list[CriticalPointOut]
     reason: str = Field("", description="Why lines is empty, when it is; and any special point found that could not "
                         "be continued into a line.")
+    unexplained: list[UnexplainedOut] = Field(
+        default_factory=list, description="Special points the scans of the box's edges and rows saw that no traced "
+        "line passes through, even after tracing from them (a figure marks them).")
+    continued_as_real: list[str] = Field(
+        default_factory=list, description="The integer fields among the parameters (a width N, a sample count P): "
+        "the lines pass through real values of them, where the theory's equations are evaluated as they are along "
+        "a continuation sweep.")
+    warnings: list[str] = Field(
+        default_factory=list, description="What may be missing, in words: the unexplained points, scans that failed, "
+        "lines that stop inside the box.")
     regions: list[RegionProbeOut] = Field(
         default_factory=list, description="The phases the lines separate: the equilibrium solved on either side of "
         "the middle of each line (two single solves per line of two points or more, in the order of the lines).")

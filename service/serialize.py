@@ -20,7 +20,7 @@ import orjson
 
 from service.jsonsafe import json_safe, json_safe_at, result_diagnostics
 from solvers.core.curve_results import BranchEnd, CurveTable, Sweep
-from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd
+from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd, Unexplained
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Origin, Report, Search, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
@@ -382,6 +382,11 @@ def line_json(line: Line) -> dict[str, Any]:
     return out
 
 
+def unexplained_json(u: Unexplained) -> dict[str, Any]:
+    return {"kind": BOUNDARY_OF[u.kind], "type": u.kind.value, "point": list(u.point), "branches": list(u.branches),
+            "scan": u.scan, "detail": u.detail}
+
+
 def critical_point_json(cp: CriticalPoint) -> dict[str, Any]:
     return {"point": list(cp.point), "state": cp.state, "lines": list(cp.lines), "precision": cp.precision}
 
@@ -389,9 +394,11 @@ def critical_point_json(cp: CriticalPoint) -> dict[str, Any]:
 def boundary_json(
     theory: str, parameters: tuple[str, str], box: tuple[tuple[float, float], tuple[float, float]],
     result: BoundaryResult, seconds: float, regions: list[dict[str, Any]] | None = None,
+    continued_as_real: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """A boundary job's result: every traced line, the critical points where lines end, why none were found, and
-    the equilibrium's phase at probes on either side of each line (``service.jobs.boundary_regions``)."""
+    """A boundary job's result: every traced line, the critical points where lines end, why none were found, the
+    crossings no line explains, the integer fields continued as real numbers, and the equilibrium's phase at
+    probes on either side of each line (``service.jobs.boundary_regions``)."""
     p1, p2 = parameters
     return json_safe({
         "theory": theory,
@@ -401,10 +408,13 @@ def boundary_json(
         "lines": [line_json(line) for line in result.lines],
         "critical_points": [critical_point_json(cp) for cp in result.critical_points],
         "reason": result.reason,
+        "unexplained": [unexplained_json(u) for u in result.unexplained],
+        "warnings": list(result.warnings),
+        "continued_as_real": list(continued_as_real),
         "regions": regions or [],
         "diagnostics": {
             "seconds": seconds,
-            "scans": {p1: list(result.scans)},
+            "scans": {p1: list(result.scans), p2: list(result.edges)},
             "points": sum(len(line.points) for line in result.lines),
         },
     })

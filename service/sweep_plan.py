@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import typing
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ from service.settings import Settings
 from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
 from solvers.theories import get as get_theory
+from solvers.theories.two_parameter import integer_field
 
 
 def expand(values: list[float] | Range) -> list[float]:
@@ -65,15 +65,6 @@ def _check_values(
         check_sizes(at, settings, prefix=(*loc, i))
 
 
-def _integer_field(model: BaseModel, name: str) -> bool:
-    """The spec's field ``name`` admits integers only (``int`` or ``int | None``)."""
-    field = type(model).model_fields.get(name)
-    if field is None:
-        return False
-    args = typing.get_args(field.annotation) or (field.annotation,)
-    return int in args and float not in args
-
-
 def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
     """Validated payload: theory, spec, parameter(s), values, method, solver options, key, time limit.
 
@@ -113,15 +104,11 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         for k, vals in enumerate(axes):
             if min(vals) == max(vals):
                 raise field_error(["values", k], "a boundary job needs a range: give two different values")
-        if _integer_field(model, params[0]):
-            if _integer_field(model, params[1]):
-                raise field_error(["parameter"], f"{params} both take integer values: a boundary job continues "
-                                                 "lines in real parameters; use method 'grid'", value=params)
-            # The lines are continued in both parameters; the first is set on the spec at every real value a line
-            # passes through, which an integer field refuses. The second is a real number of the bound problem.
-            raise field_error(["parameter", 0], f"'{params[0]}' takes integer values and cannot be the first "
-                                                f"parameter of a boundary job; give it second: "
-                                                f"[{params[1]!r}, {params[0]!r}]", value=params[0])
+        if integer_field(model, params[0]) and integer_field(model, params[1]):
+            # A line passes through real values of both; one integer field is continued as a real number (the
+            # bound problem's control), two cannot be.
+            raise field_error(["parameter"], f"{params} both take integer values: a boundary job continues "
+                                             "lines in real parameters; use method 'grid'", value=params)
     if not boundary and len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
                                       f"max_grid_points={settings.max_grid_points}")

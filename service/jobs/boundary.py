@@ -21,6 +21,7 @@ from service.jobs.boundary_regions import probe_points, region_probes
 from service.serialize import boundary_json
 from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries
 from solvers.theories import get as get_theory
+from solvers.theories.two_parameter import integer_field
 
 #: Residual evaluations between two checks of the cancel flag.
 CHECK_EVERY = 200
@@ -53,4 +54,6 @@ def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callab
     result = trace_boundaries(problem, (lo1, hi1), (lo2, hi2), lines)
     regions = region_probes(theory, spec_at, probe_points([line.points for line in result.lines], box), options,
                             check)
-    return boundary_json(theory.name, (p1, p2), box, result, time.perf_counter() - t0, regions)
+    # an integer field (a width) is the bound problem's real-valued control along the lines
+    as_real = tuple(p for p in (p1, p2) if integer_field(spec, p))
+    return boundary_json(theory.name, (p1, p2), box, result, time.perf_counter() - t0, regions, as_real)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import threading
+import typing
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -55,6 +56,15 @@ def field_bounds(spec: BaseModel, name: str) -> tuple[float, float]:
         if isinstance(m, (annotated_types.Lt, annotated_types.Le)):
             hi = min(hi, float(m.lt if isinstance(m, annotated_types.Lt) else m.le))  # type: ignore[arg-type]
     return lo, hi
+
+
+def integer_field(spec: BaseModel, name: str) -> bool:
+    """The spec's field ``name`` admits integers only (``int`` or ``int | None``): a width, a sample count."""
+    field = type(spec).model_fields.get(name)
+    if field is None:
+        return False
+    args = typing.get_args(field.annotation) or (field.annotation,)
+    return int in args and float not in args
 
 
 def _guard(fn: Callable[..., Any], bad: Any) -> Callable[..., Any]:
@@ -183,7 +193,20 @@ class Rebound:
 def rebound(
     theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
 ) -> TwoParameterProblem:
-    """The generic two-parameter problem of a theory: its spec re-bound at every λ1, swept in λ2."""
+    """The generic two-parameter problem of a theory: its spec re-bound at every λ1, swept in λ2.
+
+    A line passes through real values of both parameters. The spec refuses a real value of an integer field
+    (a width N), but the bound problem's own control parameter is real (as along a continuation sweep): so when
+    λ1 is an integer field and λ2 is not, the spec is re-bound at every λ2 instead and λ1 is the bound problem's
+    control — the integer field is continued as a real number. Two integer fields have no such problem
+    (``ValueError``).
+    """
+    p1, p2 = parameters
+    bounds = (field_bounds(spec, p1), field_bounds(spec, p2))
+    if integer_field(spec, p1):
+        if integer_field(spec, p2):
+            raise ValueError(f"{list(parameters)} both take integer values: lines are continued in real parameters")
+        memo = Rebound(theory, spec, (p2, p1), options)
+        return lift(lambda lam: memo(np.asarray(lam, dtype=float)[::-1]), memo.reference, parameters, bounds)
     memo = Rebound(theory, spec, parameters, options)
-    bounds = (field_bounds(spec, parameters[0]), field_bounds(spec, parameters[1]))
     return lift(memo, memo.reference, parameters, bounds)

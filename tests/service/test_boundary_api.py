@@ -158,27 +158,38 @@ def test_a_spec_without_transition_lines_is_refused_when_submitted(client: TestC
     client.delete(ok.json()["status_url"])  # only its acceptance is tested here
 
 
-def test_an_integer_field_is_continued_second_and_never_fails_the_job(client: TestClient) -> None:
-    """mean_field_ard's P takes integers: as the first parameter (set on the spec at every real value a line passes)
-    it is a 422 that says to give it second; second, it is the bound problem's real P and the job finishes (here
-    without a special point in the box, which its reason says), its one probe at the box's centre."""
-    model = {"theory": "mean_field_ard", "model": "mf_ard", "d": 20, "N": 256, "kappa": 0.05, "P": 400,
-             "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 1000}}
-    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["P", "kappa"], "method": "boundary",
-                                        "values": [[200, 800], [0.02, 0.15]]})
-    assert r.status_code == 422
-    (err,) = r.json()["detail"]
-    assert err["loc"] == ["body", "parameter", 0] and "['kappa', 'P']" in err["msg"]
-    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["P", "N"], "method": "boundary",
+MF_ARD_P = {"theory": "mean_field_ard", "model": "mf_ard", "d": 20, "N": 256, "kappa": 0.05, "P": 400,
+            "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 1000}}
+
+
+def test_an_integer_field_may_come_first_but_two_are_refused(client: TestClient) -> None:
+    r = client.post("/v1/sweeps", json={"model": MF_ARD_P, "parameter": ["P", "N"], "method": "boundary",
                                         "values": [[200, 800], [100, 300]]})
     assert r.status_code == 422
     (err,) = r.json()["detail"]
     assert err["loc"] == ["body", "parameter"] and "both take integer values" in err["msg"] and "'grid'" in err["msg"]
-    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["kappa", "P"], "method": "boundary",
-                                        "values": [[0.02, 0.15], [200, 800]]})
+    for parameter, values in ((["P", "kappa"], [[200, 800], [0.02, 0.05]]),
+                              (["kappa", "P"], [[0.02, 0.05], [200, 800]])):
+        ok = client.post("/v1/sweeps", json={"model": MF_ARD_P, "parameter": parameter, "method": "boundary",
+                                             "values": values})
+        assert ok.status_code == 202, ok.text
+        client.delete(ok.json()["status_url"])  # only its acceptance is tested here
+
+
+@pytest.mark.slow
+def test_an_integer_field_first_is_continued_as_a_real(client: TestClient) -> None:
+    """mean_field_ard's P takes integers. First, it is the bound problem's real-valued P (the spec is re-bound at every
+    κ instead) and the result says so. Here the box holds no special point (the aligned phase throughout), which the
+    reason says, naming every scan, its one probe at the centre."""
+    model = MF_ARD_P
+    r = client.post("/v1/sweeps", json={"model": model, "parameter": ["P", "kappa"], "method": "boundary",
+                                        "values": [[200, 800], [0.02, 0.05]]})
     assert r.status_code == 202, r.text
     job = wait(client, r.json()["status_url"])
     assert job["status"] == "finished", job
     result = job["result"]
-    assert result["lines"] == [] and "no special point along P" in result["reason"]
-    assert result["regions"] == [{"point": [0.085, 500.0], "phase": "aligned"}]
+    assert result["continued_as_real"] == ["P"]
+    assert result["lines"] == [] and result["unexplained"] == []
+    assert "no special point along kappa" in result["reason"] and "nor along P" in result["reason"]
+    assert result["diagnostics"]["scans"] == {"P": [200.0, 500.0, 800.0], "kappa": [0.02, 0.05]}
+    assert result["regions"] == [{"point": [500.0, 0.035], "phase": "aligned"}]

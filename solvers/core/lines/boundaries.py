@@ -1,12 +1,13 @@
 """Every transition line of a two-parameter problem in a parameter box, traced from its seeds.
 
-``trace_boundaries`` scans λ2 at a few λ1 values (``LineOptions.seeds``, ends of the λ1 range
-included) for special points (``scan``), and traces a line from every special point that no
-line traced so far passes through: folds (``fold``), first-order points (``coexistence``),
+``trace_boundaries`` scans the box's four edges and a few interior rows (``LineOptions.seeds``
+values of λ1) for special points (``box_scan``), and traces a line from every special point that
+no line traced so far passes through: folds (``fold``), first-order points (``coexistence``),
 branch points (``branch_point_line``), regular stability losses and events (``zero_lines``).
 A fold line that ends at a cusp also seeds the partner fold beyond it. Whether a seed lies on a
 traced line is decided by solving that line's own system at the seed's λ1 (or λ2, where the
-line runs along λ1) from the nearest traced point, not by distance alone.
+line runs along λ1) from the nearest traced point, not by distance alone. A crossing that no line
+explains even after tracing from it (its line could not be continued) is named in the result.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import numpy as np
 
 from solvers.core.errors import is_numerical
 from solvers.core.lines.arclength import Box
+from solvers.core.lines.box_scan import Crossing, scan_box
 from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence
 from solvers.core.lines.fold import trace_fold
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line
-from solvers.core.lines.scan import ScanPoint, _same_states, scan_special_points
+from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, Unexplained
+from solvers.core.lines.scan import ScanPoint, _same_states
 from solvers.core.lines.tracing import parameter_box, solve_on
 from solvers.core.lines.zero_lines import trace_zero
 from solvers.core.special_points import SpecialKind
@@ -165,6 +167,35 @@ def _critical_points(lines: list[Line], box: Box) -> tuple[CriticalPoint, ...]:
     return tuple(found)
 
 
+#: Scaled distance (fraction of the box) within which a line passes a crossing it explains.
+NEAR = 1e-3
+
+
+def _passes_near(line: Line, lam: tuple[float, float], box: Box) -> bool:
+    width = box.hi - box.lo
+    pts = line.array() / width
+    return _closest_on_polyline(pts, np.asarray(lam, dtype=float) / width)[1] <= NEAR
+
+
+def _inside_ends(line: Line, box: Box, names: tuple[str, str]) -> list[str]:
+    """Warnings for the ends of a line that stop inside the box for no reason of the problem's (``lost``,
+    ``max_points``): beyond them the line was not followed."""
+    out = []
+    for end in line.ends:
+        if end.kind not in ("lost", "max_points"):
+            continue
+        inside = np.all((np.asarray(end.point) > box.lo) & (np.asarray(end.point) < box.hi))
+        if inside and len(line.points) > 1:
+            out.append(f"the {line.kind.value} line of {', '.join(line.branches) or 'its branch'} ends {end.kind} at "
+                       f"{names[0]} = {end.point[0]:.6g}, {names[1]} = {end.point[1]:.6g} inside the box "
+                       f"({end.detail or 'the corrector failed'}): it was not followed beyond")
+    return out
+
+
+def _describe(point: ScanPoint, names: tuple[str, str]) -> str:
+    return f"{names[0]} = {point.lam[0]:.6g}, {names[1]} = {point.lam[1]:.6g}"
+
+
 def trace_boundaries(
     problem: TwoParameterProblem,
     lam1_range: tuple[float, float],
@@ -179,31 +210,27 @@ def trace_boundaries(
         Needs ``starts``; first-order lines need ``free_entropy`` and ``stability``.
     lam1_range, lam2_bracket : (lo, hi)
         The parameter box. Special points are looked for along λ2 at ``options.seeds`` values of
-        λ1; lines are traced through the whole box from them.
+        λ1 and the two λ1 edges, and along λ1 on the two λ2 edges (``box_scan``); lines are traced
+        through the whole box from them.
     options : LineOptions
 
     Returns
     -------
     BoundaryResult
-        ``lines`` (each with its ends), the ``critical_points`` where lines end, and a ``reason``
-        when no line was found.
+        ``lines`` (each with its ends), the ``critical_points`` where lines end, a ``reason`` when no
+        line was found, and the crossings no line explains (``unexplained``, ``warnings``).
     """
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_bracket)
-    lam1_values = (
-        [0.5 * (box.lo[0] + box.hi[0])] if opts.seeds == 1 else list(np.linspace(box.lo[0], box.hi[0], opts.seeds))
-    )
-    queue: list[ScanPoint] = []
-    notes: list[str] = []
-    for lam1 in lam1_values:
-        scan = scan_special_points(problem, float(lam1), (float(box.lo[1]), float(box.hi[1])), opts,
-                                   lam1_width=float(box.hi[0] - box.lo[0]))
-        queue.extend(scan.points)
-        notes.extend(n for n in scan.notes if n not in notes)
+    names = problem.names
+    scans = scan_box(problem, box, opts)
+    queue: list[Crossing] = list(scans.crossings)
     traced: list[_Traced] = []
     untraced: list[str] = []
+    unexplained: list[Unexplained] = []
     while queue:
-        point = queue.pop(0)
+        crossing = queue.pop(0)
+        point = crossing.point
         if point.kind not in opts.kinds:
             continue
         family = _family(point)
@@ -216,12 +243,16 @@ def trace_boundaries(
                 raise
             # e.g. a residual undefined off the scanned λ1 (NaN in the seed's Jacobian): a line not traced is a
             # finding of the job, the others still are traced
-            names = problem.names
-            note = (f"the {point.kind.value} at {names[0]} = {point.lam[0]:.6g}, {names[1]} = {point.lam[1]:.6g} "
-                    f"could not be traced ({exc})")
+            note = f"the {point.kind.value} at {_describe(point, names)} could not be traced ({exc})"
             if note not in untraced:
                 untraced.append(note)
+            unexplained.append(Unexplained(point.kind, point.lam, point.branches, crossing.scan,
+                                           f"could not be traced ({exc})"))
             continue
+        if len(line.points) < 2:
+            # a seed whose line did not leave it: the crossing stays unexplained (the line keeps its message)
+            unexplained.append(Unexplained(point.kind, point.lam, point.branches, crossing.scan,
+                                           f"its line could not be continued ({line.message})"))
         earlier = [t.line for t in traced if t.family == "fold"]
         traced.append(_Traced(family, line, system))
         n = problem.dim
@@ -231,15 +262,28 @@ def trace_boundaries(
             ends = [e for other in earlier for e in other.ends if e.kind == "critical"]
             if any(_same_end(cusp.point, e.point, box) for e in ends):
                 continue
-            queue.insert(0, ScanPoint(SpecialKind.FOLD, (float(z[n]), float(z[n + 1])), z[:n], line.branches))
-    lines = [t.line for t in traced]
+            beyond_point = ScanPoint(SpecialKind.FOLD, (float(z[n]), float(z[n + 1])), z[:n], line.branches)
+            queue.insert(0, Crossing(beyond_point, "beyond a cusp"))
+    # A crossing whose own line could not be continued is still explained when another line passes through it
+    # (a margin that vanishes at a fold: the zero-margin system is singular there, the fold line is not).
+    continued = [t.line for t in traced if len(t.line.points) >= 2]
+    unexplained = [u for u in unexplained if not any(_passes_near(line, u.point, box) for line in continued)]
+    lines = [t.line for t in traced
+             if len(t.line.points) >= 2 or not any(_passes_near(line, t.line.points[0], box) for line in continued)]
     reason = ""
     if not lines:
-        where = ", ".join(f"{v:.6g}" for v in lam1_values)
-        reason = (f"no special point along {problem.names[1]} in [{box.lo[1]:.6g}, {box.hi[1]:.6g}] "
-                  f"at {problem.names[0]} = {where}")
-        if notes:
-            reason += "; " + "; ".join(notes)
+        rows = ", ".join(f"{v:.6g}" for v in scans.rows)
+        edges = ", ".join(f"{v:.6g}" for v in scans.edges)
+        reason = (f"no special point along {names[1]} in [{box.lo[1]:.6g}, {box.hi[1]:.6g}] at {names[0]} = {rows}, "
+                  f"nor along {names[0]} in [{box.lo[0]:.6g}, {box.hi[0]:.6g}] at {names[1]} = {edges}")
+        if scans.notes:
+            reason += "; " + "; ".join(scans.notes)
     if untraced:
         reason = "; ".join([*([reason] if reason else []), *untraced])
-    return BoundaryResult(tuple(lines), _critical_points(lines, box), reason, tuple(float(v) for v in lam1_values))
+    warnings = [f"the {u.kind.value} seen at {names[0]} = {u.point[0]:.6g}, {names[1]} = {u.point[1]:.6g} "
+                f"(scan {u.scan}) lies on no traced line: {u.detail}" for u in unexplained]
+    warnings.extend(scans.failed)
+    for line in lines:
+        warnings.extend(_inside_ends(line, box, names))
+    return BoundaryResult(tuple(lines), _critical_points(lines, box), reason, scans.rows, scans.edges,
+                          tuple(unexplained), tuple(warnings))

@@ -27,6 +27,10 @@ def _no_events() -> Mapping[str, Callable[[Vector, Params], float]]:
     return MappingProxyType({})
 
 
+def _reversed(lam: Params) -> Params:
+    return np.asarray(lam, dtype=float)[::-1].copy()
+
+
 @dataclass(frozen=True)
 class TwoParameterProblem:
     """F(x, λ) = 0 with λ = (λ1, λ2).
@@ -72,6 +76,29 @@ class TwoParameterProblem:
 
     def x_scale(self) -> np.ndarray:
         return np.ones(self.dim) if self.scale is None else np.asarray(self.scale, dtype=float)
+
+    def swapped(self) -> TwoParameterProblem:
+        """The same problem with λ1 and λ2 exchanged: its ``restrict(λ2)`` is the problem along λ1 at fixed λ2
+        (the scans of a box's λ2 edges)."""
+
+        def swap(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+            return None if fn is None else (lambda x, lam, *rest: fn(x, _reversed(lam), *rest))
+
+        starts = self.starts
+        return TwoParameterProblem(
+            F=swap(self.F),  # type: ignore[arg-type]
+            dim=self.dim,
+            jacobian=swap(self.jacobian),
+            free_entropy=swap(self.free_entropy),
+            stability=swap(self.stability),
+            events=MappingProxyType({k: swap(g) for k, g in self.events.items()}),
+            starts=None if starts is None else (lambda lam: starts(_reversed(lam))),
+            label=swap(self.label),
+            canonical=self.canonical,
+            scale=self.scale,
+            bounds=(self.bounds[1], self.bounds[0]),
+            names=(self.names[1], self.names[0]),
+        )
 
     def restrict(self, lam1: float) -> OneParameterProblem:
         """The problem along λ2 at fixed λ1 (p = λ2)."""

@@ -27,6 +27,7 @@ __all__ = [
     "Line",
     "LineEnd",
     "NormalForm",
+    "Unexplained",
 ]
 
 EndKind = Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
@@ -124,13 +125,39 @@ class CriticalPoint:
 
 
 @dataclass(frozen=True)
+class Unexplained:
+    """A crossing seen by a scan that no traced line passes through, even after tracing from it.
+
+    ``kind`` is the kind of special point, ``point`` (λ1, λ2) where the scan saw it, ``scan`` which
+    scan saw it (e.g. "alpha = 1 (edge)"), ``detail`` why no line explains it.
+    """
+
+    kind: LineKind
+    point: tuple[float, float]
+    branches: tuple[str, ...]
+    scan: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SpecialKind(self.kind))
+
+
+@dataclass(frozen=True)
 class BoundaryResult:
-    """Every line found by ``trace_boundaries``; ``reason`` says why ``lines`` is empty when it is."""
+    """Every line found by ``trace_boundaries``; ``reason`` says why ``lines`` is empty when it is.
+
+    ``scans`` are the λ1 values scanned along λ2 (the λ1 edges included), ``edges`` the λ2 values
+    scanned along λ1 (the λ2 edges). ``unexplained`` lists the crossings no line explains and
+    ``warnings`` says in words what may be missing (those crossings, lines that stop inside the box).
+    """
 
     lines: tuple[Line, ...]
     critical_points: tuple[CriticalPoint, ...]
     reason: str = ""
-    scans: tuple[float, ...] = field(default_factory=tuple)  # the λ1 values scanned
+    scans: tuple[float, ...] = field(default_factory=tuple)
+    edges: tuple[float, ...] = field(default_factory=tuple)
+    unexplained: tuple[Unexplained, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def of_kind(self, kind: LineKind) -> tuple[Line, ...]:
         return tuple(line for line in self.lines if line.kind == kind)

@@ -1,0 +1,95 @@
+"""The scans that seed the lines of a box: interior rows and the box's four edges.
+
+A line that crosses the box enters and leaves it through its edge, so every edge is scanned: the
+two λ1 edges as rows (λ2 scanned at fixed λ1, like every row), the two λ2 edges along λ1 at fixed
+λ2 (the problem with its parameters exchanged, restricted there). A line that runs from one λ2
+edge to the other between two rows is therefore seen where it crosses those edges. The interior
+rows, at the stated resolution (``LineOptions.seeds`` values of λ1, ends included), look for lines
+that never reach the edge (closed lines) as well.
+
+Every special point a scan finds is a *crossing*: a point where a line of its kind passes the
+scanned segment. ``trace_boundaries`` traces from each crossing that no traced line passes
+through, and names the crossings it could not explain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.core.errors import is_numerical
+from solvers.core.lines.arclength import Box
+from solvers.core.lines.options import LineOptions
+from solvers.core.lines.problem import TwoParameterProblem
+from solvers.core.lines.scan import ScanPoint, scan_special_points
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A special point seen by one scan; ``scan`` names the segment, e.g. "alpha = 1 (edge)"."""
+
+    point: ScanPoint
+    scan: str
+
+
+@dataclass(frozen=True)
+class BoxScan:
+    """What the scans of a box saw: the λ1 values scanned along λ2 (``rows``, the λ1 edges included), the λ2
+    values scanned along λ1 (``edges``), every crossing (rows first, in scan order), and notes (what the
+    problem lacks for some kind of point), and the scans that failed (``failed``)."""
+
+    rows: tuple[float, ...]
+    edges: tuple[float, ...]
+    crossings: tuple[Crossing, ...]
+    notes: tuple[str, ...]
+    failed: tuple[str, ...] = ()
+
+
+def row_values(box: Box, seeds: int) -> list[float]:
+    """The λ1 values of the rows: ``seeds`` evenly spaced values with the ends (one: the middle), and the
+    λ1 edges always."""
+    lo, hi = float(box.lo[0]), float(box.hi[0])
+    interior = [0.5 * (lo + hi)] if seeds == 1 else [float(v) for v in np.linspace(lo, hi, seeds)]
+    return sorted({lo, hi, *interior})
+
+
+def _unswap(point: ScanPoint) -> ScanPoint:
+    return dataclasses.replace(point, lam=(point.lam[1], point.lam[0]))
+
+
+def scan_box(problem: TwoParameterProblem, box: Box, options: LineOptions) -> BoxScan:
+    """Scan the rows and the four edges of ``box`` for special points (see the module docstring)."""
+    width = box.hi - box.lo
+    names = problem.names
+    rows = row_values(box, options.seeds)
+    crossings: list[Crossing] = []
+    notes: list[str] = []
+    edge_of = {float(box.lo[0]), float(box.hi[0])}
+    failed: list[str] = []
+
+    def run(pr: TwoParameterProblem, fixed: float, span: tuple[float, float], lam_width: float, where: str,
+            back: Callable[[ScanPoint], ScanPoint]) -> None:
+        try:
+            scan = scan_special_points(pr, fixed, span, options, lam1_width=lam_width)
+        except Exception as exc:
+            if not is_numerical(exc):
+                raise
+            # e.g. a residual that is not finite along the whole segment: what this scan would have seen is
+            # unknown, and the result says so
+            failed.append(f"the scan at {where} failed ({exc})")
+            return
+        crossings.extend(Crossing(back(p), where) for p in scan.points)
+        notes.extend(n for n in scan.notes if n not in notes)
+
+    for lam1 in rows:
+        run(problem, lam1, (float(box.lo[1]), float(box.hi[1])), float(width[0]),
+            f"{names[0]} = {lam1:.6g}" + (" (edge)" if lam1 in edge_of else ""), lambda p: p)
+    edges = (float(box.lo[1]), float(box.hi[1]))
+    swapped = problem.swapped()
+    for lam2 in edges:
+        run(swapped, lam2, (float(box.lo[0]), float(box.hi[0])), float(width[1]), f"{names[1]} = {lam2:.6g} (edge)",
+            _unswap)
+    return BoxScan(tuple(rows), edges, tuple(crossings), tuple(notes), tuple(failed))

@@ -1,0 +1,84 @@
+"""The scans of a box: a line that runs between the interior rows is found where it crosses the box's edges, a closed
+line inside the box by an interior row, and a crossing no line explains is named.
+
+References are closed forms: x³ − a x + λ has its first-order line at λ = 0 (states ±√a) and its folds on
+λ = ±2 (a/3)^(3/2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.core.lines import LineOptions, TwoParameterProblem, scan_special_points, trace_boundaries
+from solvers.core.special_points import SpecialKind
+from tests.core.line_problems import cusp
+
+
+def test_a_line_between_the_rows_is_found_on_the_edges() -> None:
+    """λ1 = λ over [−1, 1], λ2 = a over [0.5, 3], two rows (λ = ±1, the box's λ1 edges): the first-order line λ = 0
+    crosses no row; it enters and leaves through the edges a = 0.5 and a = 3."""
+    problem = cusp().swapped()
+    assert problem.names == ("lambda", "a")
+    res = trace_boundaries(problem, (-1.0, 1.0), (0.5, 3.0), LineOptions(seeds=2))
+    assert res.scans == (-1.0, 1.0) and res.edges == (0.5, 3.0)
+    (first,) = res.of_kind(SpecialKind.FIRST_ORDER)
+    pts = first.array()
+    assert np.max(np.abs(pts[:, 0])) < 1e-8
+    assert {e.kind for e in first.ends} == {"domain"}
+    assert sorted(pts[[0, -1], 1]) == [0.5, 3.0]
+    for (_, a), states in zip(first.points, first.states, strict=True):
+        assert np.allclose(sorted(states[:, 0]), [-np.sqrt(a), np.sqrt(a)], atol=1e-8)
+    # the rows alone see the folds but no first-order point: only the edges do
+    for lam in (-1.0, 1.0):
+        row = scan_special_points(problem, lam, (0.5, 3.0), LineOptions(seeds=2), lam1_width=2.0)
+        assert SpecialKind.FIRST_ORDER not in {p.kind for p in row.points}
+    folds = res.of_kind(SpecialKind.FOLD)
+    assert len(folds) == 2
+    for fold in folds:
+        lam, a = fold.array().T
+        assert np.max(np.abs(np.abs(lam) - 2 * (a / 3) ** 1.5)) < 1e-8
+    assert res.unexplained == () and res.warnings == ()
+
+
+def test_a_closed_line_is_found_by_an_interior_row() -> None:
+    """x³ − (1 − r²) x + 0.1, r² = λ1² + λ2²: folds where 27·0.01 = 4 (1 − r²)³, a circle of radius
+    r_f = (1 − (0.0675)^(1/3))^(1/2) ≈ 0.770 that touches no edge of the box [−1.5, 1.5]²; the row λ1 = 0 crosses it."""
+    r_fold = np.sqrt(1 - (27 * 0.01 / 4) ** (1 / 3))
+
+    def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return x**3 - (1 - lam[0] ** 2 - lam[1] ** 2) * x + 0.1
+
+    ring = TwoParameterProblem(F=F, dim=1, starts=lambda lam: {"left": np.array([-1.5]), "right": np.array([1.5]),
+                                                               "middle": np.array([0.0])},
+                               names=("l1", "l2"))
+    res = trace_boundaries(ring, (-1.5, 1.5), (-1.5, 1.5), LineOptions(seeds=3))
+    (fold,) = res.of_kind(SpecialKind.FOLD)
+    assert "closed" in {e.kind for e in fold.ends}
+    r = np.hypot(*fold.array().T)
+    assert np.max(np.abs(r - r_fold)) < 1e-8
+    # the whole circle, not an arc: its points go round the origin
+    angles = np.sort(np.arctan2(fold.array()[:, 1], fold.array()[:, 0]))
+    assert np.max(np.diff(angles)) < 0.5
+
+
+def test_a_crossing_no_line_explains_is_named() -> None:
+    """A residual defined only on the row a = 0.5 (NaN elsewhere): the row sees the special points, no line can be
+    continued from them, and each one is named in ``unexplained`` and ``warnings``, with the scan that saw it."""
+    base = cusp()
+
+    def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return base.F(x, lam) if lam[0] == 0.5 else np.full(1, np.nan)
+
+    only_there = TwoParameterProblem(**{**base.__dict__, "F": F})
+    res = trace_boundaries(only_there, (0.0, 1.0), (-1.0, 1.0), LineOptions(seeds=3))
+    assert res.lines == ()
+    kinds = {u.kind for u in res.unexplained}
+    assert {SpecialKind.FOLD, SpecialKind.FIRST_ORDER} <= kinds
+    assert all(u.point[0] == 0.5 and u.scan == "a = 0.5" for u in res.unexplained)
+    # the two folds λ = ±2 (a/3)^(3/2) and the first-order point λ = 0 of that row
+    folds = sorted(u.point[1] for u in res.unexplained if u.kind == SpecialKind.FOLD)
+    assert np.allclose(folds, [-2 * (0.5 / 3) ** 1.5, 2 * (0.5 / 3) ** 1.5], atol=1e-8)
+    assert len(res.warnings) >= len(res.unexplained)
+    assert all("lies on no traced line" in w for w in res.warnings[: len(res.unexplained)])
+    # the edges λ = ±1 could not be scanned at all (the residual is NaN along them): the result says so too
+    assert any("the scan at lambda = -1 (edge) failed" in w for w in res.warnings)
