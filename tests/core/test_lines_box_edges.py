@@ -60,25 +60,3 @@ def test_a_closed_line_is_found_by_an_interior_row() -> None:
     angles = np.sort(np.arctan2(fold.array()[:, 1], fold.array()[:, 0]))
     assert np.max(np.diff(angles)) < 0.5
 
-
-def test_a_crossing_no_line_explains_is_named() -> None:
-    """A residual defined only on the row a = 0.5 (NaN elsewhere): the row sees the special points, no line can be
-    continued from them, and each one is named in ``unexplained`` and ``warnings``, with the scan that saw it."""
-    base = cusp()
-
-    def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        return base.F(x, lam) if lam[0] == 0.5 else np.full(1, np.nan)
-
-    only_there = TwoParameterProblem(**{**base.__dict__, "F": F})
-    res = trace_boundaries(only_there, (0.0, 1.0), (-1.0, 1.0), LineOptions(seeds=3))
-    assert res.lines == ()
-    kinds = {u.kind for u in res.unexplained}
-    assert {SpecialKind.FOLD, SpecialKind.FIRST_ORDER} <= kinds
-    assert all(u.point[0] == 0.5 and u.scan == "a = 0.5" for u in res.unexplained)
-    # the two folds λ = ±2 (a/3)^(3/2) and the first-order point λ = 0 of that row
-    folds = sorted(u.point[1] for u in res.unexplained if u.kind == SpecialKind.FOLD)
-    assert np.allclose(folds, [-2 * (0.5 / 3) ** 1.5, 2 * (0.5 / 3) ** 1.5], atol=1e-8)
-    assert len(res.warnings) >= len(res.unexplained)
-    assert all("lies on no traced line" in w for w in res.warnings[: len(res.unexplained)])
-    # the edges λ = ±1 could not be scanned at all (the residual is NaN along them): the result says so too
-    assert any("the scan at lambda = -1 (edge) failed" in w for w in res.warnings)

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries, trace_fold_line
+from solvers.core.special_points import SpecialKind
 from tests.core.line_problems import cusp
 
 
@@ -70,3 +71,12 @@ def test_a_line_that_cannot_be_seeded_is_reported_and_the_job_goes_on() -> None:
     res = trace_boundaries(only_there, (0.0, 1.0), (-1.0, 1.0), LineOptions(seeds=1))
     assert res.lines == ()
     assert "could not be traced" in res.reason and "a = 0.5" in res.reason
+    # each crossing the row saw is named, with the scan that saw it: the two folds λ = ±2 (a/3)^(3/2) and the
+    # first-order point λ = 0
+    assert all(u.point[0] == 0.5 and u.scan == "a = 0.5" for u in res.unexplained)
+    folds = sorted(u.point[1] for u in res.unexplained if u.kind == SpecialKind.FOLD)
+    assert np.allclose(folds, [-2 * (0.5 / 3) ** 1.5, 2 * (0.5 / 3) ** 1.5], atol=1e-8)
+    assert [u.point[1] for u in res.unexplained if u.kind == SpecialKind.FIRST_ORDER] == pytest.approx([0.0], abs=1e-8)
+    assert sum("lies on no traced line" in w for w in res.warnings) == len(res.unexplained)
+    # the edges λ = ±1 could not be scanned at all (the residual is NaN along them): the result says so too
+    assert any("the scan at lambda = -1 (edge) failed" in w for w in res.warnings)
