@@ -1,0 +1,119 @@
+"""The unreduced tree level of ``finite_sample`` against computations that share none of its numerics.
+
+* brute force at D = 2: the single-neuron law on a fine (ρ, w⊥) grid, its closure solved by scipy's root finder on
+  the entries of K, against the particle solver (stratified MALA, Bennett node weights, Newton on exponents);
+* the GP limit (N → ∞ at fixed N s_a2): the law is the prior, the kernel Williams' arcsin kernel, the predictor the
+  GP's;
+* the single-neuron expectations at a fixed kernel, against the same grid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import root
+from scipy.special import erf
+
+from solvers.theories.rubin_cavity.finite_sample.unreduced.law import Couplings, nngp_kernel
+from solvers.theories.rubin_cavity.finite_sample.unreduced.problem import ParticleClosure
+from solvers.theories.rubin_cavity.finite_sample.unreduced.sampler import SamplerSettings, sample
+from solvers.theories.rubin_cavity.finite_sample.unreduced.solve import Inputs, Setting, solve_point
+
+SMALL = Setting(P=6, D=2, N=4.0, s_a2=0.3, sigma_w2=0.5, epsilon=-0.3, P_test=50, seed=3)
+T_SMALL = 0.2
+SAMPLER = SamplerSettings(rho_max=2.5, nodes=16, chains=12, samples=12, burn_in=150, thin=4, seed=1)
+
+
+def grid_law(X: np.ndarray, y: np.ndarray, K: np.ndarray, T: float, s: Setting, n: int = 801):
+    """Nodes w on a uniform grid of [−4σ, 4σ]² beyond which the tilted law has no mass here, with their weights."""
+    sd = math.sqrt(s.sigma_w2 / s.D)
+    r = np.linspace(-7 * sd, 7 * sd, n)
+    W = np.stack(np.meshgrid(r, r, indexing="ij"), axis=-1).reshape(-1, 2)
+    phi = erf(W @ X.T)
+    A = np.linalg.inv(K + T * np.eye(len(y)))
+    tbar = A @ y
+    E = 0.5 * s.s_a2 * ((phi @ tbar) ** 2 - np.einsum("ij,jk,ik->i", phi, A, phi))
+    logp = -0.5 * np.sum(W * W, axis=1) / sd**2 + E
+    p = np.exp(logp - logp.max())
+    return W, phi, p / p.sum()
+
+
+def brute_force_fixed_point(data: Inputs, s: Setting, T: float) -> tuple[np.ndarray, np.ndarray]:
+    P = s.P
+    iu = np.triu_indices(P)
+
+    def kernel_of(k: np.ndarray) -> np.ndarray:
+        K = np.zeros((P, P))
+        K[iu] = k
+        return K + np.triu(K, 1).T
+
+    def F(k: np.ndarray) -> np.ndarray:
+        _, phi, p = grid_law(data.X, data.y, kernel_of(k), T, s, n=301)
+        return (s.N * s.s_a2 * (phi.T * p) @ phi)[iu] - k
+
+    K0 = nngp_kernel(data.X, data.X, s.sigma_w2, s.N * s.s_a2)
+    sol = root(F, K0[iu], method="hybr", tol=1e-11)
+    assert sol.success, sol.message
+    K = kernel_of(sol.x)
+    W, _, p = grid_law(data.X, data.y, K, T, s)
+    return K, p @ W[:, 0] ** 2
+
+
+def test_single_neuron_expectations_match_grid_quadrature() -> None:
+    data = Inputs.of(SMALL)
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((SMALL.P, SMALL.P))
+    K = 0.3 * B @ B.T / SMALL.P + nngp_kernel(data.X, data.X, SMALL.sigma_w2, SMALL.N * SMALL.s_a2)
+    W, phi, p = grid_law(data.X, data.y, K, T_SMALL, SMALL)
+    exact_R = float(p @ W[:, 0] ** 2)
+    exact_C = (phi.T * p) @ phi
+    cp = Couplings.of(K, data.y, T_SMALL, SMALL.s_a2)
+    particles = sample(cp, data.X, SMALL.sigma_w2, SAMPLER)
+    closure = ParticleClosure(particles, data.X, data.y, SMALL.N, SMALL.s_a2)
+    w = closure.weights(particles.E_pilot)
+    R = float(w @ particles.W[:, 0] ** 2)
+    C = (closure.phi.T * w) @ closure.phi
+    # The law is tilted well away from the prior here (else the check would be the prior's)
+    prior_R = SMALL.sigma_w2 / SMALL.D
+    assert abs(exact_R / prior_R - 1.0) > 0.2
+    assert pytest.approx(exact_R, rel=0.02) == R
+    assert np.linalg.norm(C - exact_C) < 0.02 * np.linalg.norm(exact_C)
+
+
+def test_closure_matches_brute_force_fixed_point_at_d2() -> None:
+    data = Inputs.of(SMALL)
+    K_exact, R_exact = brute_force_fixed_point(data, SMALL, T_SMALL)
+    pilot = nngp_kernel(data.X, data.X, SMALL.sigma_w2, SMALL.N * SMALL.s_a2)
+    pt = solve_point(SMALL, data, T_SMALL, pilot, SAMPLER, stages=2)
+    assert pt.converged
+    se = pt.diagnostics["standard_errors"]
+    # The Monte-Carlo error is small enough that a 5 % shift is many standard errors.
+    assert se["R"] < 0.0125 * R_exact
+    assert pt.observables["R"] == pytest.approx(R_exact, abs=max(4 * se["R"], 0.005 * R_exact), rel=0)
+    b_exact, c_exact = np.linalg.lstsq(np.column_stack([data.X[:, 0], data.X[:, 0] ** 3 - 3 * data.X[:, 0]]),
+                                       T_SMALL * np.linalg.solve(K_exact + T_SMALL * np.eye(SMALL.P), data.y),
+                                       rcond=None)[0]
+    assert pt.observables["b"] == pytest.approx(b_exact, abs=max(4 * se["b"], 0.01 * abs(b_exact)))
+    assert pt.observables["c"] == pytest.approx(c_exact, abs=max(4 * se["c"], 0.01 * abs(c_exact)))
+    assert np.linalg.norm(pt.K - K_exact) < 0.02 * np.linalg.norm(K_exact)
+
+
+def test_gp_limit_is_the_arcsin_kernel_and_its_predictor() -> None:
+    """N → ∞ at fixed N s_a2: E = O(s_a2) → 0, the law is the prior and K Williams' kernel."""
+    s = Setting(P=40, D=8, N=1e7, s_a2=1e-7, sigma_w2=0.5, epsilon=-0.3, P_test=50, seed=2)
+    data = Inputs.of(s)
+    K_gp = nngp_kernel(data.X, data.X, s.sigma_w2, s.N * s.s_a2)
+    sampler = SamplerSettings(rho_max=1.25, nodes=11, chains=16, samples=12, burn_in=100, thin=4)
+    # A deliberately wrong pilot (twice the kernel): the closure must still return the prior's kernel.
+    pt = solve_point(s, data, 0.5, 2.0 * K_gp, sampler, stages=1)
+    assert pt.converged
+    # K itself carries the particles' Monte-Carlo noise entry by entry (about 10 % in Frobenius norm here); the
+    # predictor averages it out, and R depends on the node weights alone.
+    assert pt.observables["R"] == pytest.approx(s.sigma_w2 / s.D, rel=0.03)
+    rbar = 0.5 * np.linalg.solve(K_gp + 0.5 * np.eye(s.P), data.y)
+    z = data.X[:, 0]
+    b_gp, c_gp = np.linalg.lstsq(np.column_stack([z, z**3 - 3 * z]), rbar, rcond=None)[0]
+    assert pt.observables["b"] == pytest.approx(b_gp, rel=0.02)
+    assert pt.observables["c"] == pytest.approx(c_gp, rel=0.02)
