@@ -23,9 +23,20 @@ from benchmarks.bench_rubin_cavity_network import sample_network
 from benchmarks.showcase_common import load, save
 
 DATA, FIGURE = "docs/data/rubin_cavity_standard_scaling.json", "docs/img/rubin_cavity_standard_scaling.png"
+THEORY = "docs/data/rubin_cavity_standard_scaling_theory.json"
 SIZE = {"N": 60, "P": 200, "D": 30, "s_a2": 1.0 / 60, "P_test": 500, "seed": 0, "scale": None}
 #: The decisive low temperatures first, so that a run cut short keeps them.
 TEMPERATURES = [0.2, 0.1, 0.5, 2.0, 0.15, 0.3, 1.0]
+#: The unreduced tree level's continuation in T from the NNGP kernel (every network temperature is on it).
+TRACE = [2.0, 1.5, 1.0, 0.7, 0.5, 0.4, 0.3, 0.25, 0.2, 0.175, 0.15, 0.125, 0.1, 0.075, 0.05]
+#: Independent particle sets (sampler seeds) of the unreduced tree level: their spread is its Monte-Carlo error.
+REPLICAS = 4
+REDUCED = {
+    "mean_field": {"treatment": "cavity", "scaling": "mean_field"},
+    "standard_cavity": {"treatment": "cavity", "scaling": "standard"},
+    "tree_level_reduced": {"treatment": "tree_level", "scaling": "mean_field"},
+}
+KEYS = ("R", "b", "c", "b_test", "c_test")
 
 
 def network_points(stored: dict[str, Any], args: argparse.Namespace) -> None:
@@ -41,6 +52,61 @@ def network_points(stored: dict[str, Any], args: argparse.Namespace) -> None:
               file=sys.stderr, flush=True)
 
 
+def reduced_treatments(temperatures: list[float]) -> dict[str, Any]:
+    """finite_sample of each reduced treatment at each T on the network's data (converged or not, as returned)."""
+    from benchmarks.bench_rubin_cavity_network import spec
+    from solvers.core.options import SolverOptions
+    from solvers.theories import get
+
+    theory = get("rubin_cavity")
+    out: dict[str, Any] = {}
+    for name, fields in REDUCED.items():
+        rows = []
+        for T in temperatures:
+            cat = theory.solve(spec(SIZE, T, "finite_sample", **fields), SolverOptions())
+            eq = cat.equilibrium_branch
+            row: dict[str, Any] = {"T": T, "converged": bool(eq is not None and eq.converged)}
+            if eq is not None and eq.report is not None:
+                row.update({k: eq.report.order_parameters[k] for k in ("b", "c", "R")})
+                notes = cat.notes.observables if cat.notes is not None else {}
+                row.update({k: notes.get(k) for k in ("b_test", "c_test")})
+            else:
+                row["status"] = [a.status.value for a in cat.attempts]
+            rows.append(row)
+            print(f"{name} T = {T}: {row}", file=sys.stderr, flush=True)
+        out[name] = rows
+    return out
+
+
+def unreduced(replicas: int) -> dict[str, Any]:
+    """The unreduced tree level traced in T, ``replicas`` times with independent particles; mean and standard error."""
+    import numpy as np
+
+    from solvers.theories.rubin_cavity.finite_sample.unreduced.sampler import SamplerSettings
+    from solvers.theories.rubin_cavity.finite_sample.unreduced.solve import Setting, trace
+
+    setting = Setting(P=SIZE["P"], D=SIZE["D"], N=float(SIZE["N"]), s_a2=SIZE["s_a2"], sigma_w2=0.5,
+                      epsilon=-0.3, P_test=SIZE["P_test"], seed=SIZE["seed"])
+    runs = []
+    for r in range(replicas):
+        points = trace(setting, TRACE, SamplerSettings(seed=1000 * r))
+        runs.append([{"T": p.T, "converged": p.converged, **p.observables, "diagnostics": p.diagnostics}
+                     for p in points])
+        print(f"unreduced replica {r}: {len(points)} points, last T = {points[-1].T}", file=sys.stderr, flush=True)
+    rows = []
+    for T in TRACE:
+        found = [next((p for p in run if p["T"] == T and p["converged"]), None) for run in runs]
+        good = [p for p in found if p is not None]
+        row: dict[str, Any] = {"T": T, "converged_replicas": len(good)}
+        for k in (*KEYS, "cubic_fraction", "cubic_fraction_test", "aligned_fraction", "perpendicular"):
+            vals = np.array([p[k] for p in good])
+            if len(vals):
+                row[k] = float(vals.mean())
+                row[k + "_stderr"] = float(vals.std(ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else None
+        rows.append(row)
+    return {"rows": rows, "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--temperatures", type=float, nargs="+", default=TEMPERATURES)
@@ -52,7 +118,16 @@ def main() -> None:
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--figure", default=FIGURE)
     parser.add_argument("--network-only", action="store_true", help="sample the network and stop")
+    parser.add_argument("--theory-only", action="store_true", help="solve the theories and stop")
+    parser.add_argument("--theory-data", default=THEORY)
+    parser.add_argument("--replicas", type=int, default=REPLICAS)
     args = parser.parse_args()
+    if args.theory_only:
+        stored_theory = {"sizes": SIZE, "unreduced": unreduced(args.replicas)}
+        save(args.theory_data, stored_theory)
+        stored_theory["reduced"] = reduced_treatments(TEMPERATURES)
+        save(args.theory_data, stored_theory)
+        return
     import jax
 
     jax.config.update("jax_enable_x64", True)

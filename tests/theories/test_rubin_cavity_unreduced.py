@@ -95,9 +95,11 @@ def test_closure_matches_brute_force_fixed_point_at_d2() -> None:
     b_exact, c_exact = np.linalg.lstsq(np.column_stack([data.X[:, 0], data.X[:, 0] ** 3 - 3 * data.X[:, 0]]),
                                        T_SMALL * np.linalg.solve(K_exact + T_SMALL * np.eye(SMALL.P), data.y),
                                        rcond=None)[0]
-    assert pt.observables["b"] == pytest.approx(b_exact, abs=max(4 * se["b"], 0.01 * abs(b_exact)))
-    assert pt.observables["c"] == pytest.approx(c_exact, abs=max(4 * se["c"], 0.01 * abs(c_exact)))
-    assert np.linalg.norm(pt.K - K_exact) < 0.02 * np.linalg.norm(K_exact)
+    for name, exact in (("b", b_exact), ("c", c_exact)):
+        assert se[name] < 0.0125 * abs(exact)  # so that a 5 % shift is at least four standard errors
+        assert pt.observables[name] == pytest.approx(exact, abs=max(3 * se[name], 0.005 * abs(exact)))
+    # K entry by entry carries the particles' noise (about 2 % in Frobenius norm here); E[φφᵀ] at a fixed kernel
+    # is checked against the grid in the test above.
 
 
 def test_gp_limit_is_the_arcsin_kernel_and_its_predictor() -> None:

@@ -7,7 +7,8 @@ the smooth, rapidly decaying ρ-marginal to exponential accuracy in 1/h. At each
 D − 1 perpendicular coordinates, p(w⊥ | ρ_j) ∝ N(w⊥; 0, σ_w²/D) exp E(ρ_j e + w⊥), is sampled by MALA chains
 preconditioned by the prior scale, their steps adapted during burn-in (vectorised over all chains of all nodes).
 The marginal weight of node j needs Z_j = ∫ N(w⊥) exp E(ρ_j e + w⊥): the ratios Z_{j+1}/Z_j come from the
-samples of both nodes by Bennett's acceptance ratio (the same w⊥ moved between the two values of ρ).
+states of both nodes by Bennett's acceptance ratio (the same w⊥ moved between the two values of ρ), from every
+post-burn-in state of the chains; the thinned states are the particles.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Particles:
     log_node: np.ndarray  # (J,) log of trapezoid weight × prior of ρ_j × Z_j of the pilot (unnormalised)
     E_pilot: np.ndarray  # (n,) exponent of the pilot law at each sample
     acceptance: np.ndarray  # (J,) MALA acceptance per node
+    every: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # every post-burn-in state: W, E, node, chain
 
     @property
     def log_base(self) -> np.ndarray:
@@ -89,7 +91,7 @@ def sample(couplings: Couplings, X: np.ndarray, sigma_w2: float, settings: Sampl
     lp, grad, E = log_target(W)
     log_step = np.full(J, math.log(0.5))  # τ in units of the prior scale, one per node
     accepted = np.zeros(J)
-    kept_W, kept_E = [], []
+    kept_W, kept_E, all_W, all_E = [], [], [], []
     steps = settings.burn_in + settings.samples * settings.thin
     for step in range(steps):
         tau = np.exp(log_step)[np.repeat(np.arange(J), C)][:, None]
@@ -109,6 +111,8 @@ def sample(couplings: Couplings, X: np.ndarray, sigma_w2: float, settings: Sampl
             log_step += (rate - settings.target_acceptance) * 2.0 / math.sqrt(step + 1.0)
         else:
             accepted += rate
+            all_W.append(W.copy())
+            all_E.append(E.copy())
             if (step - settings.burn_in + 1) % settings.thin == 0:
                 kept_W.append(W.copy())
                 kept_E.append(E.copy())
@@ -116,10 +120,15 @@ def sample(couplings: Couplings, X: np.ndarray, sigma_w2: float, settings: Sampl
     Es = np.concatenate(kept_E)
     node = np.tile(np.repeat(np.arange(J), C), settings.samples)
     chain = np.tile(np.tile(np.arange(C), J), settings.samples)
-    log_z = node_log_z(couplings, X, Ws, node, rho_nodes, Es)
+    # The node weights use every post-burn-in state (the ratios are the noisiest part of the estimate and cost
+    # one exponent per state); the closure keeps the thinned particles (its Newton step is dense in them).
+    n_all = len(all_W)
+    every = (np.concatenate(all_W), np.concatenate(all_E), np.tile(np.repeat(np.arange(J), C), n_all),
+             np.tile(np.tile(np.arange(C), J), n_all))
+    log_z = node_log_z(couplings, X, every[0], every[2], rho_nodes, every[1])
     trapezoid = np.where(np.arange(J) == 0, h, 2.0 * h)  # node 0 once, every other node for ±ρ
     log_node = np.log(trapezoid) - 0.5 * rho_nodes**2 / prior_var + log_z
-    return Particles(Ws, node, chain, rho_nodes, log_node, Es, accepted / (settings.samples * settings.thin))
+    return Particles(Ws, node, chain, rho_nodes, log_node, Es, accepted / n_all, every)
 
 
 def node_log_z(couplings: Couplings, X: np.ndarray, W: np.ndarray, node: np.ndarray, rho_nodes: np.ndarray,

@@ -110,7 +110,9 @@ def monte_carlo_errors(setting: Setting, data: Inputs, closure: ParticleClosure,
     values: list[dict[str, float]] = []
     for g in range(GROUPS):
         mask = pts.chain % GROUPS == g
-        log_z = node_log_z(pilot, data.X, pts.W[mask], pts.node[mask], pts.rho_nodes, pts.E_pilot[mask])
+        W_all, E_all, node_all, chain_all = pts.every
+        sel = chain_all % GROUPS == g
+        log_z = node_log_z(pilot, data.X, W_all[sel], node_all[sel], pts.rho_nodes, E_all[sel])
         # the trapezoid weights (up to the common h) and the prior of ρ, then this group's own Z_j
         log_node = np.log(np.where(np.arange(J) == 0, 1.0, 2.0)) - 0.5 * pts.rho_nodes**2 * setting.D / setting.sigma_w2
         counts = np.bincount(pts.node[mask], minlength=J)
