@@ -103,7 +103,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="sweep one parameter (or two: a phase diagram) and wait for the result")
     p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
     _axis_options(p, "field to sweep; twice for a phase diagram")
-    p.add_argument("--method", choices=["continuation", "grid", "boundary"], default=None,
+    p.add_argument("--method", choices=["continuation", "grid", "boundary", "deflated", "diagram"], default=None,
                    help="default: continuation; boundary (two parameters): trace the transition lines, p1 over "
                    "[start, stop], looked for in p2 within [start, stop] (no --num needed)")
     p.add_argument("--lines", default=None, help="JSON file with line options (method boundary)")

@@ -87,12 +87,19 @@ class SweepRequest(_Strict):
         "With method boundary only their ranges count: p1's is the range the lines are traced over, p2's the "
         "bracket in which they are looked for."
     )
-    method: Literal["continuation", "grid", "boundary"] = Field(
+    method: Literal["continuation", "grid", "boundary", "deflated", "diagram"] = Field(
         "continuation",
         description="continuation: pseudo-arclength along every branch with refined spinodals, first-order "
         "points and branch switching at bifurcations; grid: independent warm-started solves at each value; "
         "boundary (two parameters): first-order, spinodal, stability-loss and event lines traced by "
-        "two-parameter continuation, with the critical points where they end.",
+        "two-parameter continuation, with the critical points where they end; deflated: continuation, then at "
+        "every value a deflated search (solver.search.budget) for solutions on no traced curve, each traced in "
+        "turn, so that branches no start reaches (isolas) appear; diagram: continuation with branch switching "
+        "`depth` levels deep (docs/search.md).",
+    )
+    depth: int | None = Field(
+        None, ge=0, le=8,
+        description="Method diagram: levels of branch switching (the same as solver.search.depth; default 2).",
     )
     solver: SolverOptions | None = Field(None, description="Solver options (part of the job's key).")
     lines: LineOptions | None = Field(
@@ -114,6 +121,14 @@ class SweepRequest(_Strict):
             raise ValueError("method: boundary traces lines in a plane: give two parameters [p1, p2]")
         if self.lines is not None and self.method != "boundary":
             raise ValueError("lines: line options apply to method boundary only")
+        if self.depth is not None:
+            if self.method != "diagram":
+                raise ValueError("depth: the depth of branch switching applies to method diagram only")
+            solver = self.solver or SolverOptions()
+            if "depth" in solver.search.model_fields_set and solver.search.depth != self.depth:
+                raise ValueError("depth: differs from solver.search.depth; give one of them")
+            self.solver = solver.model_copy(
+                update={"search": solver.search.model_copy(update={"depth": self.depth})})
         return self
 
 

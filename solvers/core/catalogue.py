@@ -218,8 +218,9 @@ def solve_catalogue(
     found = Search("exhaustive" if exhaustive else "starts-only", starts=used, root_scan=bool(roots))
     if search.method == "deflation" and not exhaustive and complete:
         guesses = [np.asarray(x, dtype=float) for _, x, o in starts if o.method != "root_scan"]
+        found_so_far = [r for _, r in candidates]
         tally = deflated_search(problem, p, remaining(options, t0), guesses,
-                                [r.x for _, r in candidates if r.converged], _novelty(problem, p, candidates))
+                                [r.x for r in found_so_far if r.converged], novelty(problem, p, found_so_far))
         candidates += tally.results
         origins += [Origin("deflation")] * len(tally.results)
         complete = tally.stopped != "time_limit"
@@ -229,12 +230,10 @@ def solve_catalogue(
                            origins=origins, search=found)
 
 
-def _novelty(
-    problem: Problem, p: float, candidates: Sequence[tuple[str, SolveResult]]
-) -> Callable[[SolveResult], bool]:
-    """Whether a converged result is a solution not among ``candidates`` nor among those it has already accepted
-    (the catalogue's own notion of "the same solution"); a solution on a singular edge is never new."""
-    seen = [r for _, r in candidates if r.converged]
+def novelty(problem: Problem, p: float, known: Sequence[SolveResult]) -> Callable[[SolveResult], bool]:
+    """Whether a converged result is a solution not among the converged ``known`` nor among those it has already
+    accepted (the catalogue's own notion of "the same solution"); a solution on a singular edge is never new."""
+    seen = [r for r in known if r.converged]
 
     def is_new(res: SolveResult) -> bool:
         if problem.on_edge(res.x, p):

@@ -30,6 +30,11 @@ class SearchOptions(BaseModel):
     )
     power: float = Field(2.0, ge=1.0, le=8.0, description="Power p of the deflation operator 1/‖x − r‖^p + σ.")
     shift: float = Field(1.0, gt=0.0, le=100.0, description="Shift σ of the deflation operator 1/‖x − r‖^p + σ.")
+    depth: int = Field(
+        2, ge=0, le=8,
+        description="Sweeps with method diagram: levels of branch switching (0: only the branches through the starts' "
+        "solutions; d: also every branch that bifurcates from a branch of level d − 1).",
+    )
     max_solutions: int = Field(
         64, ge=1, le=1000, description="Cap on the solutions deflation adds at one parameter value."
     )

@@ -25,10 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
-from solvers.core.catalogue import build_catalogue, same_solution, solve_catalogue
+from solvers.core.catalogue import build_catalogue, solve_catalogue
 from solvers.core.continuation import Frame, OnStep, trace_curve
+from solvers.core.curve_membership import on_some_curve
 from solvers.core.curve_results import Curve, CurvePoint, Sweep
 from solvers.core.curve_tables import curve_tables
+from solvers.core.deflated_continuation import deflate_along
 from solvers.core.detect import (
     CurveRefiner,
     Detector,
@@ -56,7 +58,7 @@ MAX_SEEDS = 7
 #: on the curves of one sweep.
 SWITCH_ROUNDS = 3
 MAX_CURVES = 24
-METHODS = ("continuation", "grid")
+METHODS = ("continuation", "grid", "deflated", "diagram")
 
 
 def run_sweep(
@@ -77,7 +79,7 @@ def run_sweep(
     t0 = time.perf_counter()
     traced = method != "grid" and max(vals) != min(vals)
     if traced:
-        sweep = _continuation(problem, vals, options, on_point, on_step, stored)
+        sweep = _continuation(problem, vals, options, on_point, on_step, stored, method)
     else:
         sweep = _grid(problem, vals, options, on_point, stored)
     # a point found by an event indicator (typed first_order when the theory says so) is looked for as an event
@@ -195,17 +197,6 @@ def grid_special_points(
 # ---------------------------------------------------------------------------------------------
 
 
-def _on_some_curve(problem: Problem, curves: list[Curve], p: float, x: np.ndarray, options: SolverOptions) -> bool:
-    for curve in curves:
-        for g in interpolations(curve.points, p):
-            if not same_solution(problem, g, x, tol=0.2):
-                continue
-            res = polish(problem, p, g, options)
-            if res.converged and same_solution(problem, res.x, x):
-                return True
-    return False
-
-
 def _trace_all(
     problem: Problem, vals: list[float], options: SolverOptions, on_step: OnStep | None
 ) -> list[Curve]:
@@ -219,13 +210,13 @@ def _trace_all(
     for sv in seed_values:
         cat = solve_catalogue(problem, sv, options)
         for b in cat.branches:
-            if not b.converged or problem.on_edge(b.x, sv) or _on_some_curve(problem, curves, sv, b.x, options):
+            if not b.converged or problem.on_edge(b.x, sv) or on_some_curve(problem, curves, sv, b.x, options):
                 continue
             curve = trace_curve(problem, sv, b.x, p_lo, p_hi, options, name=b.name, on_step=on_step)
             # A seed off every curve may still trace a curve already known (e.g. reached through
             # a degenerate point); keep the new curve only if its middle is new too.
             mid = curve.points[len(curve.points) // 2]
-            if curves and _on_some_curve(problem, curves, mid.p, mid.x, options):
+            if curves and on_some_curve(problem, curves, mid.p, mid.x, options):
                 continue
             curves.append(curve)
     return curves
@@ -279,16 +270,21 @@ def _switch_branches(
     detector: Detector,
     options: SolverOptions,
     on_step: OnStep | None,
+    rounds: int = SWITCH_ROUNDS,
 ) -> None:
-    """Trace every branch that splits off at a bifurcation and is on no curve yet (in place, a few rounds).
+    """Trace every branch that splits off at a bifurcation and is on no curve yet (in place, ``rounds`` rounds).
 
     At each typed bifurcation the normal form gives a first point on every bifurcating branch
     (:func:`solvers.core.branch_points.bifurcating_starts`); a point off every traced curve starts
-    a new curve over the whole range, whose own bifurcations are switched in the next round.
+    a new curve over the whole range, whose own bifurcations are switched in the next round: round d
+    switches at the branch points of the curves of depth d − 1 (depth 0: the curves traced from the
+    starts), so ``rounds`` is the depth of the branch diagram. A branch is traced once: a start on a
+    known curve, or a new curve whose point away from the branch point is on a known curve, is dropped,
+    and a branch point met from several curves is switched once.
     """
     done: list[SpecialPoint] = []
     named: list[tuple[SpecialPoint, str]] = []
-    for _ in range(SWITCH_ROUNDS):
+    for depth in range(1, rounds + 1):
         todo = [sp for _, pts in found for sp in pts if sp.kind is SpecialKind.BIFURCATION and sp.bifurcation
                 is not None]
         added = 0
@@ -301,18 +297,18 @@ def _switch_branches(
             for p, x in bifurcating_starts(problem, sp, options):
                 if len(curves) >= MAX_CURVES or not detector.inside(p):
                     continue
-                if _on_some_curve(problem, curves, p, x, options):
+                if on_some_curve(problem, curves, p, x, options):
                     continue
                 curve = trace_curve(problem, p, x, detector.p_lo, detector.p_hi, options,
                                     name=f"{sp.branches[0]}/{sp.bifurcation.type}", on_step=on_step)  # type: ignore[union-attr]
                 # A start next to the branch point can fall between the points of a curve that passes
                 # through it: the new curve is new only if it is on no curve away from the point either.
                 away = _away_from(curve, (p, x), sp, detector.width)
-                if _on_some_curve(problem, curves, away.p, away.x, options):
+                if on_some_curve(problem, curves, away.p, away.x, options):
                     continue
                 curve = Curve(curve.name, curve.points, curve.folds,
                               f"started by branch switching at the {sp.bifurcation.describe()} at "  # type: ignore[union-attr]
-                              f"p = {sp.parameter:.10g}; {curve.message}")
+                              f"p = {sp.parameter:.10g} (depth {depth}); {curve.message}")
                 curves.append(curve)
                 found.append(_curve_points(problem, curve, detector, options))
                 named.append((sp, problem.name_of(away.x, away.p, curve.name)))
@@ -379,15 +375,15 @@ def _away_from(curve: Curve, start: tuple[float, np.ndarray], origin: SpecialPoi
 
 def curve_special_points(
     problem: Problem, curves: list[Curve], options: SolverOptions, p_lo: float, p_hi: float,
-    *, switch: bool = True, on_step: OnStep | None = None,
+    *, switch: bool = True, on_step: OnStep | None = None, rounds: int = SWITCH_ROUNDS,
 ) -> tuple[list[Track], tuple[SpecialPoint, ...]]:
     """Tracks and special points of traced curves; ``switch``: first trace the branches that split off
-    at their bifurcations (appended to ``curves``)."""
+    at their bifurcations (appended to ``curves``), ``rounds`` levels deep."""
     frame = Frame(problem, p_lo, p_hi, options)
     detector = Detector(problem, options, CurveRefiner(problem, options, frame), p_lo, p_hi)
     found = [_curve_points(problem, curve, detector, options) for curve in curves]
     if switch:
-        _switch_branches(problem, curves, found, detector, options, on_step)
+        _switch_branches(problem, curves, found, detector, options, on_step, rounds)
     all_tracks = [tr for tracks, _ in found for tr in tracks]
     out = merge_branch_points([sp for _, pts in found for sp in pts], problem)
     out.extend(detector.first_order(all_tracks))
@@ -403,10 +399,17 @@ def _continuation(
     on_point: OnPoint | None,
     on_step: OnStep | None,
     stored: Mapping[int, Catalogue],
+    method: str = "continuation",
 ) -> Sweep:
+    """Curves from the starts; ``deflated``: then deflated continuation finds the branches no curve reaches
+    (:mod:`solvers.core.deflated_continuation`); ``diagram``: branch switching ``options.search.depth`` levels
+    deep instead of the default few rounds."""
     p_lo, p_hi = min(vals), max(vals)
     curves = _trace_all(problem, vals, options, on_step)
-    tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi, on_step=on_step)
+    if method == "deflated":
+        deflate_along(problem, vals, options, curves, on_step, max_curves=MAX_CURVES)
+    rounds = options.search.depth if method == "diagram" else SWITCH_ROUNDS
+    tracks, special = curve_special_points(problem, curves, options, p_lo, p_hi, on_step=on_step, rounds=rounds)
     tracks = [*tracks, *_bridges(problem, curves)]
     cats: list[Catalogue] = []
     by_value: dict[float, Catalogue] = {}
@@ -420,7 +423,7 @@ def _continuation(
             if on_point is not None:
                 on_point(i, cat)
         cats.append(cat)
-    return Sweep("continuation", tuple(vals), tuple(cats), special, tuple(curves))
+    return Sweep(method, tuple(vals), tuple(cats), special, tuple(curves))
 
 
 #: A guess points at a root of an exhaustive search when it is this close to it (relative, in the theory's scale)

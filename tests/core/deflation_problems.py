@@ -96,3 +96,31 @@ def carrier_shooting_count(eps: float, slopes: np.ndarray, steps: int = 8000) ->
         v = np.where(live, v + h / 6 * (k1v + 2 * k2v + 2 * k3v + k4v), v)
         t += h
     return int(np.sum(np.sign(y[1:]) != np.sign(y[:-1])))
+
+
+def nested_pitchforks() -> Problem:
+    """F = (x (x² − p), y (y² + 1 − x²)), a gradient system with two levels of pitchforks, in closed form:
+
+    - the trivial branch (0, 0) loses stability at p = 0, where the branch A: x² = p, y = 0 bifurcates (one curve,
+      the parabola through the origin);
+    - A loses stability at x² = 1 (p = 1), at (±1, 0): there the branches B±: x = ±√p, y² = p − 1 bifurcate (two
+      curves, one per sign of x); they have no branch point of their own.
+
+    Depth 0: 1 curve; depth 1: 2 curves, 1 branch point (p = 0); depth 2: 4 curves, 3 branch points (p = 0, 1, 1).
+    """
+
+    def residual(z: np.ndarray, p: float) -> np.ndarray:
+        x, y = z
+        return np.array([x * (x * x - p), y * (y * y + 1 - x * x)])
+
+    def jacobian(z: np.ndarray, p: float) -> np.ndarray:
+        x, y = z
+        return np.array([[3 * x * x - p, 0.0], [-2 * x * y, 3 * y * y + 1 - x * x]])
+
+    return Problem(residual=residual, jacobian=jacobian, dim=2, starts=lambda p: {"trivial": np.zeros(2)},
+                   kind="gradient", label=lambda z, p, s: _pitchfork_label(z))
+
+
+def _pitchfork_label(z: np.ndarray) -> str:
+    x, y = (abs(float(v)) > 1e-7 for v in z)
+    return "B" if y else ("A" if x else "trivial")

@@ -138,3 +138,22 @@ def test_curves_meet_at_the_spinodal(reference, sweep) -> None:
     assert curve["parameter"][i - 1] > a_sp and curve["parameter"][i + 2] > a_sp
     for Q, alpha in zip(curve["order_parameters"]["Q"], curve["parameter"], strict=True):
         assert alpha_of(Q) == pytest.approx(alpha, rel=1e-8)
+
+
+def test_a_deflated_sweep_from_the_uninformative_start_alone_finds_both_transitions(reference) -> None:
+    """The specialised pair is disconnected from the universal branch (Q ≡ 0): continuation from the uninformative
+    start alone traces only the universal branch; deflated continuation finds the pair and both transitions."""
+    a_sp, a_e = reference
+    spec = THEORY.spec_model.model_validate(
+        {"theory": "hciz_mlp", "activation": "tanh", "gamma": GAMMA, "alpha": 1.0, "Delta": DELTA}
+    )
+    values = list(np.linspace(2.0, 6.0, 11))
+    alone = SolverOptions.model_validate({"search": {"starts": ["uninformative"], "budget": 3}})
+    plain = sweep_json(THEORY, spec, "alpha", values, "continuation", alone)
+    assert [c["name"] for c in plain["curves"]] == ["universal"] and plain["transitions"] == []
+    deflated = sweep_json(THEORY, spec, "alpha", values, "deflated", alone)
+    kinds = {t["kind"]: t["parameter"] for t in deflated["transitions"]}
+    assert kinds["spinodal"] == pytest.approx(a_sp, rel=1e-7)
+    assert kinds["first_order"] == pytest.approx(a_e, rel=1e-7)
+    found = next(c for c in deflated["curves"] if c["name"] != "universal")
+    assert found["message"].startswith("found by deflation at p = ")
