@@ -21,15 +21,28 @@ import numpy as np
 
 from solvers.theories.rubin_cavity.common.erf_projections import FOUR_OVER_PI, SQRT6
 
+EPS = float(np.finfo(float).eps)
+
 
 def residual_coefficients(M: np.ndarray, epsilon: float) -> tuple[float, float]:
     """(b, c) from [b, √6 c] = (I + M)⁻¹ [1, √6 ε], M = (n/σ²) Q̃ (dimensionless, symmetric PSD).
 
-    Solved by Cramer's rule: det(I + M) >= 1 for PSD M, and it avoids LAPACK overhead in the hot loop.
+    Solved by Cramer's rule (no LAPACK overhead in the hot loop). det(I + M) = 1 + tr M + det M >= 1 for PSD M,
+    but written as (1 + M11)(1 + M33) − M13² it cancels to 0 once the entries pass ~1e8 (a tiny T), a division by
+    zero. So it is summed term by term, with a det M below its own rounding error taken as 0. Entries that
+    overflow give (nan, nan): the engine rejects such an iterate, and a solve that ends there is not converged.
+    (M is PSD at a solution; the Jacobians' finite differences also probe it elsewhere, hence no clipping.)
     """
-    a, o, d = 1.0 + float(M[0, 0]), float(M[0, 1]), 1.0 + float(M[1, 1])
+    m11, o, m33 = float(M[0, 0]), float(M[0, 1]), float(M[1, 1])
+    a, d = 1.0 + m11, 1.0 + m33
     y1, y3 = 1.0, SQRT6 * epsilon
-    det = a * d - o * o
+    product, cross = m11 * m33, o * o
+    det_m = product - cross
+    if abs(det_m) <= 4.0 * EPS * (abs(product) + cross):
+        det_m = 0.0
+    det = 1.0 + m11 + m33 + det_m
+    if not math.isfinite(det) or det == 0.0:
+        return math.nan, math.nan
     return (d * y1 - o * y3) / det, (a * y3 - o * y1) / det / SQRT6
 
 

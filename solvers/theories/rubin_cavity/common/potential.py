@@ -82,8 +82,10 @@ class OverlapPotential:
         g = t * (b - 2.0 * c * t) ** 2
         g1 = (b - 2.0 * c * t) * (b - 6.0 * c * t)
         g2 = -8.0 * b * c + 24.0 * c * c * t
-        t1 = h0 / h**2
-        t2 = -4.0 * h0 / h**3
+        # Divided step by step, never raised to a power: h**3 of a plain float raises OverflowError once s passes
+        # ~1e102 (a deep potential searched far out), where the quotients are only small.
+        t1 = h0 / h / h
+        t2 = -4.0 * t1 / h
         return t, g, g1 * t1, g2 * t1 * t1, g1 * t2
 
     def _L(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,7 +117,7 @@ class OverlapPotential:
             return out - k * gs
         L, L1, _ = self._L(s)
         assert self.D is not None
-        return out + L1 / (2.0 * self.D * L) - k * (gs / L - g * L1 / L**2)
+        return out + L1 / (2.0 * self.D * L) - k * (gs / L - g * L1 / (L * L))
 
     def d2F(self, s: np.ndarray | float) -> np.ndarray:
         s = _arr(s)
@@ -127,7 +129,7 @@ class OverlapPotential:
         L, L1, L2 = self._L(s)
         assert self.D is not None
         log_term = (L2 * L - L1 * L1) / (2.0 * self.D * L * L)
-        reward = gss / L - 2.0 * gs * L1 / L**2 - g * (L2 / L**2 - 2.0 * L1 * L1 / L**3)
+        reward = gss / L - 2.0 * gs * L1 / (L * L) - g * (L2 / (L * L) - 2.0 * L1 * L1 / (L * L * L))
         return log_term - k * reward
 
     # ---- sensitivities to the residual coefficients (for analytic Jacobians) -------------------
@@ -155,7 +157,7 @@ class OverlapPotential:
             return -k * dg1_db * t1, -k * dg1_dc * t1
         dg_db, dg_dc = 2.0 * t * e, -4.0 * t * t * e
         L, L1, _ = self._L(s)
-        return (-k * (dg1_db * t1 / L - dg_db * L1 / L**2), -k * (dg1_dc * t1 / L - dg_dc * L1 / L**2))
+        return (-k * (dg1_db * t1 / L - dg_db * L1 / (L * L)), -k * (dg1_dc * t1 / L - dg_dc * L1 / (L * L)))
 
     # ---- in rho ------------------------------------------------------------------------------
     def value(self, rho: np.ndarray | float) -> np.ndarray:
