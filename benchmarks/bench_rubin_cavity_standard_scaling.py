@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from benchmarks.bench_rubin_cavity_network import sample_network
+from benchmarks.rubin_cavity_standard_scaling_figure import figure, table
 from benchmarks.showcase_common import load, save
 
 DATA, FIGURE = "docs/data/rubin_cavity_standard_scaling.json", "docs/img/rubin_cavity_standard_scaling.png"
@@ -121,7 +122,12 @@ def main() -> None:
     parser.add_argument("--theory-only", action="store_true", help="solve the theories and stop")
     parser.add_argument("--theory-data", default=THEORY)
     parser.add_argument("--replicas", type=int, default=REPLICAS)
+    parser.add_argument("--replot", action="store_true", help="table and figure from the stored results")
     args = parser.parse_args()
+    if args.replot:
+        print(table(load(args.data), load(args.theory_data)))
+        figure(load(args.data), load(args.theory_data), args.figure)
+        return
     if args.theory_only:
         stored_theory = {"sizes": SIZE, "unreduced": unreduced(args.replicas)}
         save(args.theory_data, stored_theory)
@@ -136,6 +142,12 @@ def main() -> None:
     except FileNotFoundError:
         stored = {"sizes": SIZE, "command": vars(args), "points": []}
     network_points(stored, args)
+    if args.network_only:
+        return
+    theory = {"sizes": SIZE, "unreduced": unreduced(args.replicas), "reduced": reduced_treatments(TEMPERATURES)}
+    save(args.theory_data, theory)
+    print(table(stored, theory))
+    figure(stored, theory, args.figure)
 
 
 if __name__ == "__main__":
