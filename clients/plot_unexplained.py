@@ -1,7 +1,8 @@
 """Special points a boundary job saw but could not explain by a traced line, marked on its phase diagram.
 
-A scan of the box saw a transition there and no traced line passes through it: the figure shows the point, so
-that a missing line is never invisible. Each marker has the ``gid`` ``unexplained``.
+A scan of the box saw a transition there and no traced line passes through it: the figure shows the point, in the
+colour of its kind of line, so that a missing line is never invisible. Each marker has the ``gid``
+``unexplained:<kind>``.
 """
 
 from __future__ import annotations
@@ -9,14 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: An open red diamond: it stands out from the lines' styles and from the critical points' black stars.
-STYLE = {"marker": "D", "markersize": 7, "markerfacecolor": "none", "markeredgecolor": "crimson",
-         "markeredgewidth": 1.4, "linestyle": "none"}
+from clients.plot_labels import transition_name
+from clients.plot_style import transition_style
+
+#: An open diamond, larger than a line is wide: it stands out from the lines and from the critical points' stars.
+MARKER = {"marker": "D", "markersize": 8, "markerfacecolor": "none", "markeredgewidth": 1.6, "linestyle": "none"}
 
 
 def draw_unexplained(ax: Any, result: Mapping[str, Any]) -> None:
-    """Mark each of ``result["unexplained"]`` at its point (p2 across, p1 up, like the phase diagram)."""
-    points = [u["point"] for u in result.get("unexplained") or [] if None not in u["point"][:2]]
-    if points:
-        ax.plot([p[1] for p in points], [p[0] for p in points], label="seen, no line traced", gid="unexplained",
-                **STYLE)
+    """Mark each of ``result["unexplained"]`` at its point (p2 across, p1 up, like the phase diagram), one legend
+    entry per kind: "<kind>, seen but not traced"."""
+    by_name: dict[str, list[list[float]]] = {}
+    for u in result.get("unexplained") or []:
+        if None not in u["point"][:2]:
+            by_name.setdefault(transition_name(u["kind"], u.get("type")), []).append(u["point"])
+    for name, points in by_name.items():
+        color = transition_style(name).get("color", "k")
+        ax.plot([p[1] for p in points], [p[0] for p in points], markeredgecolor=color, gid=f"unexplained:{name}",
+                label=f"{name}, seen but not traced", **MARKER)
