@@ -35,7 +35,7 @@ from service.describe import result_quantities
 from service.isolation import ChildDied, ChildFailed, ChildKilled, ChildOutOfMemory, run_child
 from service.keys import spec_hash
 from service.provenance import ensure_source_unchanged, provenance, seeds_in
-from service.schemas import SolveResponse
+from service.result_schemas import SolveResponse
 from service.serialize import catalogue_from_solution, solution_json
 from service.settings import Settings
 from service.singleflight import SingleFlight

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from service.result_schemas import ExperimentResultOut
 from service.schemas import ModelSpec, Values
 from solvers.core.options import SolverOptions
 from solvers.experiments.options import SamplerOptions
@@ -61,7 +62,7 @@ class ExperimentStatus(BaseModel):
     progress: Count = Field(description="Kept draws stored so far, over every chain and point.")
     chains: Count = Field(description="Chains (each one job) completed.")
     points: Count = Field(description="Points (parameter values) assembled with their theory comparison.")
-    result: dict[str, Any] | None = Field(
+    result: ExperimentResultOut | None = Field(
         None, description="When finished: the estimates beside the theory; complete: false when a time limit cut the "
         "chains short (never final: submitting the experiment again resumes them)."
     )

@@ -45,6 +45,7 @@ def submit_experiment(req: ExperimentRequest, request: Request, state: AppState 
     "/experiments/{job_id}",
     methods=["GET", "DELETE"],
     response_model=ExperimentStatus,
+    response_model_exclude_unset=True,
     summary="GET: status, progress (draws) and result of an experiment. DELETE: cancel it (returns its status).",
     responses={404: {"description": "No such experiment held by this API key."},
                503: {"description": "The job queue is unavailable."}},

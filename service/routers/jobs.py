@@ -92,6 +92,9 @@ async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int 
     raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
     head = dumps({k: v for k, v in status.items() if k not in raw})
     body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
+    # Validated all the same, from the text (no json.loads of it): a response that is not a JobStatus is a bug,
+    # answered 500.
+    JobStatus.model_validate_json(body)
     return Response(content=body, media_type="application/json")
 
 

@@ -8,7 +8,8 @@ from fastapi.concurrency import run_in_threadpool
 from service.deps import get_state
 from service.errors import field_error
 from service.limits import check_sizes
-from service.schemas import SolveRequest, SolveResponse
+from service.result_schemas import SolveResponse
+from service.schemas import SolveRequest
 from service.solving import SolveRefused
 from service.state import AppState
 

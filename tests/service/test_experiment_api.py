@@ -82,6 +82,11 @@ def test_an_experiment_is_a_job_with_the_theory_beside_it(api: TestClient, finis
         assert row["experiment"] == est["mean"] and row["stderr"] == est["stderr"]
         assert row["z"] == pytest.approx((row["experiment"] - row["theory"]) / row["stderr"])
     no_nan(api.get(f"/v1/experiments/{finished['job_id']}").text)
+    # the result describes its quantities: the estimated headline, the theory's order parameters, the spec's fields
+    quantities = result["quantities"]
+    assert quantities["generalization_error"] == {"symbol": r"$\varepsilon^*$", "units": "1", "role": "headline",
+                                                  "long_name": quantities["generalization_error"]["long_name"]}
+    assert quantities["Q"]["role"] == "order_parameter" and quantities["alpha"]["role"] == "parameter"
 
 
 def test_an_experiment_states_its_provenance_with_every_seed(finished: dict[str, Any]) -> None:
