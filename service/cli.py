@@ -18,6 +18,11 @@ The client commands talk to ``--url`` (default $SADDLELAB_URL or http://127.0.0.
 request (``{"model": …, "solver": …}``); ``-`` reads it from stdin. ``--format netcdf`` writes the result's
 labelled arrays (``clients.arrays``; an experiment's ArviZ DataTree) to the ``-o`` file; it needs the client's
 ``arrays`` extra (xarray, h5netcdf and h5py, arviz-base).
+
+A job's JSON result (sweep, experiment, job) goes to ``-o FILE``; without it, to stdout when stdout is a pipe or a
+file, and on a terminal to ``./<command>-<job id>.json`` with a summary of a screen at most (``--json`` prints it
+whole instead). ``--log`` after ``--start/--stop/--num`` spaces that range on a log scale. Every output path is
+checked before anything is submitted (a usage error, exit status 2).
 """
 
 from __future__ import annotations
@@ -63,6 +68,17 @@ class _AxisOption(argparse.Action):
         namespace.axes = axes
 
 
+class _AxisFlag(_AxisOption):
+    """``--log``: the range of the --parameter before it is spaced evenly in its logarithm."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | None = None) -> None:
+        super().__call__(parser, namespace, True, option_string)
+
+
 def _axis_options(p: argparse.ArgumentParser, what: str) -> None:
     p.set_defaults(axes=[])
     p.add_argument("--parameter", action=_AxisOption, help=what)
@@ -70,10 +86,21 @@ def _axis_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--start", action=_AxisOption, type=float, help="first value of the --parameter before it")
     p.add_argument("--stop", action=_AxisOption, type=float, help="last value, included")
     p.add_argument("--num", action=_AxisOption, type=int, help="number of values")
+    p.add_argument("--log", action=_AxisFlag, help="space the --start/--stop/--num values of the --parameter before "
+                   "it evenly on a log scale (start, stop > 0)")
 
 
 def _output_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default=None, help="write here instead of stdout (required with netcdf)")
+
+
+def _result_options(p: argparse.ArgumentParser) -> None:
+    """A job's JSON result on a terminal: to a file with a summary, unless --json (or -o) says otherwise."""
+    p.add_argument("-o", "--output", default=None,
+                   help="write the result here (required with netcdf). Without it, a JSON result goes to stdout "
+                   "when stdout is a pipe or a file, and on a terminal to ./<command>-<job id>.json, with a summary "
+                   "of a screen at most on the terminal")
+    p.add_argument("--json", action="store_true", help="print the whole JSON result on stdout, even on a terminal")
 
 
 NETCDF_HELP = "netcdf: the labelled arrays (xarray) as a netCDF-4 file, to -o"
@@ -116,7 +143,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
     _client_options(p)
-    _output_option(p)
+    _result_options(p)
 
     p = sub.add_parser("experiment", help="sample the spec's finite network beside the theory and wait for the result")
     p.add_argument("spec", help="JSON file with the model or the whole request ('-' = stdin)")
@@ -136,13 +163,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
     _client_options(p)
-    _output_option(p)
+    _result_options(p)
 
     p = sub.add_parser("job", help="status (and result) of a job")
     p.add_argument("job_id")
     p.add_argument("--detail", action="store_true", help="include partial points and executions")
     _client_options(p)
-    _output_option(p)
+    _result_options(p)
 
     p = sub.add_parser("cancel", help="cancel a job")
     p.add_argument("job_id")
@@ -217,14 +244,86 @@ def sweep_axes(args: argparse.Namespace, rest: dict[str, Any]) -> tuple[str | li
             a["num"], ranged = 2, [*ranged, "num"]
         if "values" in a and ranged:
             raise UsageError(f"--parameter {name}: give --values or --start/--stop/--num, not both")
+        if "values" in a and a.get("log"):
+            raise UsageError(f"--parameter {name}: --log spaces a --start/--stop/--num range, not --values")
         if "values" in a:
             specs.append(_floats(a["values"]))
         elif len(ranged) == 3:
-            specs.append({"start": a["start"], "stop": a["stop"], "num": a["num"]})
+            specs.append({"start": a["start"], "stop": a["stop"], "num": a["num"],
+                          **({"scale": "log"} if a.get("log") else {})})
         else:
             raise UsageError(f"--parameter {name}: give --values, or all of --start, --stop and --num")
     params = [a["parameter"] for a in axes]
     return (params[0], specs[0]) if len(axes) == 1 else (params, specs)
+
+
+def check_output(path: str, flag: str = "-o") -> None:
+    """A file this command can write: its folder exists, it is no folder itself, and it may be written. Checked
+    before anything is submitted, so that a long job never ends on an unwritable path."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; give a file name")
+    folder = target.parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"{flag} {path}: not writable")
+
+
+#: Lines of the summary a job's result leaves on a terminal (a screen, with the prompt and the progress bar).
+SCREEN_LINES = 20
+
+
+def _to_file_by_default(args: argparse.Namespace) -> bool:
+    """A JSON result that goes to a default file: on a terminal, without -o or --json."""
+    return (hasattr(args, "json") and getattr(args, "format", "json") == "json" and not args.output
+            and not args.json and sys.stdout.isatty())
+
+
+def default_result_path(command: str, job_id: str) -> Path:
+    safe = "".join(ch for ch in str(job_id) if ch.isalnum() or ch in "-_")[:16] or "result"
+    return Path(f"{command}-{safe}.json")
+
+
+def result_summary(result: dict[str, Any], limit: int = SCREEN_LINES) -> list[str]:
+    """At most ``limit`` lines: what was computed and its transitions (or lines), the rest left to the file."""
+    theory = result.get("theory", "?")
+    axes = result.get("axes")
+    if isinstance(axes, dict):
+        over = " × ".join(f"{p} ({len(v)} values)" for p, v in axes.items())
+        head = f"phase diagram of {theory} over {over}"
+    elif "parameter" in result:
+        head = f"sweep of {theory} over {result['parameter']}"
+    else:
+        head = f"{result.get('kind', 'result')} of {theory}"
+    counts = [f"{len(result[k])} {k}" for k in ("points", "curves", "transitions", "lines") if
+              isinstance(result.get(k), list)]
+    if result.get("method") == "boundary":
+        body = [line.removeprefix("# ") for line in _summary(result).splitlines() if line]
+    else:
+        body = []
+        for tr in result.get("transitions") or []:
+            at = "".join(f"{k} = {v:g}, " for k, v in (tr.get("at") or {}).items())
+            name = tr.get("line_parameter") or result.get("parameter", "")
+            body.append(f"{tr['kind']} at {at}{name} = {tr['parameter']:.10g} ({'/'.join(tr['branches'])})")
+    lines = [head + (": " + ", ".join(counts) if counts else "")]
+    room = limit - len(lines)
+    if len(body) > room:
+        body = [*body[: room - 1], f"… and {len(body) - room + 1} more in the file"]
+    return lines + body
+
+
+def _deliver(args: argparse.Namespace, command: str, job_id: str, result: Any) -> None:
+    """The JSON result to -o, to stdout (--json, a pipe or a file), or to a default file with a summary."""
+    if not _to_file_by_default(args):
+        _emit(_dump(result), args.output)
+        return
+    path = default_result_path(command, job_id)
+    text = _dump(result)
+    path.write_text(text)
+    summary = result_summary(result) if isinstance(result, dict) else []
+    print("\n".join([*summary, f"result ({len(text.encode()) / 1e3:.0f} kB) written to {path}; "
+                                f"--json prints it here, -o FILE writes it elsewhere"]))
 
 
 def _emit(text: str, output: str | None) -> None:
@@ -351,7 +450,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if summary:
             print(summary, file=sys.stderr)
     else:
-        _emit(_dump(result), args.output)
+        _deliver(args, "sweep", accepted["job_id"], result)
     return 0
 
 
@@ -410,13 +509,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         if netcdf:
             _write_netcdf(c, c.experiment_result(accepted["job_id"], result, body), netcdf)
             return 0
-    _emit(experiment_csv(result) if args.format == "csv" else _dump(result), args.output)
+    if args.format == "csv":
+        _emit(experiment_csv(result), args.output)
+    else:
+        _deliver(args, "experiment", accepted["job_id"], result)
     return 0
 
 
 def cmd_job(args: argparse.Namespace) -> int:
     with _client(args) as c:
-        _emit(_dump(c.job(args.job_id, detail=args.detail)), args.output)
+        _deliver(args, "job", args.job_id, c.job(args.job_id, detail=args.detail))
     return 0
 
 
@@ -457,6 +559,11 @@ def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
+        # Every file a command writes is checked before anything is submitted.
+        if getattr(args, "output", None):
+            check_output(args.output)
+        elif _to_file_by_default(args) and not getattr(args, "detach", False):
+            check_output(str(default_result_path(args.command, "x")), "the default result file")
         return COMMANDS[args.command](args)
     except UsageError as exc:
         p.error(str(exc))  # exits with status 2

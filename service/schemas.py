@@ -71,7 +71,16 @@ class SolveRequest(_Strict):
 class Range(_Strict):
     start: float = Field(description="First value.")
     stop: float = Field(description="Last value (included).")
-    num: int = Field(ge=1, description="Number of values, evenly spaced.")
+    num: int = Field(ge=1, description="Number of values, evenly spaced (on a log scale with scale log).")
+    scale: Literal["linear", "log"] = Field(
+        "linear", description="linear: evenly spaced values; log: evenly spaced logarithms (a geometric sequence, "
+        "as on a learning curve's log axis), start and stop both > 0.")
+
+    @model_validator(mode="after")
+    def _positive_on_a_log_scale(self) -> Range:
+        if self.scale == "log" and not (self.start > 0 and self.stop > 0):
+            raise ValueError(f"scale log needs start > 0 and stop > 0 (got start {self.start:g}, stop {self.stop:g})")
+        return self
 
 
 Values = list[float] | Range
@@ -84,7 +93,8 @@ class SweepRequest(_Strict):
         "value of p1; boundary: the transition lines traced in the (p1, p2) plane)."
     )
     values: Values | list[Values] = Field(
-        description="Values of the parameter: a list or {start, stop, num}; for a phase diagram one per parameter. "
+        description="Values of the parameter: a list or {start, stop, num[, scale: log]}; for a phase diagram one "
+        "per parameter. "
         "With method boundary only their ranges count: p1's is the range the lines are traced over, p2's the "
         "bracket in which they are looked for."
     )

@@ -22,7 +22,13 @@ from solvers.theories.two_parameter import integer_field
 
 def expand(values: list[float] | Range) -> list[float]:
     if isinstance(values, Range):
-        return [float(v) for v in np.linspace(values.start, values.stop, values.num)]
+        if values.scale == "linear":
+            return [float(v) for v in np.linspace(values.start, values.stop, values.num)]
+        out = [float(v) for v in np.geomspace(values.start, values.stop, values.num)]
+        out[0] = float(values.start)  # the ends exactly as given (geomspace goes through exp and log)
+        if values.num > 1:
+            out[-1] = float(values.stop)
+        return out
     return [float(v) for v in values]
 
 
