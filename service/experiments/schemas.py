@@ -27,7 +27,8 @@ class ExperimentRequest(BaseModel):
         "inputs). The chains' seed is sampler.seed.",
     )
     parameter: str | None = Field(None, description="With values: a learning curve, one experiment per value.")
-    values: Values | None = Field(None, description="Values of the parameter: a list or {start, stop, num[, scale: log]}.")
+    values: Values | None = Field(
+        None, description="Values of the parameter: a list or {start, stop, num[, scale: log]}.")
     solver: SolverOptions | None = Field(None, description="Solver options of the theory's solve beside it.")
 
     @model_validator(mode="after")
