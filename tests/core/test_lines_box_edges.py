@@ -8,6 +8,7 @@ References are closed forms: x³ − a x + λ has its first-order line at λ = 0
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from solvers.core.lines import LineOptions, TwoParameterProblem, scan_special_points, trace_boundaries
 from solvers.core.special_points import SpecialKind
@@ -60,3 +61,23 @@ def test_a_closed_line_is_found_by_an_interior_row() -> None:
     angles = np.sort(np.arctan2(fold.array()[:, 1], fold.array()[:, 0]))
     assert np.max(np.diff(angles)) < 0.5
 
+
+
+def test_a_line_crossing_a_scan_that_saw_nothing_there_is_named() -> None:
+    """x³ − a x + λ over a ∈ [0.5, 3], λ ∈ [−3, 3], with no start at the middle row a = 1.75: the lines are found from
+    the other scans, and the result says where they cross the middle row, which saw nothing (the first-order line at
+    λ = 0, the folds at λ = ±2 (1.75/3)^(3/2))."""
+    base = cusp()
+    starts = base.starts
+    assert starts is not None
+    blind = TwoParameterProblem(**{**base.__dict__, "starts": lambda lam: {} if lam[0] == 1.75 else starts(lam)})
+    res = trace_boundaries(blind, (0.5, 3.0), (-3.0, 3.0), LineOptions(seeds=3))
+    assert res.scans == (0.5, 1.75, 3.0)
+    assert len(res.of_kind(SpecialKind.FOLD)) == 2 and len(res.of_kind(SpecialKind.FIRST_ORDER)) == 1
+    unseen = [w for w in res.warnings if "crosses the scan at a = 1.75" in w]
+    assert len(unseen) == 3
+    at = sorted(float(w.split("near lambda = ")[1].split(",")[0]) for w in unseen)
+    fold = 2 * (1.75 / 3) ** 1.5
+    assert at == pytest.approx([-fold, 0.0, fold], abs=1e-3)  # the chord between two traced points
+    # with the starts everywhere, nothing is unseen
+    assert trace_boundaries(base, (0.5, 3.0), (-3.0, 3.0), LineOptions(seeds=3)).warnings == ()

@@ -18,7 +18,7 @@ import numpy as np
 
 from solvers.core.errors import is_numerical
 from solvers.core.lines.arclength import Box
-from solvers.core.lines.box_scan import Crossing, scan_box
+from solvers.core.lines.box_scan import Crossing, scan_box, unseen_crossings
 from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence
 from solvers.core.lines.fold import trace_fold
@@ -285,5 +285,6 @@ def trace_boundaries(
     warnings.extend(scans.failed)
     for line in lines:
         warnings.extend(_inside_ends(line, box, names))
+    warnings.extend(unseen_crossings(lines, scans, box, names))
     return BoundaryResult(tuple(lines), _critical_points(lines, box), reason, scans.rows, scans.edges,
                           tuple(unexplained), tuple(warnings))

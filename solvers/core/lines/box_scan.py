@@ -15,7 +15,7 @@ through, and names the crossings it could not explain.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +24,7 @@ from solvers.core.errors import is_numerical
 from solvers.core.lines.arclength import Box
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
+from solvers.core.lines.results import Line
 from solvers.core.lines.scan import ScanPoint, scan_special_points
 
 
@@ -93,3 +94,47 @@ def scan_box(problem: TwoParameterProblem, box: Box, options: LineOptions) -> Bo
         run(swapped, lam2, (float(box.lo[0]), float(box.hi[0])), float(width[1]), f"{names[1]} = {lam2:.6g} (edge)",
             _unswap)
     return BoxScan(tuple(rows), edges, tuple(crossings), tuple(notes), tuple(failed))
+
+
+#: Fraction of the box within which a scan's crossing counts as the place where a traced line crosses that scan
+#: (the polyline is a chord between its points, off by up to ds²·curvature/8).
+SEEN = 1e-2
+
+
+def _crossings_of(points: np.ndarray, axis: int, value: float, width: float) -> list[float]:
+    """The other coordinate where the polyline ``points`` (N, 2) meets ``points[:, axis] = value``."""
+    other = 1 - axis
+    out: list[float] = []
+    d = points[:, axis] - value
+    on = np.abs(d) <= 1e-9 * width
+    for k in range(len(points)):
+        if on[k]:
+            out.append(float(points[k, other]))
+        if k + 1 < len(points) and not on[k] and not on[k + 1] and d[k] * d[k + 1] < 0:
+            t = d[k] / (d[k] - d[k + 1])
+            out.append(float(points[k, other] + t * (points[k + 1, other] - points[k, other])))
+    return out
+
+
+def unseen_crossings(lines: Sequence[Line], scans: BoxScan, box: Box, names: tuple[str, str]) -> list[str]:
+    """Where a traced line crosses a scanned segment and that scan saw no special point near it: the scan's starts
+    did not reach the line's branches there (the line was found elsewhere). One sentence per such place."""
+    width = box.hi - box.lo
+    seen = np.array([c.point.lam for c in scans.crossings], dtype=float).reshape(-1, 2)
+    out: list[str] = []
+    segments = [(0, v, f"{names[0]} = {v:.6g}") for v in scans.rows] + \
+               [(1, v, f"{names[1]} = {v:.6g}") for v in scans.edges]
+    for line in lines:
+        if len(line.points) < 2:
+            continue
+        pts = line.array()
+        for axis, value, where in segments:
+            other = 1 - axis
+            for x in _crossings_of(pts, axis, value, float(width[axis])):
+                near = (np.abs(seen[:, axis] - value) <= 1e-9 * width[axis]) & (
+                    np.abs(seen[:, other] - x) <= SEEN * width[other])
+                if not near.any():
+                    out.append(f"the {line.kind.value} line of {', '.join(line.branches) or 'its branch'} crosses the "
+                               f"scan at {where} near {names[other]} = {x:.6g}, where that scan saw no special point "
+                               "(its starts did not reach the line's branches there)")
+    return out
