@@ -18,6 +18,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from clients.array_labels import Labels
+
 STATISTICS = ("mean", "stderr", "ess", "ess_tail", "rhat")
 
 
@@ -121,13 +123,15 @@ def to_datatree(
     """The whole experiment as one ArviZ ``DataTree`` (see the module's description).
 
     ``series``: the per-draw series of each point, in order (``ExperimentResult.draws(k)``); ``request``: what was
-    submitted (``model``, ``sampler``, ``sizes``, ``network_seed``), kept as attributes; ``quantities``: the
-    theory's quantity table, for each variable's symbol.
+    submitted (``model``, ``sampler``, ``sizes``, ``network_seed``), kept as attributes. Each variable's symbol,
+    long name and units come from the result's own ``quantities``; ``quantities`` (the theory's table) overrides
+    them.
     """
     import arviz_base
     import numpy as np
     import xarray as xr
 
+    labels = Labels(result.get("quantities"), quantities)
     points = points_of(result)
     curve = result.get("points") is not None
     parameter = result.get("parameter") or "parameter"
@@ -162,7 +166,7 @@ def to_datatree(
                                  outer, name) for b in branches]
         shape = max((a.shape for _, a in per_branch), key=len)
         array = np.stack([a if a.shape == shape else np.full(shape, np.nan) for _, a in per_branch])
-        theory[name] = xr.Variable(["branch", *per_branch[0][0]], array, _labels(name, quantities))
+        theory[name] = xr.Variable(["branch", *per_branch[0][0]], array, labels.attrs(name))
     tree["theory"] = xr.Dataset(theory, coords={"branch": np.asarray(branches, dtype=str), **along})
 
     summary = {}
@@ -170,12 +174,12 @@ def to_datatree(
         per_stat = [_per_point(points, lambda pt, s=stat, n=name: ((pt.get("observables") or {}).get(n) or {}).get(s),
                                outer, name) for stat in STATISTICS]
         summary[name] = xr.Variable(["statistic", *per_stat[0][0]], np.stack([a for _, a in per_stat]),
-                                    _labels(name, quantities))
+                                    labels.attrs(name))
     status = np.asarray([str(pt.get("status")) for pt in points], dtype=str)
     summary["status"] = xr.Variable(outer, status if curve else status.reshape(()))
     tree["summary"] = xr.Dataset(summary, coords={"statistic": list(STATISTICS), **along})
     for name in tree["posterior"].data_vars:
-        tree["posterior"][name].attrs.update(_labels(name, quantities))
+        tree["posterior"][name].attrs.update(labels.attrs(name))
 
     attrs = {k: result.get(k) for k in ("theory_name", "kind", "experiment_hash", "parameter", "values",
                                           "converged", "status", "provenance", "device")}
@@ -186,11 +190,6 @@ def to_datatree(
         attrs["sampler_options" if key == "sampler" else "spec" if key == "model" else key] = value
     tree.attrs.update({k: _attr(v) for k, v in attrs.items() if v is not None})
     return tree
-
-
-def _labels(name: str, quantities: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    q = (quantities or {}).get(name)
-    return {"quantity": name, **({"symbol": q["symbol"], "long_name": q["description"]} if q else {})}
 
 
 class ExperimentResult(Mapping[str, Any]):

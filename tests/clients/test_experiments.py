@@ -20,6 +20,7 @@ import pytest
 import xarray as xr
 
 from clients import Client, UnknownQuantity, experiment_rows, inference_data, plot
+from clients.experiments import to_datatree
 from service import cli
 from tests.clients.conftest import Lab
 from tests.experiments import reference_diagnostics as ref
@@ -36,6 +37,7 @@ def test_experiment_blocks_with_progress_and_gives_inference_data(lab: Lab, tmp_
         result = c.experiment(SPEC, SAMPLER, sizes=SIZES, progress=True, timeout=300)
         idata = result.to_inference_data()  # fetched from the draws endpoint, while the client is open
         tree = result.to_datatree()
+        alone = to_datatree(result.data, [result.draws(0)], result.request)
     err = capsys.readouterr().err
     assert "80/80" in err and "draw" in err  # the progress bar counts draws
     assert result["status"] in ("converged", "not_converged") and result["chains"] == 2
@@ -52,6 +54,9 @@ def test_experiment_blocks_with_progress_and_gives_inference_data(lab: Lab, tmp_
     theory = result["theory"]["comparison"]["universal"]["generalization_error"]["theory"]
     assert float(tree["theory"]["generalization_error"].sel(branch="universal")) == pytest.approx(theory, rel=1e-12)
     assert tree["theory"]["generalization_error"].attrs["symbol"] == r"$\varepsilon^*$"
+    # labelled from the result alone as well (no served table), units included
+    assert alone["summary"]["generalization_error"].attrs["units"] == "1"
+    assert alone.posterior["generalization_error"].attrs["symbol"] == r"$\varepsilon^*$"
     assert float(tree["summary"]["generalization_error"].sel(statistic="stderr")) == est["stderr"]
     assert json.loads(tree.attrs["spec"]) == SPEC and json.loads(tree.attrs["sampler_options"]) == SAMPLER
     assert json.loads(tree.attrs["provenance"])["seeds"]["sampler.seed"] == 7
