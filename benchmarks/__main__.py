@@ -20,6 +20,7 @@ MODULES = [
     "benchmarks.bench_phase_lines",
     "benchmarks.bench_experiments",
     "benchmarks.bench_experiment_theories",
+    "benchmarks.bench_deflation",
 ]
 
 

@@ -55,7 +55,8 @@ def origin_json(o: Origin | None) -> dict[str, Any] | None:
 
 def search_json(s: Search | None) -> dict[str, Any] | None:
     """How a catalogue looked for its branches (docs/search.md)."""
-    return None if s is None else dataclasses.asdict(s) | {"starts": list(s.starts)}
+    return None if s is None else dataclasses.asdict(s) | {"starts": list(s.starts),
+                                                           "unknown_starts": list(s.unknown_starts)}
 
 
 def branch_json(b: Branch) -> dict[str, Any]:
@@ -479,7 +480,9 @@ def catalogue_from_solution(body: Mapping[str, Any]) -> Catalogue:
     """
     cat = catalogue_from_json({**body, "parameter": 0.0}, compact=False)
     if body.get("search"):
-        cat = cat.replace(search=Search(**{**body["search"], "starts": tuple(body["search"]["starts"])}))
+        s = body["search"]
+        cat = cat.replace(search=Search(**{**s, "starts": tuple(s["starts"]),
+                                           "unknown_starts": tuple(s.get("unknown_starts", ()))}))
     eq = cat.equilibrium_branch
     own = eq.report.observables if eq is not None and eq.report is not None else {}
     noted = {k: v for k, v in (body.get("observables") or {}).items() if k not in own}

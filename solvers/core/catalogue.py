@@ -192,6 +192,7 @@ def solve_catalogue(
     candidates: list[tuple[str, SolveResult]] = []
     origins: list[Origin] = []
     named = dict(problem.starts(p))
+    unknown = tuple(n for n in search.starts or () if n not in named)
     if search.starts is not None:
         named = {k: v for k, v in named.items() if k in search.starts}
     roots = list(problem.enumerate(p)) if problem.enumerate is not None and search.starts is None else []
@@ -215,7 +216,8 @@ def solve_catalogue(
         candidates.append((name, known if known is not None else solve_at(problem, p, x0, remaining(options, t0))))
         origins.append(origin)
     used = tuple(n for n, _, o in starts if o.method == "start")
-    found = Search("exhaustive" if exhaustive else "starts-only", starts=used, root_scan=bool(roots))
+    found = Search("exhaustive" if exhaustive else "starts-only", starts=used, root_scan=bool(roots),
+                   unknown_starts=unknown)
     if search.method == "deflation" and not exhaustive and complete:
         guesses = [np.asarray(x, dtype=float) for _, x, o in starts if o.method != "root_scan"]
         found_so_far = [r for _, r in candidates]
@@ -225,7 +227,7 @@ def solve_catalogue(
         origins += [Origin("deflation")] * len(tally.results)
         complete = tally.stopped != "time_limit"
         found = Search("deflated", used, bool(roots), search.budget, tally.solves, tally.fruitless, tally.found,
-                       tally.stopped)
+                       tally.stopped, unknown)
     return build_catalogue(problem, p, candidates, time.perf_counter() - t0, complete=complete, report=report,
                            origins=origins, search=found)
 

@@ -5,8 +5,10 @@ solutions found there, and runs deflated Newton from the previous value's soluti
 known branches are whole pseudo-arclength curves (traced over the range once found, folds included), so the
 "continue" half of each step is a look-up: at every requested value the solutions on the known curves are
 interpolated and polished, deflated, and a deflated search from them and from the named starts
-(:func:`solvers.core.deflation.deflated_search`, ``options.search.budget`` fruitless solves in a row) looks for
-solutions on no curve. Each one starts a new curve, traced over the whole range, which is known from then on.
+(:func:`solvers.core.deflation.deflated_search`) looks for solutions on no curve: as in algorithm 1 each guess is
+tried again after every success and dropped at its first failure, and the search at one value ends once as many
+solves in a row as it has guesses (at most ``options.search.budget``) found nothing new. Each solution found starts a new curve,
+traced over the whole range, which is known from then on.
 A branch disconnected from every start (an isola) is found at the first value where it exists and deflation
 reaches it.
 """
@@ -49,7 +51,11 @@ def deflate_along(
         if options.search.starts is not None:
             named = {k: x for k, x in named.items() if k in options.search.starts}
         guesses = [*known, *(np.asarray(x, dtype=float) for x in named.values())]
-        tally = deflated_search(problem, v, options, guesses, known, novelty(problem, v, on_curves))
+        # Algorithm 1 tries each guess until it fails once: the search ends when every guess has failed, or earlier
+        # at the budget, so its cost per value stays with the branches known there.
+        per_value = options.model_copy(update={"search": options.search.model_copy(
+            update={"budget": max(1, min(options.search.budget, len(guesses)))})})
+        tally = deflated_search(problem, v, per_value, guesses, known, novelty(problem, v, on_curves))
         for _, res in tally.results:
             if len(curves) >= max_curves or on_some_curve(problem, curves, v, res.x, options):
                 continue

@@ -106,7 +106,8 @@ class Search:
     starts, then deflated solves until ``budget`` of them in a row found nothing new) or ``starts-only``.
     ``deflated_solves`` counts the deflated solves, ``fruitless`` those that found nothing new, ``found`` the
     solutions they added; ``stopped`` says why deflation ended (``budget``, ``max_solutions``, ``time_limit``).
-    ``root_scan``: the theory's root scan (exhaustive or not) contributed starts.
+    ``root_scan``: the theory's root scan (exhaustive or not) contributed starts. ``unknown_starts``: requested
+    start names the theory does not have (nothing was solved from them).
     """
 
     method: str
@@ -117,6 +118,7 @@ class Search:
     fruitless: int = 0
     found: int = 0
     stopped: str | None = None
+    unknown_starts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,7 @@ def test_starts_restrict_the_named_starts() -> None:
     assert len(cat.branches) == 1 and cat.search.starts == ("start",)  # type: ignore[union-attr]
     none = solve_catalogue(problem, 0.0, SolverOptions.model_validate({"search": {"starts": ["elsewhere"]}}))
     assert none.branches == () and none.search.starts == ()  # type: ignore[union-attr]
+    assert none.search.unknown_starts == ("elsewhere",)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
