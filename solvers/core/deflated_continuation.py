@@ -7,8 +7,8 @@ known branches are whole pseudo-arclength curves (traced over the range once fou
 interpolated and polished, deflated, and a deflated search from them and from the named starts
 (:func:`solvers.core.deflation.deflated_search`) looks for solutions on no curve: as in algorithm 1 each guess is
 tried again after every success and dropped at its first failure, and the search at one value ends once as many
-solves in a row as it has guesses (at most ``options.search.budget``) found nothing new. Each solution found starts a new curve,
-traced over the whole range, which is known from then on.
+solves in a row as it has guesses (at most ``options.search.budget``) found nothing new. Each solution found starts
+a new curve, traced over the whole range, which is known from then on.
 A branch disconnected from every start (an isola) is found at the first value where it exists and deflation
 reaches it.
 """
