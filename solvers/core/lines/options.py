@@ -37,8 +37,8 @@ class LineOptions(BaseModel):
         0.3, gt=0, le=1.5, description="Largest angle (radians) between successive tangents before a step is halved."
     )
     seeds: int = Field(
-        3, ge=1, le=50, description="Number of λ1 values (evenly spaced, ends included) at which trace_boundaries "
-        "scans λ2 for special points."
+        3, ge=1, le=50, description="Number of interior rows: λ1 values (evenly spaced, ends included; 1: the middle) "
+        "at which trace_boundaries scans λ2 for special points. The box's four edges are scanned whatever this is."
     )
     merge_distance: float = Field(
         1e-2, gt=0, le=1, description="Scaled distance between the two states of a first-order line below which "
