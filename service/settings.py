@@ -84,6 +84,9 @@ class Settings:
     result_page_size: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_SIZE", 5000))
     #: Most traced curves (each at most 200 points) one result page carries.
     result_page_curves: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_CURVES", 100))
+    #: Most bytes of point (or curve) text one result page carries (beyond its first point): a page ends at this
+    #: or at result_page_size points, whichever comes first; ``page.next`` says where the next one starts.
+    result_page_bytes: int = field(default_factory=lambda: _int("SADDLELAB_RESULT_PAGE_BYTES", 8 * 2**20))
     #: Concurrent unfinished jobs per key (0 = unlimited).
     max_jobs_per_key: int = field(default_factory=lambda: _int("SADDLELAB_MAX_JOBS_PER_KEY", 20))
     #: Status requests one key may hold at once with ``?wait=`` (0 = unlimited); past it, answered at once.

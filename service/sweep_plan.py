@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from service.errors import field_error, relocate
+from service.kernel import stored_bytes
 from service.keys import spec_hash
 from service.limits import check_sizes
 from service.provenance import SOURCE_FINGERPRINT, ensure_source_unchanged
@@ -139,4 +140,6 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         "source": SOURCE_FINGERPRINT,
         # The instance's per-solve cap travels with the job to the workers; it is not part of the key.
         "solve_time_limit": settings.solve_time_limit,
+        # So does its limit of stored bytes (service.kernel.stored_bytes).
+        "stored_bytes_limit": settings.limit(stored_bytes.LIMIT_NAME, stored_bytes.DEFAULT_LIMIT),
     }

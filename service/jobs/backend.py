@@ -50,6 +50,19 @@ class Page:
 
     offset: int = 0
     limit: int = 5000
+    #: Most bytes of point (or curve) text the page carries beyond its first item (0: no bound).
+    max_bytes: int = 0
+
+    def take(self, texts: list[str]) -> list[str]:
+        """The page of a list of texts held in memory."""
+        out: list[str] = []
+        size = 0
+        for t in texts[self.offset:self.offset + self.limit]:
+            if self.max_bytes and out and size + len(t) > self.max_bytes:
+                break
+            out.append(t)
+            size += len(t)
+        return out
 
     def describe(self, total: int, returned: int, of: str) -> dict[str, Any]:
         end = self.offset + returned

@@ -40,6 +40,7 @@ from service.jobs.lines import (
     run_line,
     tag_point,
 )
+from service.kernel import stored_bytes
 from service.kernel.ownership import ACTIVE, JobLimitExceeded, owner_tag, public_id
 from service.kernel.stops import Cancelled
 from service.secrets import InstanceSecret
@@ -119,6 +120,7 @@ class _Computation:
     result_points: list[str] | None = None
     result_curves: list[str] | None = None
     log: list[dict[str, Any]] = field(default_factory=list)
+    bytes: int = 0  # of the point texts stored
     updated: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -260,8 +262,19 @@ class LocalJobs:
         with self._lock:
             if run.cancel.is_set():
                 return  # computed after the computation was stopped: not part of it
-            for index, text in points:
-                comp.points[run.line].setdefault(int(index), text)
+            line = comp.points[run.line]
+            try:
+                for index, text in points:
+                    if int(index) in line:
+                        continue
+                    line[int(index)] = text
+                    comp.bytes += len(text)
+                    stored_bytes.check(float(comp.payload.get("stored_bytes_limit") or 0), comp.bytes,
+                                       len(text) if comp.bytes == len(text) else None, line_total(comp.payload))
+            except stored_bytes.StoredBytesExceeded as exc:
+                self._end(comp, "failed", str(exc))
+                comp.points, comp.bytes = [{} for _ in range(comp.lines)], 0
+                self._dispatch()
 
     def _run_line(self, run: _Run) -> None:
         comp = self._comps[run.key]
@@ -378,8 +391,8 @@ class LocalJobs:
 
     def status(self, job_id: str, owner: str | None = None, detail: bool = False,
                page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
-        page = page or Page(0, self.settings.result_page_size)
-        curve_page = curve_page or Page(0, self.settings.result_page_curves)
+        page = page or Page(0, self.settings.result_page_size, self.settings.result_page_bytes)
+        curve_page = curve_page or Page(0, self.settings.result_page_curves, self.settings.result_page_bytes)
         with self._lock:
             handle = self._handles.get(job_id)
             if handle is None or handle.owner != owner_tag(owner, self.secret):
@@ -404,10 +417,10 @@ class LocalJobs:
                 "chunks": {"done": len(comp.outcomes), "total": comp.lines},
             }
             if status == "finished" and comp.summary is not None and comp.result_points is not None:
-                points = comp.result_points[page.offset:page.offset + page.limit]
+                points = page.take(comp.result_points)
                 curves = None
                 if comp.result_curves is not None:
-                    curves = comp.result_curves[curve_page.offset:curve_page.offset + curve_page.limit]
+                    curves = curve_page.take(comp.result_curves)
                     out["curve_page"] = curve_page.describe(len(comp.result_curves), len(curves), "result.curves")
                 out["result"] = with_points(comp.summary, points, curves)
                 out["page"] = page.describe(len(comp.result_points), len(points), "result.points")
@@ -419,7 +432,7 @@ class LocalJobs:
                     out["queue_position"] = order.index(handle.key) if handle.key in order else None
                 if detail:
                     texts = [pts[i] for pts in comp.points for i in sorted(pts)]
-                    chosen = texts[page.offset:page.offset + page.limit]
+                    chosen = page.take(texts)
                     out["partial"] = RawJSON('{"points":[' + ",".join(chosen) + "]}")
                     out["page"] = page.describe(len(texts), len(chosen), "partial.points")
             if detail:

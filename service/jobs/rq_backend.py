@@ -157,8 +157,10 @@ class RQJobs:
                page: Page | None = None, curve_page: Page | None = None) -> dict[str, Any] | None:
         """The owner's job (JobStatus shape); a finished result is one page of its stored JSON text
         (:class:`RawJSON`), sent on without parsing and re-serialising a large diagram."""
-        return self._guard(lambda: self._status(job_id, owner, detail, page or Page(0, self.settings.result_page_size),
-                                                curve_page or Page(0, self.settings.result_page_curves)))
+        settings = self.settings
+        page = page or Page(0, settings.result_page_size, settings.result_page_bytes)
+        curve_page = curve_page or Page(0, settings.result_page_curves, settings.result_page_bytes)
+        return self._guard(lambda: self._status(job_id, owner, detail, page, curve_page))
 
     def _status(self, job_id: str, owner: str | None, detail: bool, page: Page,
                 curve_page: Page) -> dict[str, Any] | None:
@@ -190,7 +192,8 @@ class RQJobs:
             "queue_position": None,
         }
         if status == "finished":
-            stored = self.store.result_page(key, page.offset, page.limit, curve_page.offset, curve_page.limit)
+            stored = self.store.result_page(key, page.offset, page.limit, curve_page.offset, curve_page.limit,
+                                            page.max_bytes)
             if stored is None:  # the result expired before the job's record did
                 out.update(status="failed", error="the result has expired (result_ttl); submit the sweep again")
                 out["progress"] = {"done": 0, "total": total}
@@ -211,28 +214,11 @@ class RQJobs:
             if status in ACTIVE:
                 out["queue_position"] = self._queue_position(meta, done)
             if detail:
-                points = self._partial(key, counts, page)
+                points = self.store.partial_page(key, counts, page.offset, page.limit, page.max_bytes)
                 out["partial"] = RawJSON('{"points":[' + ",".join(points) + "]}")
                 out["page"] = page.describe(sum(counts), len(points), "partial.points")
         if detail:
             out["executions"] = self.store.executions(key)
-        return out
-
-    def _partial(self, key: str, counts: list[int], page: Page) -> list[str]:
-        """The stored points of the page, line after line, in index order (only the lines the page covers)."""
-        out: list[str] = []
-        skip, want = page.offset, page.limit
-        for line, count in enumerate(counts):
-            if want <= 0:
-                break
-            if skip >= count:
-                skip -= count
-                continue
-            texts = self.store.point_texts(key, line)
-            chosen = [texts[i] for i in sorted(texts)][skip:skip + want]
-            skip = 0
-            out.extend(chosen)
-            want -= len(chosen)
         return out
 
     def _queue_position(self, meta: dict[str, str], done: set[int]) -> int | None:

@@ -36,7 +36,10 @@ import redis
 
 from service.jobs.lines import expected_points, job_curves, job_summary
 from service.kernel.ownership import ACTIVE, HoldingKeys
+from service.kernel.pages import read_list, read_points
 from service.kernel.records import RecordKeys, RedisRecord, read_hash, text
+from service.kernel.stored_bytes import check
+from service.redis_link import is_full
 from service.serialize import dumps, point_text
 
 # Store the assembled result only while the computation is still active (not cancelled or failed meanwhile).
@@ -57,6 +60,30 @@ redis.call('HSET', KEYS[1], 'status', 'finished', 'updated', ARGV[3], 'finished'
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
+# Append points first .. first + count - 1 of a line's hash to a list, in order; the first missing index, or -1.
+# KEYS: the line's points, the list. ARGV: first, count, ttl of the list.
+_COPY = """
+for i = tonumber(ARGV[1]), tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1 do
+  local v = redis.call('HGET', KEYS[1], tostring(i))
+  if not v then return i end
+  redis.call('RPUSH', KEYS[2], v)
+end
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return -1
+"""
+# Store a point once, counting its bytes. KEYS: the line's points, the computation's byte count. ARGV: index, text,
+# ttl. Returns the computation's bytes after it, or -1 when the point was stored already.
+_ADD_POINT = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return -1 end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+local total = redis.call('INCRBY', KEYS[2], string.len(ARGV[2]))
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return total
+"""
+#: Points one call of the copy script appends (a script blocks Redis while it runs: a few MB at a time).
+COPY_CHUNK = 32
+#: Seconds a staged result lives if its assembly is abandoned.
+STAGED_TTL = 3600
 # One owner withdraws from an active computation; it is cancelled when no owner is left.
 # KEYS: meta, owners, handle. ARGV: owner tag, time. Returns -1 (not active: nothing changes), 0 (others
 # still want it), 1 (cancelled).
@@ -107,6 +134,8 @@ class JobStore(RedisRecord):
         super().__init__(client, ttl, retry_seconds)
         self._finish = client.register_script(_FINISH)
         self._withdraw = client.register_script(_WITHDRAW)
+        self._copy = client.register_script(_COPY)
+        self._add_point = client.register_script(_ADD_POINT)
 
     def record_key(self, key: str) -> str:
         return JobKeys(key).meta
@@ -140,24 +169,52 @@ class JobStore(RedisRecord):
                 p.hlen(keys.points(c))
             return [int(n) for n in p.execute()]
 
+    def count(self, key: str, line: int) -> int:
+        """Points stored of one line."""
+        return int(self.r.hlen(JobKeys(key).points(line)))
+
     def stored_count(self, key: str, lines: int) -> int:
         return sum(self.line_counts(key, lines))
 
-    def result_page(self, key: str, offset: int, limit: int, curve_offset: int = 0,
-                    curve_limit: int = 0) -> tuple[str, list[str], int, list[str], int] | None:
+    def result_page(self, key: str, offset: int, limit: int, curve_offset: int = 0, curve_limit: int = 0,
+                    max_bytes: int = 0) -> tuple[str, list[str], int, list[str], int] | None:
         """(result without points and curves, the page's point texts, number of points, the curve page's texts,
-        number of curves), None when the result is gone."""
+        number of curves), None when the result is gone. Each page holds at most ``max_bytes`` of text (0: no
+        bound) beyond its first item, read a few items at a time (:mod:`service.kernel.pages`)."""
         keys = JobKeys(key)
         with self.r.pipeline(transaction=False) as p:
             p.get(keys.result)
-            p.lrange(keys.result_points, offset, offset + limit - 1)
             p.llen(keys.result_points)
-            p.lrange(keys.result_curves, curve_offset, curve_offset + curve_limit - 1)
             p.llen(keys.result_curves)
-            summary, page, total, curves, n_curves = p.execute()
+            summary, total, n_curves = p.execute()
         if summary is None:
             return None
-        return text(summary), [text(x) for x in page], int(total), [text(x) for x in curves], int(n_curves)
+        page = read_list(self.r, keys.result_points, offset, limit, max_bytes)
+        curves = read_list(self.r, keys.result_curves, curve_offset, curve_limit, max_bytes)
+        return text(summary), page, int(total), curves, int(n_curves)
+
+    def partial_page(self, key: str, counts: list[int], offset: int, limit: int, max_bytes: int = 0) -> list[str]:
+        """The stored points of a page of the partial points (line after line, each in index order), read only
+        for the lines the page covers, by index (``HKEYS``, then the chosen points), within ``max_bytes``."""
+        out: list[str] = []
+        skip = offset
+        for line, count in enumerate(counts):
+            if len(out) >= limit:
+                break
+            if skip >= count:
+                skip -= count
+                continue
+            name = JobKeys(key).points(line)
+            chosen = sorted(int(i) for i in self.r.hkeys(name))[skip:skip + limit - len(out)]
+            skip = 0
+            budget = max_bytes - sum(len(t) for t in out) if max_bytes else 0
+            if max_bytes and out and budget <= 0:
+                break
+            taken = read_points(self.r, name, chosen, budget, first=not out)
+            out.extend(taken)
+            if len(taken) < len(chosen):
+                break
+        return out
 
     # ---- writing ----------------------------------------------------------------------------
     def withdraw(self, key: str, job_id: str, tag: str) -> int:
@@ -165,21 +222,21 @@ class JobStore(RedisRecord):
         keys = JobKeys(key)
         return int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
 
-    def free_points(self, key: str, lines: int) -> None:
-        """Drop every stored point of a computation (DEL works even when Redis is full)."""
+    def free_points(self, key: str, lines: int, keep_log: bool = False) -> None:
+        """Drop every stored point of a computation (DEL works even when Redis is full), and its execution log
+        unless ``keep_log``."""
         keys = JobKeys(key)
-        self.r.delete(*(keys.points(c) for c in range(lines)), keys.log)
+        self.r.delete(*(keys.points(c) for c in range(lines)), keys.part("bytes"), *(() if keep_log else (keys.log,)))
 
-    def add_point(self, key: str, line: int, index: int, point: dict[str, Any]) -> None:
-        name, stored = JobKeys(key).points(line), point_text(point)
-
-        def put() -> None:
-            with self.r.pipeline(transaction=False) as p:
-                p.hsetnx(name, str(index), stored)
-                p.expire(name, self.ttl)
-                p.execute()
-
-        self.write(put)
+    def add_point(self, key: str, line: int, index: int, point: dict[str, Any], limit: float = 0,
+                  points: int = 0) -> None:
+        """Store a point once (a resumed line's points are counted once); :class:`StoredBytesExceeded` when the
+        computation's ``points`` would pass ``limit`` bytes (:mod:`service.kernel.stored_bytes`)."""
+        keys, stored = JobKeys(key), point_text(point)
+        total = int(self.write(lambda: self._add_point(keys=[keys.points(line), keys.part("bytes")],
+                                                        args=[index, stored, self.ttl])))
+        if total >= 0:
+            check(limit, total, len(stored) if total == len(stored) else None, points)
 
     def complete_line(self, key: str, line: int, outcome: dict[str, Any]) -> None:
         """Store a line's transitions once; assemble the result when it was the last line."""
@@ -196,7 +253,12 @@ class JobStore(RedisRecord):
         self.write(lambda: self.finalize(key))
 
     def finalize(self, key: str) -> bool:
-        """Assemble and store the result if every line is complete and the computation is still active."""
+        """Assemble and store the result if every line is complete and the computation is still active.
+
+        The points never leave Redis: a script appends each line's stored texts, in index order and
+        ``COPY_CHUNK`` at a time, to a staged list, which becomes the result's (memory of the assembling
+        process is independent of the result's size). An assembly that cannot complete fails the computation
+        with its reason and drops its points, so the owner's job slot is released and nothing is left behind."""
         meta = self.meta(key)
         if meta is None or meta["status"] not in ACTIVE:
             return False
@@ -206,36 +268,57 @@ class JobStore(RedisRecord):
             return False
         payload = self.payload(meta)
         expected = expected_points(payload)
-        outcomes, points = [], []
-        for c in range(n):
-            raw = self.r.get(keys.line(c))
-            if raw is None:
-                self.fail(key, f"the stored outcome of line {c} has expired; submit the sweep again")
-                return False
-            outcomes.append(json.loads(raw))
-            pts = self.point_texts(key, c)
-            if sorted(pts) != list(range(expected)):
-                self.fail(key, f"line {c} completed with {len(pts)} of {expected} points stored")
-                return False
-            points.extend(pts[i] for i in range(expected))
-        summary = job_summary(payload, outcomes)
-        traced = job_curves(payload, outcomes)
-        curves = [dumps(c) for c in traced or []]
-        # The points are stored as JSON already (tagged with their coordinates): staged as a list, never re-parsed.
         tag = uuid.uuid4().hex[:8]
         staged, staged_curves = f"{keys.result_points}:staged:{tag}", f"{keys.result_curves}:staged:{tag}"
-        with self.r.pipeline(transaction=False) as p:
-            for name, texts in ((staged, points), (staged_curves, curves)):
-                for i in range(0, len(texts), 1000):
-                    p.rpush(name, *texts[i:i + 1000])
-                p.expire(name, 3600)
-            p.execute()
+        try:
+            reason = self._stage(key, n, expected, staged)
+            if reason is None:
+                outcomes = [json.loads(raw) for raw in self.r.mget([keys.line(c) for c in range(n)])]
+                summary = job_summary(payload, outcomes)
+                traced = job_curves(payload, outcomes)
+                curves = [dumps(c) for c in traced or []]
+                with self.r.pipeline(transaction=False) as p:
+                    for i in range(0, len(curves), 1000):
+                        p.rpush(staged_curves, *curves[i:i + 1000])
+                    p.expire(staged_curves, STAGED_TTL)
+                    p.execute()
+        except (MemoryError, redis.exceptions.ResponseError) as exc:
+            if isinstance(exc, redis.exceptions.ResponseError) and is_full(exc):
+                raise  # Redis is full: the worker waits for room, then frees the points (task.py)
+            reason = f"the result could not be assembled: {type(exc).__name__}: {exc}"
+        if reason is not None:
+            self.r.delete(staged, staged_curves)
+            self.fail(key, reason)
+            self.free_points(key, n, keep_log=True)
+            return False
         done = bool(self._finish(keys=[keys.meta, keys.result, keys.result_points, staged, keys.result_curves,
                                        staged_curves],
                                  args=[dumps(summary), self.ttl, time.time(), "0" if traced is None else "1"]))
         if done:
             # The result holds every point now; the per-point hashes are no longer needed.
-            self.r.delete(*(keys.points(c) for c in range(n)))
+            self.r.delete(*(keys.points(c) for c in range(n)), keys.part("bytes"))
         else:
             self.r.delete(staged, staged_curves)
         return done
+
+    def _stage(self, key: str, lines: int, expected: int, staged: str) -> str | None:
+        """Append every line's points, in order, to the list ``staged`` (in Redis); why not, when a line's outcome
+        or one of its points is missing."""
+        keys = JobKeys(key)
+        with self.r.pipeline(transaction=False) as p:
+            for c in range(lines):
+                p.exists(keys.line(c))
+                p.hlen(keys.points(c))
+            found = p.execute()
+        for c in range(lines):
+            if not found[2 * c]:
+                return f"the stored outcome of line {c} has expired; submit the sweep again"
+            if int(found[2 * c + 1]) != expected:
+                return f"line {c} completed with {found[2 * c + 1]} of {expected} points stored"
+        for c in range(lines):
+            for first in range(0, expected, COPY_CHUNK):
+                missing = int(self._copy(keys=[keys.points(c), staged],
+                                         args=[first, min(COPY_CHUNK, expected - first), STAGED_TTL]))
+                if missing >= 0:
+                    return f"line {c} completed without its point {missing}"
+        return None

@@ -21,11 +21,13 @@ from typing import Any
 import redis
 from rq import get_current_job
 
+from service.jobs.backend import line_total
 from service.jobs.lines import expected_points, fixed_for_row, line_outcome, run_line, tag_point
 from service.jobs.rq_backend import enqueue_line
 from service.jobs.store import JobKeys, JobStore
 from service.kernel.ownership import ACTIVE
 from service.kernel.stops import stop_poll
+from service.kernel.stored_bytes import StoredBytesExceeded
 from service.kernel.unit_task import hand_back, run_unit, worker_client
 from service.redis_link import UNREACHABLE, RedisUnavailable
 from service.settings import get_settings
@@ -66,7 +68,8 @@ def run_line_job(key: str, line: int) -> dict[str, Any]:
         return {"outcome": "already complete"}
     store.set_status(key, "running", ("queued",))
     payload = store.payload(meta)
-    stored = store.write(lambda: store.points(key, line))
+    # A line run before (its worker died, or it was handed back) resumes from its points: the engine takes them.
+    stored = store.write(lambda: store.points(key, line) if store.count(key, line) else {})
     who = {"line": line, "rq_job": rq_id, "worker": os.environ.get("RQ_WORKER_ID") or socket.gethostname(),
            "pid": os.getpid()}
     store.record(key, {**who, "event": "started", "stored": len(stored)})
@@ -75,17 +78,30 @@ def run_line_job(key: str, line: int) -> dict[str, Any]:
     expected = expected_points(payload)
     timeout = int(meta.get("job_timeout", 3600))
 
+    limit, total = float(payload.get("stored_bytes_limit") or 0), line_total(payload)
+
     def body() -> dict[str, Any]:
+        try:
+            return compute()
+        except StoredBytesExceeded as exc:
+            store.fail(key, str(exc))
+            store.free_points(key, lines, keep_log=True)
+            store.record(key, {**who, "event": "failed", "error": str(exc)})
+            return {"outcome": "failed"}
+
+    def compute() -> dict[str, Any]:
         nonlocal stored
         for attempt in range(REFILL_ATTEMPTS + 1):
             out = run_line(payload, fixed=fixed_for_row(payload, line), stored=stored,
-                           on_point=lambda i, pt: store.add_point(key, line, i, tag_point(payload, line, pt)),
+                           on_point=lambda i, pt: store.add_point(key, line, i, tag_point(payload, line, pt),
+                                                                  limit, total),
                            should_stop=should_stop)
-            stored = store.write(lambda: store.points(key, line))
-            if len(stored) >= expected or attempt == REFILL_ATTEMPTS:
+            count = store.write(lambda: store.count(key, line))  # never the line's points themselves
+            if count >= expected or attempt == REFILL_ATTEMPTS:
                 break
             # Redis restarted and lost some acknowledged points: compute just those again.
-            store.record(key, {**who, "event": "refilling", "missing": expected - len(stored)})
+            store.record(key, {**who, "event": "refilling", "missing": expected - count})
+            stored = store.write(lambda: store.points(key, line))
         store.record(key, {**who, "event": "completed", "reused": out["reused"], "computed": out["computed"]})
         store.complete_line(key, line, line_outcome(out))
         return {"outcome": "completed", "reused": out["reused"], "computed": out["computed"]}

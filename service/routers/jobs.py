@@ -74,33 +74,37 @@ async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int 
               state: AppState = Depends(get_state)) -> Any:
     owner = job_http.owner(request)
     size, curves = state.settings.result_page_size, state.settings.result_page_curves
-    page = Page(offset, size if limit is None else min(limit, size))
-    curve_page = Page(curve_offset, curves if curve_limit is None else min(curve_limit, curves))
+    most = state.settings.result_page_bytes
+    page = Page(offset, size if limit is None else min(limit, size), most)
+    curve_page = Page(curve_offset, curves if curve_limit is None else min(curve_limit, curves), most)
     try:
         if request.method == "DELETE":
             if not await run_in_threadpool(state.jobs.cancel, job_id, owner):
                 raise HTTPException(404, detail=f"no job {job_id}")
         elif wait > 0:
             await _until_ended(state, job_id, owner, wait)
-        status = await _read(state, job_id, owner, detail=detail, page=page, curve_page=curve_page)
+        body = await run_in_threadpool(_body, state, job_id, owner, detail, page, curve_page)
     except QueueUnavailable as exc:
         raise job_http.unavailable(exc) from None
-    if status is None:
+    if body is None:
         raise HTTPException(404, detail=f"no job {job_id}")
-    # A result page is stored as the JSON this route returns: splice it in, never parse and re-validate
-    # what may be megabytes of phase diagram.
-    raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
-    head = dumps({k: v for k, v in status.items() if k not in raw})
-    body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
-    # Validated all the same, from the text (no json.loads of it): a response that is not a JobStatus is a bug,
-    # answered 500.
-    JobStatus.model_validate_json(body)
     return Response(content=body, media_type="application/json")
 
 
-async def _read(state: AppState, job_id: str, owner: str | None, **kwargs: Any) -> dict[str, Any] | None:
-    """The backend's status of the job, read in the thread pool (Redis, or a lock another thread may hold)."""
-    return await run_in_threadpool(state.jobs.status, job_id, owner, **kwargs)
+def _body(state: AppState, job_id: str, owner: str | None, detail: bool, page: Page,
+          curve_page: Page) -> bytes | None:
+    """The job's status as the response's bytes, read and built in the thread pool (a page of a large result is
+    megabytes: never on the event loop); None when the owner has no such job. A result page is stored as the JSON
+    this route returns: spliced in, never parsed into objects, and validated from the text all the same (a
+    response that is not a JobStatus is a bug, answered 500)."""
+    status = state.jobs.status(job_id, owner, detail=detail, page=page, curve_page=curve_page)
+    if status is None:
+        return None
+    raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
+    head = dumps({k: v for k, v in status.items() if k not in raw})
+    body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
+    JobStatus.model_validate_json(body)
+    return body.encode()
 
 
 async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: float) -> None:

@@ -1,0 +1,66 @@
+"""A page of stored texts (points, curves) read from Redis a few at a time, bounded in bytes as well as in items.
+
+A result's points can be anything from 100 bytes to hundreds of kilobytes each (a predictor at every test
+point). A page is therefore cut at ``max_bytes`` of text as well as at its number of items — its first item
+always comes, whatever its size, so that a reader makes progress — and it is read in chunks sized from the items
+read so far, so that the reading process never holds much more than the page itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.kernel.records import text
+
+#: Most items one read asks for.
+MAX_CHUNK = 1000
+
+
+def _chunk(taken: int, size: int, budget: int, want: int) -> int:
+    """Items to ask for next: what fits the rest of the budget at the mean size so far (one at first)."""
+    if not budget:
+        return min(want, MAX_CHUNK)
+    if not taken:
+        return 1
+    return max(1, min(want, MAX_CHUNK, int((budget - size) * taken / max(size, 1))))
+
+
+def _keep(out: list[str], items: list[Any], size: int, budget: int) -> tuple[int, bool]:
+    """Append ``items`` while they fit ``budget``; (size now, whether the page is full)."""
+    for item in items:
+        if budget and out and size + len(item) > budget:
+            return size, True
+        out.append(text(item))
+        size += len(item)
+    return size, False
+
+
+def read_list(client: Any, name: str, offset: int, limit: int, max_bytes: int = 0) -> list[str]:
+    """Items ``offset`` .. ``offset + limit - 1`` of a list, cut at ``max_bytes`` of text (0: no bound)."""
+    out: list[str] = []
+    size, at = 0, offset
+    while len(out) < limit:
+        n = _chunk(len(out), size, max_bytes, limit - len(out))
+        items = client.lrange(name, at, at + n - 1)
+        size, full = _keep(out, items, size, max_bytes)
+        if full or len(items) < n:
+            break
+        at += n
+    return out
+
+
+def read_points(client: Any, name: str, indices: list[int], max_bytes: int = 0, first: bool = True) -> list[str]:
+    """The texts of a hash's fields ``indices`` (in that order), cut at ``max_bytes`` of text (0: no bound);
+    ``first``: the first one comes whatever its size (False: the page already has items)."""
+    out: list[str] = []
+    size, at = 0, 0
+    while at < len(indices):
+        n = _chunk(len(out), size, max_bytes, len(indices) - at)
+        items = [v for v in client.hmget(name, [str(i) for i in indices[at:at + n]]) if v is not None]
+        if not first and not out and max_bytes and items and len(items[0]) > max_bytes:
+            break
+        size, full = _keep(out, items, size, max_bytes)
+        if full:
+            break
+        at += n
+    return out
