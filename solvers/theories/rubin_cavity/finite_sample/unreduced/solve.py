@@ -122,6 +122,29 @@ def monte_carlo_errors(setting: Setting, data: Inputs, closure: ParticleClosure,
     return {k: float(np.std([v[k] for v in values], ddof=1) / np.sqrt(GROUPS)) for k in values[0]}
 
 
+def free_entropy(setting: Setting, data: Inputs, closure: ParticleClosure, pilot: Couplings, x: np.ndarray,
+                 T: float, prior_draws: int = 4000) -> float:
+    """Ψ(K) = log N(y; 0, K + T) − Tr[G K] + N log z(K), G = ½(t̄t̄ᵀ − (K + T)⁻¹), z = ∫ p0 exp E: the tree level's
+    log evidence at the solution's kernel. Its K-gradient vanishes exactly at the closure, and between solutions
+    the equilibrium is the one with the larger Ψ. log z comes from the particles' node weights (relative to node 0)
+    and Z_0 of the pilot by importance sampling from the prior at ρ = 0, where E hardly varies."""
+    K = closure.kernel(x)
+    cp = Couplings.of(K, data.y, T, setting.s_a2)
+    M = K + T * np.eye(len(data.y))
+    logdet = np.linalg.slogdet(M)[1]
+    log_evidence = -0.5 * data.y @ cp.tbar - 0.5 * logdet - 0.5 * len(data.y) * np.log(2 * np.pi)
+    trace_GK = 0.5 * (cp.tbar @ K @ cp.tbar - np.sum(cp.A * K))
+    D = setting.D
+    rng = np.random.default_rng(12345)
+    W0 = np.zeros((prior_draws, D))
+    W0[:, 1:] = np.sqrt(setting.sigma_w2 / D) * rng.standard_normal((prior_draws, D - 1))
+    log_z0 = float(logsumexp(pilot.exponent(erf(W0 @ data.X.T))) - np.log(prior_draws))
+    # log_base carries the trapezoid weight, −ρ²D/(2σ_w²) and log Z_j/Z_0 (see the sampler): add Z_0 and the
+    # normalisation of the prior of ρ
+    log_z = float(logsumexp(closure.log_base + x)) + log_z0 - 0.5 * np.log(2 * np.pi * setting.sigma_w2 / D)
+    return float(log_evidence - trace_GK + setting.N * log_z)
+
+
 def reweighting_ess(particles: Particles, x: np.ndarray, closure: ParticleClosure) -> float:
     """The mass-weighted fraction of each node's samples that the reweighting from the pilot keeps (Kish)."""
     J = len(particles.rho_nodes)
@@ -160,22 +183,34 @@ def _solve_point(setting: Setting, data: Inputs, T: float, pilot_K: np.ndarray, 
     assert res is not None
     obs = observables(setting, data, closure, res.x, T)
     errors = monte_carlo_errors(setting, data, closure, pilot, res.x, T) if res.converged else {}
+    if res.converged:
+        obs["free_entropy"] = free_entropy(setting, data, closure, pilot, res.x, T)
     masses = node_masses(closure.log_base + res.x, particles.node, len(particles.rho_nodes))
     diagnostics = {"stages": history, "standard_errors": errors, "rho_nodes": particles.rho_nodes.tolist(),
                    "rho_marginal": masses.tolist(), "edge_mass": float(masses[-1]), "particles": len(res.x)}
     return Point(T, bool(res.converged), closure.kernel(res.x) if res.converged else K, obs, diagnostics)
 
 
+def aligned_kernel(setting: Setting, data: Inputs, rho: float, draws: int = 4000, seed: int = 0) -> np.ndarray:
+    """N s_a2 E[φφᵀ] for every neuron at ρ = ``rho`` with a prior w⊥: a start on the side of the aligned wells."""
+    rng = np.random.default_rng(seed)
+    W = np.sqrt(setting.sigma_w2 / setting.D) * rng.standard_normal((draws, setting.D))
+    W[:, 0] = rho
+    phi = erf(W @ data.X.T)
+    return setting.N * setting.s_a2 * phi.T @ phi / draws
+
+
 def trace(setting: Setting, temperatures: list[float], sampler: SamplerSettings | None = None,
-          stages: int = 2, refinements: int = 3) -> list[Point]:
-    """The branch continued in T from the NNGP kernel at the first temperature, each point from the previous one.
+          stages: int = 2, refinements: int = 3, start: np.ndarray | None = None) -> list[Point]:
+    """The branch continued in T from ``start`` (default: the NNGP kernel) at the first temperature, each point from
+    the previous one.
 
     A point that does not converge is retried from the last solution at temperatures halfway in between (at most
     ``refinements`` halvings); if that fails too the branch ends there, and the last point says why.
     """
     sampler = sampler or SamplerSettings()
     data = Inputs.of(setting)
-    K = nngp_kernel(data.X, data.X, setting.sigma_w2, setting.N * setting.s_a2)
+    K = nngp_kernel(data.X, data.X, setting.sigma_w2, setting.N * setting.s_a2) if start is None else start
     out: list[Point] = []
     last_T = None
     for T in temperatures:
