@@ -15,7 +15,7 @@ from typing import Any
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from service.field_suggestions import explain_extra
+from service.field_suggestions import collapse_unions, explain_choice, explain_extra, explain_missing
 
 #: Longest echo of an offending input, in characters.
 MAX_INPUT_CHARS = 200
@@ -115,11 +115,13 @@ def render_errors(errors: Iterable[Any], body_type: Any = None) -> list[dict[str
     ``suggestion``, the valid names in ``valid_fields``, both in the message).
     """
     out: list[dict[str, Any]] = []
-    for e in _take(errors, MAX_ERRORS):
+    explained = [explain_missing(explain_extra(explain_choice(e), body_type), body_type) if isinstance(e, dict) else e
+                 for e in _take(errors, MAX_ERRORS)]
+    dicts = collapse_unions([e for e in explained if isinstance(e, dict)])
+    for e in [*dicts, *(e for e in explained if not isinstance(e, dict))]:
         if not isinstance(e, dict):
             out.append({"type": "value_error", "loc": ["body"], "msg": clean_text(str(e)), "input": None})
             continue
-        e = explain_extra(e, body_type)
         loc = [x if isinstance(x, int) else clean_text(str(x), 200) for x in e.get("loc", ())]
         item = {
             "type": clean_text(str(e.get("type", "value_error")), 100),
@@ -130,5 +132,7 @@ def render_errors(errors: Iterable[Any], body_type: Any = None) -> list[dict[str
         if "valid_fields" in e:
             item["suggestion"] = e["suggestion"]
             item["valid_fields"] = [clean_text(str(n), 100) for n in e["valid_fields"]]
+        elif "suggestion" in e:
+            item["suggestion"] = clean_text(str(e["suggestion"]), 100)
         out.append(item)
     return out

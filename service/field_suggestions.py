@@ -8,8 +8,10 @@ models, members of (tagged) unions, items of lists and dicts — to the object t
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
+from collections import Counter
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -72,13 +74,21 @@ def _step(tp: Any, segment: str | int) -> Any:
     return None
 
 
-def valid_fields(root: Any, location: Sequence[str | int]) -> list[str] | None:
-    """Field names of the object at ``location`` (a validation error's loc without ``body``) inside ``root``."""
+def type_at(root: Any, location: Sequence[str | int]) -> Any:
+    """The type of the value at ``location`` (a validation error's loc without ``body``) inside ``root``, or None."""
     tp = root
     for segment in location:
         tp = _step(tp, segment)
         if tp is None:
             return None
+    return tp
+
+
+def valid_fields(root: Any, location: Sequence[str | int]) -> list[str] | None:
+    """Field names of the object at ``location`` (a validation error's loc without ``body``) inside ``root``."""
+    tp = type_at(root, location)
+    if tp is None:
+        return None
     non_null = [m for m, _ in _members(tp) if m is not type(None)]
     tp, _ = _unwrap(non_null[0] if len(non_null) == 1 else tp)  # Optional[Model]
     if not (isinstance(tp, type) and issubclass(tp, BaseModel)):
@@ -105,3 +115,77 @@ def explain_extra(error: dict[str, Any], root: Any) -> dict[str, Any]:
     hint = f"; did you mean {close[0]!r}?" if close else "."
     msg = f"{unknown!r} is not a field here{hint} Valid fields: {', '.join(shown)}{more}."
     return {**error, "msg": msg, "suggestion": close[0] if close else None, "valid_fields": shown}
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _required(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items() if f.is_required()]
+
+
+def _variants(tp: Any) -> list[str]:
+    """How to fill a missing object: its required fields, or for a union of models each member's tag with its own
+    (``kind 'digits' with classes, P``)."""
+    members = [m for m, _ in _members(tp) if m is not type(None)]
+    if not members:
+        tp, _ = _unwrap(tp)
+        return [", ".join(_required(tp))] if _is_model(tp) and _required(tp) else []
+    out = []
+    for m in members:
+        if not _is_model(m):
+            return []
+        tags = [(name, get_args(_unwrap(f.annotation)[0])) for name, f in m.model_fields.items()
+                if get_origin(_unwrap(f.annotation)[0]) is Literal and f.is_required()]
+        needed = [n for n in _required(m) if n not in {t for t, _ in tags}]
+        label = " ".join(f"{t} {v[0]!r}" for t, v in tags if len(v) == 1) or m.__name__
+        out.append(f"{label} with {', '.join(needed)}" if needed else label)
+    return out
+
+
+def explain_missing(error: dict[str, Any], root: Any) -> dict[str, Any]:
+    """A ``missing`` object (or one whose union tag is missing) with what it needs, so that one 422 names every
+    field still to give, not only the object: ``data: Field required: one of kind 'teacher' with P, N0; …``."""
+    loc = list(error.get("loc", ()))
+    if error.get("type") not in ("missing", "union_tag_not_found") or root is None or len(loc) < 2:
+        return error
+    variants = _variants(type_at(root, loc[1:]))
+    if not variants:
+        return error
+    what = f"an object with {variants[0]}" if len(variants) == 1 else "one of " + "; ".join(variants)
+    return {**error, "msg": f"{error.get('msg', 'Field required')}: {what}"}
+
+
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
+def explain_choice(error: dict[str, Any]) -> dict[str, Any]:
+    """A string that is none of a literal's or an enum's values, with the closest value as for field names."""
+    if error.get("type") not in ("literal_error", "enum") or not isinstance(error.get("input"), str):
+        return error
+    expected = _QUOTED.findall(str((error.get("ctx") or {}).get("expected", "")))
+    given = error["input"]
+    close = difflib.get_close_matches(given, expected, n=1, cutoff=0.6) or [
+        e for e in expected if e.lower() == given.lower()][:1]
+    if not close:
+        return error
+    return {**error, "msg": f"{given!r} is not one of {', '.join(map(repr, expected))}; did you mean {close[0]!r}?",
+            "suggestion": close[0]}
+
+
+def collapse_unions(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A string value that nearly names a choice of a union field gets that one error, at the field: the members'
+    errors beside it (``should be a valid dictionary``, ``a valid list``) only hide the "did you mean"."""
+    out: list[dict[str, Any]] = []
+    siblings = Counter(tuple(e.get("loc", ()))[:-1] for e in errors)
+    suggested = {tuple(e["loc"][:-1]) for e in errors if "suggestion" in e and e.get("type") == "literal_error"
+                 and len(e.get("loc", ())) > 1 and siblings[tuple(e["loc"][:-1])] > 1}
+    for e in errors:
+        loc = tuple(e.get("loc", ()))
+        if loc[:-1] in suggested and len(loc) > 1:
+            if "suggestion" in e:
+                out.append({**e, "loc": list(loc[:-1])})
+            continue
+        out.append(e)
+    return out
