@@ -37,6 +37,7 @@ from clients.plot_paths import (
     curve_marks,
     equilibrium_path,
     equilibrium_spans,
+    jumps_of,
     split_metastable,
     stretches,
     traced,
@@ -254,6 +255,12 @@ def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Seq
         _style_entry(ax, METASTABLE, linestyle=STABILITY_STYLE[True], linewidth=linewidth * METASTABLE_WIDTH)
 
 
+def _jumps(path: EquilibriumPath, result: Mapping[str, Any]) -> list[float]:
+    """The transitions of a result where its drawn equilibrium jumps (an event elsewhere is a continuous onset)."""
+    at = [float(t["parameter"]) for t in result.get("transitions", []) if is_number(t.get("parameter"))]
+    return jumps_of(path, at)
+
+
 def _draw_equilibrium(ax: Any, path: EquilibriumPath) -> None:
     width = EQUILIBRIUM_WIDTH * _pyplot().rcParams["lines.linewidth"]
     ax.plot(path.x, path.y, label="equilibrium", gid="equilibrium", linewidth=width, **EQUILIBRIUM_STYLE)
@@ -282,11 +289,13 @@ def branch_diagram(
     labels = Symbols.for_result(symbols, result)
     ax = _axes(ax)
     _draw_branches(ax, result, quantity, branch_names(result))
+    path = equilibrium_path(result, quantity)
     if equilibrium:
-        _draw_equilibrium(ax, equilibrium_path(result, quantity))
+        _draw_equilibrium(ax, path)
     if transitions:
-        mark_on_curves(ax, curve_marks(result, quantity))
-        mark_transitions(ax, result.get("transitions", []))
+        jumps = _jumps(path, result)
+        mark_on_curves(ax, curve_marks(result, quantity), jumps=jumps)
+        mark_transitions(ax, result.get("transitions", []), jumps=jumps)
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
     _caption(ax, result, labels, [parameter], caption)
@@ -327,6 +336,7 @@ def learning_curve(
     quantity = quantity or _default_learning_quantity(result, labels)
     check_scalar(result, quantity)
     ax = _axes(ax)
+    jumps = _jumps(equilibrium_path(result, quantity), result)
     if traced(result, quantity):
         path = equilibrium_path(result, quantity)
         (line,) = ax.plot(path.x, path.y, label=label or "equilibrium", gid="equilibrium", color=color)
@@ -338,7 +348,8 @@ def learning_curve(
         (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], marker=".", label=label or "equilibrium",
                           gid="equilibrium", color=color)
     if transitions:
-        mark_transitions(ax, result.get("transitions", []), color=line.get_color() if color is not None else None)
+        mark_transitions(ax, result.get("transitions", []), color=line.get_color() if color is not None else None,
+                         jumps=jumps)
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
     tidy_log_ticks(ax)
@@ -707,10 +718,11 @@ def theory_vs_experiment(
     if sweep is not None:
         wanted = [b for b in branch_names(sweep) if branches is None or b in branches]
         _draw_branches(ax, sweep, quantity, wanted, prefix=f"{theory_label}: ", linewidth=1.3, color=color)
+        path = equilibrium_path(sweep, quantity)
         if equilibrium:
-            _draw_equilibrium(ax, equilibrium_path(sweep, quantity))
+            _draw_equilibrium(ax, path)
         if transitions:
-            mark_transitions(ax, sweep.get("transitions", []))
+            mark_transitions(ax, sweep.get("transitions", []), jumps=_jumps(path, sweep))
     else:
         lines: dict[str, tuple[list[float], list[float]]] = {}
         for pt in points_of(first):

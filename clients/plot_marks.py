@@ -83,25 +83,50 @@ def _title_above(ax: Any, rows: int) -> None:
         offset(float(matplotlib.rcParams["axes.titlepad"]) + ROW_HEIGHT * rows)
 
 
-def special_name(kind: str, type_: str | None = None, event: str | None = None) -> str:
-    """A special point's name on a figure: an engine event by what it is (``alignment_onset`` → "alignment
-    onset", whatever ``kind`` the result files it under: plain mean field's onset is continuous, not a first-order
-    jump), else its kind (:func:`~clients.plot_labels.transition_name`)."""
-    if event:
-        return event.replace("_", " ")
-    return transition_name(kind, type_)
+def special_name(kind: str, type_: str | None = None, event: str | None = None,
+                 continuous: bool | None = None) -> str:
+    """A special point's name on a figure: its kind (:func:`~clients.plot_labels.transition_name`), and for an
+    engine event the event too ("first order (aligned onset)", "spinodal (aligned well)"). An event filed as a
+    first-order point where the drawn quantity is ``continuous`` (plain mean field's alignment onset: m_S passes it
+    smoothly at finite d) is named by the event alone, "alignment onset (continuous)": it is not a jump."""
+    name = transition_name(kind, type_)
+    if not event:
+        return name
+    words = event.replace("_", " ")
+    if continuous and name == "first order":
+        return f"{words} (continuous)"
+    return f"{name} ({words})"
+
+
+def _kind_of(name: str) -> str:
+    """The kind a name begins with ("first order (aligned onset)": first order); an onset named alone: event."""
+    base = name.split(" (")[0]
+    return base if base in MARKERS else "event"
 
 
 def _style_of(name: str) -> dict[str, Any]:
-    return transition_style(name if name in MARKERS else "event")
+    """An event is drawn in its kind's style ("first order (aligned onset)" as a first-order point), a continuous
+    onset in the events' style."""
+    return transition_style(_kind_of(name))
+
+
+def _continuous(tr: Mapping[str, Any], jumps: Sequence[float] | None) -> bool | None:
+    """Whether the drawn quantity is continuous at a transition (None: not known): it is wherever the equilibrium
+    path drawn for it has no jump."""
+    if jumps is None or not is_number(tr.get("parameter")):
+        return None
+    x = float(tr["parameter"])
+    return not any(abs(j - x) <= 1e-9 * max(1.0, abs(x)) for j in jumps)
 
 
 def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, values: bool = True,
-                     legend: bool = True, color: str | None = None) -> int:
+                     legend: bool = True, color: str | None = None, jumps: Sequence[float] | None = None) -> int:
     """A thin vertical line at each transition, styled by its kind, and (``values``) its value just above the
     axes, over its line; the values of every result drawn on these axes are placed together, and the axes' titles
     above them. ``color``: the lines and values in the colour of the result's curve (several results on one
-    axes), the legend naming each kind once by its line style. Returns the number of rows of value labels."""
+    axes), the legend naming each kind once by its line style. ``jumps``: where the drawn equilibrium jumps (an
+    event filed as first order is continuous elsewhere, :func:`special_name`). Returns the number of rows of value
+    labels."""
     # names already in the legend and values already written, by an earlier result drawn on these axes
     seen = {str(ln.get_label()) for ln in ax.get_lines() if str(ln.get_gid()).startswith("transition:")}
     labels = [t for t in ax.texts if t.get_gid() == LABEL]
@@ -109,7 +134,7 @@ def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, value
         x = tr.get("parameter")
         if not is_number(x):
             continue
-        name = special_name(tr["kind"], tr.get("type"), tr.get("event"))
+        name = special_name(tr["kind"], tr.get("type"), tr.get("event"), _continuous(tr, jumps))
         style = _style_of(name)
         if color is not None:
             if legend and name not in seen:  # the kind's entry in a neutral colour: the colour is the curve's
@@ -132,14 +157,14 @@ def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, value
     return rows
 
 
-def mark_on_curves(ax: Any, marks: Sequence[CurveMark]) -> None:
+def mark_on_curves(ax: Any, marks: Sequence[CurveMark], jumps: Sequence[float] | None = None) -> None:
     """Each special point where it lies on its curve: a fold at its turning point, a stability loss on the branch
     that loses it, a first-order point at both ends of its jump."""
     for m in marks:
-        name = special_name(m.kind, m.type, m.event)
+        name = special_name(m.kind, m.type, m.event, _continuous({"parameter": m.parameter}, jumps))
         style = _style_of(name)
-        ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS.get(name, MARKERS["event"]), markersize=4.5,
-                markerfacecolor="white" if name == "spinodal" else style["color"],
+        ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS[_kind_of(name)], markersize=4.5,
+                markerfacecolor="white" if _kind_of(name) == "spinodal" else style["color"],
                 markeredgecolor=style["color"], zorder=6, gid=f"special:{m.kind}")
 
 

@@ -454,3 +454,50 @@ def split_metastable(result: Mapping[str, Any], pieces: Sequence[Stretch]) -> li
                 ys.append(yb)
         out.append((Stretch(p.branch, p.stable, xs, ys), bool(state)))
     return [(s, eq) for s, eq in out if len(s.x) > 1]
+
+
+#: A step of the equilibrium across a transition is a jump when it exceeds this fraction of the drawn range …
+JUMP_OF_RANGE = 0.05
+#: … and this many times the step the slopes on either side of it predict.
+JUMP_OF_SLOPE = 5.0
+
+
+def _is_jump(run: Sequence[tuple[float, float]], k: int, span: float) -> bool:
+    """Whether the step from row k to row k + 1 of a run is a jump: vertical, or large against both the drawn range
+    and the slopes of the steps beside it."""
+    (x0, y0), (x1, y1) = run[k], run[k + 1]
+    dy = abs(y1 - y0)
+    if x1 == x0:
+        return dy > 0
+    slopes = []
+    for i in (k - 1, k + 1):
+        if i >= 0 and i + 1 < len(run) and run[i + 1][0] != run[i][0]:
+            slopes.append(abs((run[i + 1][1] - run[i][1]) / (run[i + 1][0] - run[i][0])))
+    expected = (sum(slopes) / len(slopes)) * abs(x1 - x0) if slopes else 0.0
+    return dy > JUMP_OF_RANGE * span and dy > JUMP_OF_SLOPE * expected
+
+
+def jumps_of(path: EquilibriumPath, at: Sequence[float]) -> list[float]:
+    """Which of the parameters ``at`` (transitions) the drawn equilibrium jumps at: a vertical step there, a step
+    across it far larger than its neighbours' slopes predict (a quantity that is discontinuous along one solution,
+    e.g. the position of the deepest well), or an interruption of the path."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for x, y in zip(path.x, path.y, strict=True):
+        if math.isnan(x) or math.isnan(y):
+            runs.append([])
+        else:
+            runs[-1].append((x, y))
+    runs = [sorted(r) for r in runs if r]
+    ys = [y for r in runs for _, y in r]
+    span = (max(ys) - min(ys)) if ys else 0.0
+    out = []
+    for t in at:
+        tol = SAME * max(1.0, abs(t))
+        run = next((r for r in runs if r[0][0] - tol <= t <= r[-1][0] + tol), None)
+        if run is None:
+            out.append(t)  # the path is interrupted there
+            continue
+        steps = [k for k in range(len(run) - 1) if run[k][0] - tol <= t <= run[k + 1][0] + tol]
+        if any(_is_jump(run, k, span) for k in steps):
+            out.append(t)
+    return out

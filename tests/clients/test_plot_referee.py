@@ -45,12 +45,14 @@ def branch_lines(ax: Any) -> list[Any]:
     return [ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("branch:")]
 
 
-def _sweep(transitions: list[dict[str, Any]], start: float, stop: float, slope: float = 1.0) -> dict[str, Any]:
-    """A one-branch grid sweep of an order parameter ``q`` with the given transitions."""
+def _sweep(transitions: list[dict[str, Any]], start: float, stop: float, slope: float = 1.0,
+           step_at: float | None = None) -> dict[str, Any]:
+    """A one-branch grid sweep of an order parameter ``q`` with the given transitions (``step_at``: q jumps by 10
+    there)."""
     points = []
     for k in range(11):
         x = start + (stop - start) * k / 10
-        op = {"q": slope * x}
+        op = {"q": slope * x + (10.0 if step_at is not None and x > step_at else 0.0)}
         points.append({"parameter": x, "converged": True, "equilibrium": "one",
                        "branches": [{"name": "one", "converged": True, "stable": True, "order_parameters": op,
                                      "observables": {}}], "order_parameters": op, "observables": {}})
@@ -262,12 +264,23 @@ def test_converged_points_are_all_filled() -> None:
     assert "not converged" not in next(t.get_text() for t in ax.texts if t.get_gid() == "caption")
 
 
-def test_an_engine_event_is_named_by_what_it_is_not_by_the_kind_it_is_filed_under() -> None:
-    onset = {"kind": "first_order", "type": "first_order", "event": "alignment_onset", "parameter": 0.5,
+def test_an_engine_event_keeps_its_kind_where_the_quantity_jumps_and_is_an_onset_where_it_does_not() -> None:
+    onset = {"kind": "first_order", "type": "first_order", "event": "aligned_onset", "parameter": 0.55,
              "branches": ["one"]}
+    ax = plot.learning_curve(_sweep([onset], 0.0, 1.0, step_at=0.55), "q", caption=False)
+    assert "first order (aligned onset)" in legend_texts(ax)
     ax = plot.learning_curve(_sweep([onset], 0.0, 1.0), "q", caption=False)
-    texts = legend_texts(ax)
-    assert "alignment onset" in texts and "first order" not in texts
+    assert "aligned onset (continuous)" in legend_texts(ax)
+
+
+def test_the_rubin_t_sweep_names_its_jump_of_rho_star_first_order_and_the_bend_of_b_an_onset() -> None:
+    """Along the self-consistent T sweep (one solution) the deepest well's position ρ* jumps from 0.72 to 0 at
+    T_c = 0.17872, while b only bends there: the same transition is a first-order point of ρ* and a continuous
+    onset of b."""
+    sweep = json.loads(json.dumps(run_job({"model": {"theory": "rubin_cavity", "mode": "self_consistent"},
+                                           "parameter": "T", "values": {"start": 0.15, "stop": 0.22, "num": 15}})))
+    assert "first order (aligned onset)" in legend_texts(plot.learning_curve(sweep, "rho_star"))
+    assert "aligned onset (continuous)" in legend_texts(plot.learning_curve(sweep, "b"))
 
 
 def test_plain_mean_field_alignment_onset_is_continuous_and_drawn_as_an_onset() -> None:
@@ -290,7 +303,7 @@ def test_plain_mean_field_alignment_onset_is_continuous_and_drawn_as_an_onset() 
     assert abs(slopes[k + 1] - slopes[k - 1]) < 0.1 * abs(predicted)  # no kink either
     ax = plot.branch_diagram(sweep, "m_S", caption=False)
     texts = legend_texts(ax)
-    assert "alignment onset" in texts and "first order" not in texts
+    assert "alignment onset (continuous)" in texts and not any(t.startswith("first order") for t in texts)
     marks = [ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("special:")]
     assert marks and all(ln.get_marker() == "^" for ln in marks)
 
