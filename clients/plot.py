@@ -86,10 +86,15 @@ def _pyplot() -> Any:
     return plt
 
 
+#: gid of a figure a plot function made for itself (a legend below its axes may make it taller).
+OWN_FIGURE = "saddlelab-figure"
+
+
 def _axes(ax: Any) -> Any:
     if ax is not None:
         return ax
-    _, ax = _pyplot().subplots(figsize=(6.4, 4.4), layout="constrained")
+    fig, ax = _pyplot().subplots(figsize=(6.4, 4.4), layout="constrained")
+    fig.set_gid(OWN_FIGURE)
     return ax
 
 
@@ -150,13 +155,17 @@ def _depth_below(ax: Any, renderer: Any) -> float:
 
 
 def _final_width(ax: Any, renderer: Any) -> float:
-    """The width (pixels) the axes will have once laid out: their columns' share of the figure, less a tenth for
-    the tick labels and margins (a layout engine has not widened them yet), else their present width."""
+    """The width (pixels) the axes will have once laid out: their columns' share of the figure less what is written
+    beside them (tick labels, y label: fixed in points) and the layout's margins (0.3 in); a layout engine may not
+    have widened them yet. Without a layout engine, their present width."""
+    frame = ax.get_window_extent(renderer)
     spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
     if spec is None or ax.figure.get_layout_engine() is None:
-        return float(ax.get_window_extent(renderer).width)
+        return float(frame.width)
+    tight = ax.get_tightbbox(renderer)
+    beside = max(0.0, frame.x0 - tight.x0) + max(0.0, tight.x1 - frame.x1) + 0.3 * ax.figure.dpi
     share = len(spec.colspan) / spec.get_gridspec().ncols
-    return max(float(ax.get_window_extent(renderer).width), 0.9 * share * ax.figure.bbox.width)
+    return max(float(frame.width), share * ax.figure.bbox.width - beside)
 
 
 def _legend(ax: Any, fontsize: str | float = "small", below: bool = False) -> None:
@@ -179,6 +188,11 @@ def _legend(ax: Any, fontsize: str | float = "small", below: bool = False) -> No
                            borderaxespad=0.0, columnspacing=1.2, handlelength=1.8)
         if legend.get_window_extent(renderer).width <= width or ncols == 1:
             break
+    fig = ax.figure
+    if fig.get_gid() == OWN_FIGURE:
+        # a figure of its own grows by the legend's height (once), so that the axes keep theirs
+        fig.set_figheight(fig.get_figheight() + (legend.get_window_extent(renderer).height + LEGEND_GAP) / fig.dpi)
+        fig.set_gid(f"{OWN_FIGURE}:grown")
 
 
 def _first_order_parameter(result: Mapping[str, Any]) -> str | None:

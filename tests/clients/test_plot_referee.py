@@ -92,6 +92,15 @@ def test_a_long_legend_goes_below_the_axes_which_keep_their_width() -> None:
     assert frame.width >= 0.8 * fig.bbox.width  # the axes were not squeezed sideways
 
 
+def test_a_figure_of_its_own_grows_to_hold_a_legend_below_its_axes() -> None:
+    ax = plot.theory_vs_experiment({"from the prior": _experiment(bad_alpha=3.0), "from the teacher": _experiment()},
+                                   "generalization_error", sweep=load("hciz_sweep"), sigmas=2,
+                                   symbols=symbols("hciz_mlp"))
+    renderer = _draw(ax.figure)
+    frame = ax.get_window_extent(renderer)
+    assert frame.height / ax.figure.dpi >= 2.6  # of the 4.4 in a plot's own figure starts with
+
+
 def test_an_experiment_legend_sits_inside_or_below_the_axes() -> None:
     ax = plot.theory_vs_experiment({"from the prior": _experiment(), "from the teacher": _experiment()},
                                    "generalization_error", sweep=load("hciz_sweep"), sigmas=2,
