@@ -666,12 +666,16 @@ def _diagnostics(rows: Sequence[Unconverged]) -> str:
     return ", ".join(w for w in words if w)
 
 
-def _unconverged_note(points: Mapping[str, Sequence[Unconverged]], parameter: str) -> str:
+#: The head of the caption's line that names the hollow points.
+HOLLOW = f"hollow: not converged (R-hat > {RHAT_MAX:g} or ESS < {ESS_MIN:g}): "
+
+
+def _unconverged_note(points: Mapping[str, Sequence[Unconverged]], parameter: str, head: bool = True) -> str:
     """The caption's line naming the hollow points: each run at its parameter values, with the diagnostics that
-    fail."""
+    fail (``head``: after :data:`HOLLOW`)."""
     parts = [f"{label} at {parameter} = {', '.join(f'{x:g}' for x, _, _ in rows)} ({_diagnostics(rows)})"
              for label, rows in points.items()]
-    return f"hollow: not converged (R-hat > {RHAT_MAX:g} or ESS < {ESS_MIN:g}): {'; '.join(parts)}"
+    return (HOLLOW if head else "") + "; ".join(parts)
 
 
 def _experiment_model(results: Any) -> Mapping[str, Any] | None:
@@ -790,7 +794,15 @@ def theory_vs_experiment(
     written = next((t for t in ax.texts if t.get_gid() == CAPTION), None)
     if caption is False and note and written is not None:
         # another result's caption is under these axes already: its unconverged points are named there too
-        written.set_text(f"{written.get_text()}\n{_wrap(ax, note)}")
+        old = written.get_text()
+        if HOLLOW.strip() in " ".join(old.split()):
+            more = _unconverged_note(unconverged, labels(parameter), head=False)
+            lines = old.split("\n")
+            start = next(i for i, line in enumerate(lines) if line.startswith("hollow:"))
+            hollow = " ".join(" ".join(lines[start:]).split())
+            written.set_text("\n".join([*lines[:start], _wrap(ax, f"{hollow}; {more}")]))
+        else:
+            written.set_text(f"{old}\n{_wrap(ax, note)}")
     else:
         _caption(ax, {"model": model}, labels, [parameter], caption, note)
     # experiments are scattered over the whole axes: a long legend would cover some of them
