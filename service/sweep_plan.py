@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -72,6 +73,21 @@ def _check_values(
         check_sizes(at, settings, prefix=(*loc, i))
 
 
+def _check_stored_bytes(model: BaseModel, theory: Any, points: int, settings: Settings) -> None:
+    """422 when the sweep's points, at their estimated size, would pass the instance's ``job_stored_bytes``
+    (:mod:`service.kernel.stored_bytes`), at the field they grow with."""
+    limit = settings.limit(stored_bytes.LIMIT_NAME, stored_bytes.DEFAULT_LIMIT)
+    loc, numbers = theory.result_numbers(model)
+    need = stored_bytes.estimate(points, numbers)
+    if limit and need > limit:
+        raise field_error(["model", *loc] if loc else ["values"],
+                          f"the sweep would store about {need / 2**20:,.0f} MiB in Redis ({points} points of about "
+                          f"{need / points / stored_bytes.REDIS_OVERHEAD / 1024:,.0f} kB of text, {numbers:g} numbers "
+                          f"each beyond their scalars), more than the limit {stored_bytes.LIMIT_NAME}={limit:.0f} "
+                          f"({limit / 2**20:,.0f} MiB) of this instance; "
+                          f"ask for fewer points or smaller ones")
+
+
 def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
     """Validated payload: theory, spec, parameter(s), values, method, solver options, key, time limit.
 
@@ -119,6 +135,8 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
     if not boundary and len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
                                       f"max_grid_points={settings.max_grid_points}")
+    if not boundary:
+        _check_stored_bytes(model, theory, math.prod(len(a) for a in axes), settings)
     options = req.solver or SolverOptions()
     extra: dict[str, Any] = {}
     if boundary:

@@ -158,6 +158,13 @@ class Theory(ABC):
         """Location in the spec of the field the memory estimate grows with (empty: the spec as a whole)."""
         return ()
 
+    def result_numbers(self, spec: BaseModel) -> tuple[tuple[str | int, ...], float]:
+        """How many numbers one solve's result carries per branch beyond its scalars (vectors over test points,
+        matrices), at most, and the location in the spec of the field they grow with. The service estimates from
+        it what a sweep of the spec stores, and refuses one above the instance's ``job_stored_bytes`` before
+        computing anything. ``((), 0.0)``: scalars only (a few kilobytes a point)."""
+        return (), 0.0
+
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         """Fields of this particular spec that a sweep may vary."""
         return self.sweepable

@@ -92,6 +92,11 @@ class KernelRenormalizationTheory(Theory):
         terms = self._memory_terms(spec)
         return max(terms, key=lambda loc: terms[loc])
 
+    def result_numbers(self, spec: BaseModel) -> tuple[tuple[str | int, ...], float]:
+        """The predictor's mean and variance at every test point (``test_mean``, ``test_variance``)."""
+        loc, p_test = self.sizes(_spec(spec))["kernel_p_test"]
+        return loc, 2.0 * p_test
+
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
         return KernelRenormalizationProblem(Model(_spec(spec)), parameter).build()
 
