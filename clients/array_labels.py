@@ -50,7 +50,8 @@ class Labels:
         if name in self.quantities:
             return self.quantities[name]
         head, _, last = name.rpartition(".")
-        if last.isdigit() and head in self.quantities:  # an indexed component (``Qbar.0``)
+        # a component by index (``Qbar.0``): how a curve's column of a vector was named in older results
+        if last.isdigit() and head in self.quantities:
             return self.quantities[head]
         return {}
 

@@ -231,8 +231,10 @@ def _curve_dataset(curve: Mapping[str, Any], parameter: str, labels: Labels) -> 
             key = f"{group}.{name}" if name in variables or name in ("arclength", "branch") else name
             if key in variables:
                 continue  # a name reported in both groups keeps the order parameter's column
-            array, _ = _array(list(column), (n,))
-            variables[key] = (["arclength"], array, labels.attrs(name, group))
+            array, inner = _array(list(column), (n,))
+            if 0 in inner:
+                continue
+            variables[key] = (["arclength", *labels.dims(name, len(inner))], array, labels.attrs(name, group))
     special = curve.get("special") or []
     attrs = {**_attrs(curve, ("name", "traced", "message", "at")),
              "branches": json.dumps(curve.get("branches") or []),

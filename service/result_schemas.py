@@ -191,10 +191,12 @@ class CurveOut(BaseModel):
     stable: list[bool | None] = Field(description="Sign of the stability margin (null: unknown).")
     free_entropy: list[float | None] = Field(description="Free entropy (null where the theory has none).")
     order_parameters: dict[str, list[Any]] = Field(
-        description="Scalar order parameters by name (a short numeric list by indexed name, Qbar.0)."
+        description="Order parameters by name, as a point names them: scalars, and short numeric vectors whole (Qbar "
+        "per layer of a deep network: one list per point)."
     )
     observables: dict[str, list[Any]] = Field(
-        description="Scalar observables by dotted name (class_distance.D2); long lists and tables stay in points."
+        description="Observables by dotted name (class_distance.D2), as a point names them; long lists and tables "
+        "stay in points."
     )
     special: list[CurveSpecialOut] = Field(description="The sweep's special points on this curve.")
     ends: list[BranchEndOut] = Field(

@@ -217,15 +217,17 @@ def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
     return out
 
 
-#: Longest numeric list a curve column takes element by element (``Qbar.0``, ``Qbar.1``); longer ones stay in points.
+#: Longest numeric list (or array) a curve column carries at each point (``Qbar`` per layer); longer stay in points.
 CURVE_LIST_MAX = 16
 NUMBER_TYPES = (int, float, np.integer, np.floating)
 SCALAR_TYPES = (*NUMBER_TYPES, bool, str, np.bool_)
 
 
-def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """The scalar entries of a report table, nested ones by dotted name (``class_distance.D2``) and short numeric
-    lists by indexed name (``Qbar.0``); long lists, lists of tables and missing (null) values are left out."""
+def curve_entries(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The entries of a report table a curve carries at each point, by the names a point's entries are read by
+    (one rule, the client's ``clients.names.flatten``: nested ones by dotted name, ``class_distance.D2``; a vector
+    whole): scalars, and numeric vectors of at most CURVE_LIST_MAX numbers (``Qbar`` per layer of a deep network).
+    Longer lists, lists of tables and missing (null) values are left out."""
     out: dict[str, Any] = {}
     for k, v in values.items():
         name = f"{prefix}{k}"
@@ -234,11 +236,11 @@ def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         elif isinstance(v, (list, tuple, np.ndarray)):
             if not 0 < (v.size if isinstance(v, np.ndarray) else len(v)) <= CURVE_LIST_MAX:
                 continue  # a long list (a predictor at every test point) stays in the points
-            items = v.ravel().tolist() if isinstance(v, np.ndarray) else list(v)
-            if all(isinstance(e, NUMBER_TYPES) and not isinstance(e, bool) for e in items):
-                out.update({f"{name}.{i}": e for i, e in enumerate(items)})
+            flat = v.ravel().tolist() if isinstance(v, np.ndarray) else list(v)
+            if all(isinstance(e, NUMBER_TYPES) and not isinstance(e, bool) for e in flat):
+                out[name] = v.tolist() if isinstance(v, np.ndarray) else flat
         elif isinstance(v, Mapping):
-            out.update(scalars(v, f"{name}."))
+            out.update(curve_entries(v, f"{name}."))
     return out
 
 
@@ -261,8 +263,8 @@ def curve_json(table: CurveTable, special_points: tuple[SpecialPoint, ...]) -> d
         "parameter": [r.p for r in rows],
         "arclength": [r.arclength for r in rows],
         "free_entropy": [r.free_entropy for r in rows],
-        "order_parameters": _columns([scalars(rep.order_parameters) for rep in reports]),
-        "observables": _columns([scalars(rep.observables) for rep in reports]),
+        "order_parameters": _columns([curve_entries(rep.order_parameters) for rep in reports]),
+        "observables": _columns([curve_entries(rep.observables) for rep in reports]),
         "special": special,
     })
     return {

@@ -128,13 +128,10 @@ class QuantityTable:
         return next((q.name for q in self.quantities if q.role == "headline"), None)
 
     def find(self, name: str) -> Quantity | None:
-        """The entry of ``name``: declared, else an indexed component's (``Qbar.0`` → ``Qbar``), else a branch
-        field's (:data:`BRANCH_QUANTITIES`); None when there is none."""
+        """The entry of ``name``: declared, else a branch field's (:data:`BRANCH_QUANTITIES`); None when there is
+        none."""
         if name in self.by_name:
             return self.by_name[name]
-        head, _, last = name.rpartition(".")
-        if last.isdigit() and head in self.by_name:
-            return self.by_name[head]
         return next((q for q in BRANCH_QUANTITIES if q.name == name), None)
 
     def entries(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -53,6 +53,7 @@ def served() -> dict[str, Any]:
             "solve": api.post("/v1/solve", json={"model": {**POTENTIAL, "u": 29.45}}).json(),
             "sweep": _job(api, {"model": POTENTIAL, "parameter": "u", "values": u_values}),
             "digits": _job(api, {"model": DIGITS, "parameter": "T", "values": [1e-4, 0.1, 10.0]}),
+            "deep": _job(api, {"model": {**DIGITS, "depth": 2}, "parameter": "T", "values": [0.05, 0.1, 0.2]}),
             "grid": _job(api, {"model": POTENTIAL, "parameter": ["b", "u"], "values": [[0.28, 0.3], u_values],
                                "method": "grid"}),
             "boundary": _job(api, {"model": POTENTIAL, "parameter": ["b", "u"], "method": "boundary",
@@ -293,3 +294,20 @@ def test_a_result_comes_back_from_its_arrays(served: dict[str, Any], tmp_path: P
     boundary = from_xarray(to_xarray(served["boundary"]))
     assert [ln["points"] for ln in boundary["lines"]] == [ln["points"] for ln in served["boundary"]["lines"]]
     assert boundary["regions"] == served["boundary"]["regions"]
+
+
+def test_curves_and_points_name_their_quantities_by_one_rule(served: dict[str, Any]) -> None:
+    for name in ("sweep", "digits", "deep"):
+        result = served[name]
+        names = set(quantity_names(result))
+        for curve in result["curves"]:
+            for group in ("order_parameters", "observables"):
+                assert set(curve[group]) <= names, (name, set(curve[group]) - names)
+    deep = served["deep"]
+    for curve in deep["curves"]:  # a deep network's Qbar: one vector per point, whole, as in the points
+        assert all(len(v) == 2 for v in curve["order_parameters"]["Qbar"])
+    tree = to_xarray(deep)
+    assert tree["points"]["Qbar"].dims == ("T", "branch", "layer")
+    assert tree["curves/0"]["Qbar"].dims == ("arclength", "layer")
+    assert tree["curves/0"]["Qbar"].attrs["symbol"] == r"$\bar Q$"
+    np.testing.assert_array_equal(tree["curves/0"]["Qbar"].values, deep["curves"][0]["order_parameters"]["Qbar"])
