@@ -171,13 +171,18 @@ def grid_special_points(
         c0, c1 = cats[i0], cats[i1]
         names0 = {b.name for b in c0.branches if b.converged}
         names1 = {b.name for b in c1.branches if b.converged}
-        for nm in sorted(names0 ^ names1):
-            out.append(
-                SpecialPoint(
-                    SpecialKind.FOLD, 0.5 * (p0 + p1), (nm,), refined_to=None, uncertainty=abs(p1 - p0) / 2,
-                    detail="branch appears or disappears between grid points",
+        # Branches born together between two grid values are one fold (the aligned well and its barrier), as are
+        # branches that vanish together: listed once, with both names, not once per branch.
+        for names in (sorted(names1 - names0), sorted(names0 - names1)):
+            if names:
+                out.append(
+                    SpecialPoint(
+                        SpecialKind.FOLD, 0.5 * (p0 + p1), tuple(names), refined_to=None,
+                        uncertainty=abs(p1 - p0) / 2,
+                        detail=("branches appear or disappear together" if len(names) > 1
+                                else "branch appears or disappears") + " between grid points",
+                    )
                 )
-            )
         for nm in sorted(names0 & names1):
             a, b = _grid_point(c0, nm), _grid_point(c1, nm)
             assert a is not None and b is not None
