@@ -1,20 +1,24 @@
 """Figures of SaddleLab results (matplotlib, imported only when a figure is drawn).
 
-- :func:`branch_diagram`: every traced branch of a sweep, stable solid and unstable dashed, folds closed, the
-  equilibrium path with a vertical jump at each first-order point, every special point marked with its value;
-- :func:`learning_curve`: the equilibrium's quantity along the sweep, jumps and transitions included;
+- :func:`branch_diagram`: every traced branch of a sweep, stable solid (thinner where metastable) and unstable
+  dashed, smooth through folds, the equilibrium path with a vertical jump at each first-order point, every special
+  point marked with its value;
+- :func:`learning_curve`: the equilibrium's quantity along the sweep, jumps and transitions included, the other
+  traced branches beside it in its colour (metastable thinner, unstable dashed);
 - :func:`potential`: the potential U(ρ) itself, both signs of ρ, with its wells and barriers marked;
 - :func:`phase_diagram`: a two-parameter result: the equilibrium over a grid with its phase regions named and its
   transitions as each row located them, and/or the lines traced by a boundary job, named alike;
 - :func:`theory_vs_experiment`: the theory's branches and equilibrium as lines, the sampled finite network as
-  points with Monte-Carlo error bars;
+  points with Monte-Carlo error bars, hollow (and named in the caption) where they fail the convergence rule;
 - :func:`specialisation_map`: per-neuron specialisation of a two-hidden-layer network, theory beside experiment.
 
 Labels are the papers' symbols, from the table entries every result carries (``quantities``), so a result read from
 a file is labelled like a live one; ``symbols=`` (a :class:`~clients.client.Client` or a table) overrides them, and
 a quantity with no entry is labelled by its dotted name. A caption line names the
 fixed parameters (from the result's ``model``). :func:`paper_style`, :func:`figure` and :func:`save` give journal
-widths and vector output. Each function returns the ``Axes`` it drew on (a new figure's unless ``ax`` is given).
+widths and vector output; :func:`panel_letters` letters a multi-panel figure and :func:`tidy_log_ticks` gives a log
+axis plain, uncrowded tick labels. Legends name branches in words, once per meaning, inside the axes or under the
+caption. Each function returns the ``Axes`` it drew on (a new figure's unless ``ax`` is given).
 A result may also be given as its arrays (``to_xarray``, or a netCDF file read back with ``open_netcdf``): it is
 drawn, and labelled, as its JSON. A quantity is named by its dotted name (``class_distance.D2``); one the result does
 not report raises :class:`~clients.names.UnknownQuantity`, which lists the names it does, before anything is drawn.
@@ -30,8 +34,19 @@ from typing import Any
 
 from clients.from_arrays import as_result
 from clients.names import UnknownQuantity, is_number
+from clients.plot_convergence import HOLLOW, UNCONVERGED, Unconverged, passes, unconverged_note
 from clients.plot_labels import Symbols, caption, line_name, transition_name
-from clients.plot_marks import figure_renderer, mark_on_curves, mark_transitions, panel_letters
+from clients.plot_legend import (
+    LEGEND_ENTRY,
+    LEGEND_INSIDE,
+    METASTABLE,
+    OWN_FIGURE,
+    UNSTABLE,
+    branch_title,
+    place_legend,
+    style_entry,
+)
+from clients.plot_marks import mark_on_curves, mark_transitions, panel_letters
 from clients.plot_paths import (
     EquilibriumPath,
     curve_marks,
@@ -86,10 +101,6 @@ def _pyplot() -> Any:
     return plt
 
 
-#: gid of a figure a plot function made for itself (a legend below its axes may make it taller).
-OWN_FIGURE = "saddlelab-figure"
-
-
 def _axes(ax: Any) -> Any:
     if ax is not None:
         return ax
@@ -138,63 +149,6 @@ def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequen
                     annotation_clip=False)
 
 
-#: More legend entries than this in a figure of scattered points go below the axes.
-LEGEND_INSIDE = 5
-#: Points between the lowest text under the axes (x label, caption) and a legend below them.
-LEGEND_GAP = 4.0
-
-
-def _depth_below(ax: Any, renderer: Any) -> float:
-    """Points from the bottom of the axes to the bottom of what is written under it (tick labels, x label,
-    caption): offsets in points, which no layout changes."""
-    legend = ax.get_legend()
-    if legend is not None:
-        legend.remove()
-    bottom = ax.get_tightbbox(renderer).y0
-    return (ax.get_window_extent(renderer).y0 - bottom) * 72.0 / ax.figure.dpi
-
-
-def _final_width(ax: Any, renderer: Any) -> float:
-    """The width (pixels) the axes will have once laid out: their columns' share of the figure less what is written
-    beside them (tick labels, y label: fixed in points) and the layout's margins (0.3 in); a layout engine may not
-    have widened them yet. Without a layout engine, their present width."""
-    frame = ax.get_window_extent(renderer)
-    spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
-    if spec is None or ax.figure.get_layout_engine() is None:
-        return float(frame.width)
-    tight = ax.get_tightbbox(renderer)
-    beside = max(0.0, frame.x0 - tight.x0) + max(0.0, tight.x1 - frame.x1) + 0.3 * ax.figure.dpi
-    share = len(spec.colspan) / spec.get_gridspec().ncols
-    return max(float(frame.width), share * ax.figure.bbox.width - beside)
-
-
-def _legend(ax: Any, fontsize: str | float = "small", below: bool = False) -> None:
-    """A compact legend inside the axes where it covers least, or (``below``) under the axes' x label and caption,
-    centred, in as many columns as the axes' width holds: the axes keep their width."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return
-    if not below:
-        ax.legend(loc="best", fontsize=fontsize, framealpha=0.85)
-        return
-    from matplotlib.transforms import ScaledTranslation
-
-    renderer = figure_renderer(ax)
-    down = ScaledTranslation(0.0, -(_depth_below(ax, renderer) + LEGEND_GAP) / 72.0, ax.figure.dpi_scale_trans)
-    width = _final_width(ax, renderer)
-    for ncols in range(min(len(handles), 4), 0, -1):
-        legend = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                           bbox_transform=ax.transAxes + down, ncols=ncols, fontsize=fontsize, frameon=False,
-                           borderaxespad=0.0, columnspacing=1.2, handlelength=1.8)
-        if legend.get_window_extent(renderer).width <= width or ncols == 1:
-            break
-    fig = ax.figure
-    if fig.get_gid() == OWN_FIGURE:
-        # a figure of its own grows by the legend's height (once), so that the axes keep theirs
-        fig.set_figheight(fig.get_figheight() + (legend.get_window_extent(renderer).height + LEGEND_GAP) / fig.dpi)
-        fig.set_gid(f"{OWN_FIGURE}:grown")
-
-
 def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
     points = result.get("points") or []
     for pt in points:
@@ -202,31 +156,6 @@ def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
             if is_number(value_of(pt, name)) and not isinstance(value_of(pt, name), bool):
                 return name
     return None
-
-
-def branch_title(name: str) -> str:
-    """A branch as a legend names it: words, not an identifier (``weakly_specialized_unstable`` → "weakly
-    specialized"; the dashed line says it is unstable), a readout-law qualifier kept (``specialized[|v|>=0.5]`` →
-    "specialized, |v| ≥ 0.5")."""
-    base, _, qualifier = name.partition("[")
-    if base.endswith("_unstable") and base != "unstable":
-        base = base[: -len("_unstable")]
-    words = base.replace("_", " ").strip()
-    if qualifier:
-        words += ", " + qualifier.rstrip("]").replace(">=", " ≥ ").replace("<=", " ≤ ")
-    return words
-
-
-def _style_entry(ax: Any, label: str, **style: Any) -> None:
-    """A legend entry for a line style (what dashed or thin means), once per axes."""
-    if label not in ax.get_legend_handles_labels()[1]:
-        ax.plot([], [], color="0.3", label=label, gid=LEGEND_ENTRY, **style)
-
-
-#: gid of a line drawn only for its legend entry.
-LEGEND_ENTRY = "legend-entry"
-#: Legend entries that say what a line style means.
-UNSTABLE, METASTABLE = "unstable (dashed)", "metastable (thin)"
 
 
 def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Sequence[str], prefix: str = "",
@@ -264,9 +193,9 @@ def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Seq
                     gid=LEGEND_ENTRY)
             labelled.add(label)
     if unstable_unnamed:
-        _style_entry(ax, UNSTABLE, linestyle=STABILITY_STYLE[False], linewidth=linewidth)
+        style_entry(ax, UNSTABLE, linestyle=STABILITY_STYLE[False], linewidth=linewidth)
     if metastable:
-        _style_entry(ax, METASTABLE, linestyle=STABILITY_STYLE[True], linewidth=linewidth * METASTABLE_WIDTH)
+        style_entry(ax, METASTABLE, linestyle=STABILITY_STYLE[True], linewidth=linewidth * METASTABLE_WIDTH)
 
 
 def _jumps(path: EquilibriumPath, result: Mapping[str, Any]) -> list[float]:
@@ -313,7 +242,7 @@ def branch_diagram(
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
     _caption(ax, result, labels, [parameter], caption)
-    _legend(ax)
+    place_legend(ax)
     return ax
 
 
@@ -370,7 +299,7 @@ def learning_curve(
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
     _caption(ax, result, labels, [parameter], caption)
-    _legend(ax)
+    place_legend(ax)
     return ax
 
 
@@ -444,7 +373,7 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
     ax.set_xlabel(labels("rho"))
     ax.set_ylabel(labels("potential_curve.value"))
     _caption(ax, data, labels, (), caption)
-    _legend(ax)
+    place_legend(ax)
     return ax
 
 
@@ -616,7 +545,7 @@ def phase_diagram(
     ax.set_xlabel(labels(p2))
     ax.set_ylabel(labels(p1))
     _caption(ax, result, labels, names, caption)
-    _legend(ax, fontsize="x-small", below=True)
+    place_legend(ax, fontsize="x-small", below=True)
     return ax
 
 
@@ -636,46 +565,6 @@ def _component(value: Any, component: int | None) -> float | None:
             raise ValueError("a vector observable: pass component=")
         value = value[component]
     return None if value is None else float(value)
-
-
-#: An estimate is drawn as converged when its R-hat is at most RHAT_MAX and its bulk ESS at least ESS_MIN (the
-#: experiments' convergence rule); otherwise hollow, and named in the caption.
-RHAT_MAX, ESS_MIN = 1.01, 400.0
-UNCONVERGED = "not converged (hollow)"
-
-
-#: A point that did not converge: (parameter value, its R-hat, its bulk ESS).
-Unconverged = tuple[float, float | None, float | None]
-
-
-def _converged(est: Mapping[str, Any], component: int | None) -> tuple[bool, float | None, float | None]:
-    """Whether an estimate passes the convergence rule, with its R-hat and bulk ESS."""
-    rhat, ess = _component(est.get("rhat"), component), _component(est.get("ess"), component)
-    bad = (rhat is not None and rhat > RHAT_MAX) or (ess is not None and ess < ESS_MIN)
-    return not bad, rhat, ess
-
-
-def _diagnostics(rows: Sequence[Unconverged]) -> str:
-    """The diagnostics that fail the rule: R-hat (the worst of several points) where it exceeds :data:`RHAT_MAX`,
-    ESS (the least) where it falls below :data:`ESS_MIN`."""
-    rhats = [r for _, r, _ in rows if r is not None and r > RHAT_MAX]
-    esses = [e for _, _, e in rows if e is not None and e < ESS_MIN]
-    several = len(rows) > 1
-    words = (f"R-hat {'up to ' if several else ''}{max(rhats):.3f}" if rhats else "",
-             f"ESS {'from ' if several else ''}{min(esses):.0f}" if esses else "")
-    return ", ".join(w for w in words if w)
-
-
-#: The head of the caption's line that names the hollow points.
-HOLLOW = f"hollow: not converged (R-hat > {RHAT_MAX:g} or ESS < {ESS_MIN:g}): "
-
-
-def _unconverged_note(points: Mapping[str, Sequence[Unconverged]], parameter: str, head: bool = True) -> str:
-    """The caption's line naming the hollow points: each run at its parameter values, with the diagnostics that
-    fail (``head``: after :data:`HOLLOW`)."""
-    parts = [f"{label} at {parameter} = {', '.join(f'{x:g}' for x, _, _ in rows)} ({_diagnostics(rows)})"
-             for label, rows in points.items()]
-    return (HOLLOW if head else "") + "; ".join(parts)
 
 
 def _experiment_model(results: Any) -> Mapping[str, Any] | None:
@@ -767,7 +656,8 @@ def theory_vs_experiment(
             mean, err = _component(est["mean"], component), _component(est["stderr"], component)
             if mean is None:
                 continue
-            ok, rhat, ess = _converged(est, component)
+            rhat, ess = _component(est.get("rhat"), component), _component(est.get("ess"), component)
+            ok = passes(rhat, ess)
             xs, ys, es = rows[ok]
             xs.append(_x_of(pt, x))
             ys.append(mean)
@@ -790,13 +680,13 @@ def theory_vs_experiment(
     ylabel = labels(observable)
     ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
     model = (sweep or {}).get("model") or _experiment_model(first)
-    note = _unconverged_note(unconverged, labels(parameter)) if unconverged else None
+    note = unconverged_note(unconverged, labels(parameter)) if unconverged else None
     written = next((t for t in ax.texts if t.get_gid() == CAPTION), None)
     if caption is False and note and written is not None:
         # another result's caption is under these axes already: its unconverged points are named there too
         old = written.get_text()
         if HOLLOW.strip() in " ".join(old.split()):
-            more = _unconverged_note(unconverged, labels(parameter), head=False)
+            more = unconverged_note(unconverged, labels(parameter), head=False)
             lines = old.split("\n")
             start = next(i for i, line in enumerate(lines) if line.startswith("hollow:"))
             hollow = " ".join(" ".join(lines[start:]).split())
@@ -806,7 +696,7 @@ def theory_vs_experiment(
     else:
         _caption(ax, {"model": model}, labels, [parameter], caption, note)
     # experiments are scattered over the whole axes: a long legend would cover some of them
-    _legend(ax, below=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
+    place_legend(ax, below=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
     return ax
 
 
