@@ -11,6 +11,7 @@ from benchmarks.common import Ratio, print_table
 MODULES = [
     "benchmarks.bench_kernel_renormalization",
     "benchmarks.bench_sweep_cost",
+    "benchmarks.bench_continuation_cost",
     "benchmarks.bench_hciz_mlp",
     "benchmarks.bench_matrix_denoising",
     "benchmarks.bench_rubin_cavity",
