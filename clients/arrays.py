@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clients.array_labels import Labels, Quantities, label_all
+from clients.install_hints import install_hint
 from clients.names import GROUPS, flatten, is_number
 from clients.tables import branch_names, branch_of, parameter_names
 
@@ -45,7 +46,7 @@ def _xr() -> Any:
     try:
         import xarray as xr
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError('labelled arrays need xarray: pip install "saddlelab-client[arrays]"') from exc
+        raise ImportError(install_hint("labelled arrays", "arrays")) from exc
     return xr
 
 

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clients.from_arrays import as_result
+from clients.install_hints import install_hint
 from clients.names import UnknownQuantity, is_number
 from clients.plot_convergence import HOLLOW, UNCONVERGED, Unconverged, passes, unconverged_note
 from clients.plot_labels import Symbols, caption, line_name, transition_name
@@ -97,7 +98,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("clients.plot needs matplotlib: pip install matplotlib") from exc
+        raise ImportError(install_hint("clients.plot", "plot")) from exc
     return plt
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from clients.install_hints import install_hint
+
 #: Figure widths in inches: one column and two columns of a two-column journal page (APS, NeurIPS, ICML ≈ 3.3–3.5
 #: and 6.75–7.1 in).
 WIDTHS = {"single": 3.4, "double": 7.0}
@@ -74,7 +76,7 @@ def _matplotlib() -> Any:
         import matplotlib
         import matplotlib.pyplot
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("clients.plot needs matplotlib: pip install matplotlib") from exc
+        raise ImportError(install_hint("clients.plot", "plot")) from exc
     return matplotlib
 
 

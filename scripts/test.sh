@@ -8,7 +8,7 @@
 # pytest: `./scripts/test.sh tests/service -x`, or `-n 0` for a single process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh test
+./scripts/setup.sh test,arrays,plot
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from clients import Client, SaddleLabError, experiment_csv, to_csv
+from clients.install_hints import install_hint
 from clients.tables import ALL_BRANCHES
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -352,8 +353,7 @@ def _netcdf_target(args: argparse.Namespace) -> str | None:
         import h5py  # noqa: F401
         import xarray  # noqa: F401
     except ImportError:
-        raise UsageError('--format netcdf needs xarray, h5netcdf and h5py: pip install "saddlelab-client[arrays]"'
-                         ) from None
+        raise UsageError(install_hint("--format netcdf", "arrays")) from None
     return args.output
 
 
