@@ -125,13 +125,14 @@ class Client:
         return self._tables[theory]
 
     def to_xarray(self, result: Mapping[str, Any]) -> Any:
-        """The result as labelled arrays (``clients.arrays.to_xarray``) with the theory's symbols and dims; an
-        experiment as its ArviZ ``DataTree`` (:meth:`ExperimentResult.to_datatree`). Needs the ``arrays`` extra."""
+        """The result as labelled arrays (``clients.arrays.to_xarray``) with the theory's symbols, units and dims (the
+        result's own ``quantities``; the served table for a result without them); an experiment as its ArviZ
+        ``DataTree`` (:meth:`ExperimentResult.to_datatree`). Needs the ``arrays`` extra."""
         if isinstance(result, ExperimentResult):
             return result.to_datatree()
         from clients.arrays import to_xarray
 
-        return to_xarray(result, self.quantities(result["theory"]))
+        return to_xarray(result, None if result.get("quantities") else self.quantities(result["theory"]))
 
     def solve(self, model: Mapping[str, Any], solver: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Solve one spec: every branch, the equilibrium, diagnostics (``cached`` says if it was computed before)."""
