@@ -6,10 +6,11 @@ from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from service.result_schemas import JobResult
+from service.result_schemas import JobResult, QuantityEntry
 from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
 from solvers.theories import registry
+from solvers.theories.quantities import GROUPS
 
 
 def _members(spec_model: Any) -> list[type[BaseModel]]:
@@ -221,18 +222,13 @@ class Health(BaseModel):
     auth: Literal["api_key", "open"] = "open"
 
 
-class QuantityInfo(BaseModel):
-    """One quantity of a theory's table: the name used everywhere (results, tables, arrays, plots)."""
+class QuantityInfo(QuantityEntry):
+    """One quantity of a theory's table: the name used everywhere (results, tables, arrays, plots), and the entry a
+    result carries about it."""
 
     name: str = Field(description="Dotted name (`class_distance.D2`; a record table's column: `potential_wells.rho`).")
-    symbol: str = Field(description="The papers' symbol, as matplotlib mathtext (`$D^2$`).")
     description: str = Field(description="What the quantity is, in one line.")
-    long_name: str = Field(description="The CF `long_name` of the quantity's arrays (its description).")
-    units: str = Field(description="CF-style units; `1` when dimensionless.")
-    role: Literal["headline", "order_parameter", "observable", "parameter", "diagnostic"] = Field(
-        description="What the quantity is for: the theory's headline (one per theory: what a learning curve shows "
-        "first), an order parameter, an observable, a spec field, or a diagnostic of the computation.")
-    groups: list[Literal["parameters", "order_parameters", "observables", "branch"]] = Field(
+    groups: list[Literal[GROUPS]] = Field(  # type: ignore[valid-type]
         description="Where it appears: a spec field (`parameters`), an order parameter, an observable.")
     dims: list[str] = Field(description="Dimension names of an array-valued quantity (empty for a scalar).")
 
