@@ -123,10 +123,17 @@ def main() -> None:
     parser.add_argument("--theory-data", default=THEORY)
     parser.add_argument("--replicas", type=int, default=REPLICAS)
     parser.add_argument("--replot", action="store_true", help="table and figure from the stored results")
+    parser.add_argument("--reduced-only", action="store_true",
+                        help="solve the reduced treatments again into the stored theory results")
     args = parser.parse_args()
     if args.replot:
         print(table(load(args.data), load(args.theory_data)))
         figure(load(args.data), load(args.theory_data), args.figure)
+        return
+    if args.reduced_only:
+        stored_theory = load(args.theory_data)
+        stored_theory["reduced"] = reduced_treatments(TEMPERATURES)
+        save(args.theory_data, stored_theory)
         return
     if args.theory_only:
         stored_theory = {"sizes": SIZE, "unreduced": unreduced(args.replicas)}

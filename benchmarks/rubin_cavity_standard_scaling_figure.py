@@ -58,7 +58,7 @@ def table(stored: dict[str, Any], theory: dict[str, Any]) -> str:
     size = stored["sizes"]
     out = [f"D = {size['D']}, N = {size['N']}, P = {size['P']}, s_a2 = 1/N, σ_w² = ½, ε = −0.3, training inputs seed "
            f"{size['seed']}, {size['P_test']} fresh inputs. Network: NUTS, readout integrated out; mean ± standard "
-           "error, max R-hat over the row's observables. Theories: value (gap = (network − theory)/error; for the "
+           "error and the R-hat of that observable. Theories: value (gap = (network − theory)/error; for the "
            "unreduced tree level the error combines the network's and the theory's); † = not converged.\n"]
     for name, label, digits in (("R", "R = E[ρ²]", 4), ("b", "b (training)", 4), ("c", "c (training)", 4),
                                 ("b_test", "b_test (fresh inputs)", 4),
@@ -108,8 +108,9 @@ def figure(stored: dict[str, Any], theory: dict[str, Any], path: str) -> None:
             pts = [(r["T"], _derived(r, name), r.get("converged")) for r in theory.get("reduced", {}).get(red, [])]
             good = sorted((T, v) for T, v, ok in pts if ok and v is not None)
             bad = [(T, v) for T, v, ok in pts if not ok and v is not None]
-            if good:
-                ax.plot(*zip(*good, strict=True), "s--", color=COLOURS[red], ms=4, lw=1, label=lab)
+            if good:  # mean field drawn as open circles: the reduced tree level lies on top of it
+                style = {"marker": "o", "mfc": "none", "ms": 8} if red == "mean_field" else {"marker": "s", "ms": 4}
+                ax.plot(*zip(*good, strict=True), ls="--", color=COLOURS[red], lw=1, label=lab, **style)
             if bad:
                 ax.plot(*zip(*bad, strict=True), "x", color=COLOURS[red], ms=7, label=f"{lab}, not converged")
         net = sorted((p["T"], *_network(p, name)) for p in stored["points"])
@@ -118,8 +119,13 @@ def figure(stored: dict[str, Any], theory: dict[str, Any], path: str) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("T")
         ax.set_title(label, fontsize=10)
+    failed = {lab: sorted(r["T"] for r in theory.get("reduced", {}).get(red, []) if not r.get("converged"))
+              for red, lab in REDUCED_NAMES.items()}
+    note = "; ".join(f"{lab}: no solution at T = {', '.join(f'{t:g}' for t in ts)}" for lab, ts in failed.items() if ts)
     axes[0].legend(fontsize=7)
+    if note:
+        fig.text(0.5, 0.01, note, ha="center", fontsize=8)
     fig.suptitle("rubin_cavity at standard scaling: D = 30, N = 60, P = 200, s_a2 = 1/N (training seed 0)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
