@@ -26,6 +26,7 @@ from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.roots import bracketed_root
+from solvers.core.step_size import next_step
 
 OnStep = Callable[["CurvePoint"], None]
 #: The corrector computes a fresh Jacobian where its residual shrinks by less than this factor in a step.
@@ -335,11 +336,7 @@ def trace_curve(
             pts.append(new)
             if on_step is not None:
                 on_step(new)
-            # Newton-count step control, clamped to [ds_min, ds_max].
-            if nit <= copt.newton_target - 1:
-                ds = min(copt.ds_max, ds * 1.5)
-            elif nit > copt.newton_target:
-                ds = max(copt.ds_min, ds * 0.6)
+            ds = next_step(ds, nit, copt)
             t_new = float(z[n])
             if t_new < -margin_t or t_new > 1 + margin_t:
                 break

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from solvers.core.lines.options import LineOptions
+from solvers.core.step_size import next_step
 
 
 class System(Protocol):
@@ -318,14 +319,6 @@ class Arclength:
                 break
             ds = next_step(ds, nit, opt)
         return path
-
-
-def next_step(ds: float, nit: int, opt: LineOptions) -> float:
-    """BifurcationKit's rule: grow by 1 + ½((N_max − n)/N_max)², shrink by 0.6 past the target, clamp."""
-    if nit > opt.newton_target:
-        return max(opt.ds_min, 0.6 * ds)
-    factor = (opt.newton_max - nit) / opt.newton_max
-    return min(opt.ds_max, ds * (1.0 + 0.5 * factor * factor))
 
 
 def _sign_change(a: float, b: float) -> bool:
