@@ -5,8 +5,8 @@ real redis-server, on loopback.
    limit) is computed on the worker (each point carries the predictor at every test point, about 420 kB); its
    stored points are then repeated in Redis up to the most points ``job_stored_bytes`` admits at that size. Twenty
    clients read its first pages (the default page: ``result_page_bytes``) at once, while ``/healthz`` is asked
-   every 50 ms and the API's resident memory is sampled: prints the health latencies (p50, p99, max), the API's peak memory over its idle
-   memory, the seconds per reader and any failed request.
+   every 50 ms and the API's resident memory is sampled: prints the health latencies (p50, p99, max), the API's
+   peak memory over its idle memory, the seconds per reader and any failed request.
 2. **Long-polls on a big job.** A 2 000 × 20 phase diagram stays queued (no worker); twenty requests of one key
    hold ``?wait=30`` on it while another key asks for a cached solve: prints that solve's latency idle and
    during the long-polls (p50, p99) and their ratio.
