@@ -114,8 +114,10 @@ def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[st
     for name, value in _settings(model).items():
         if name in NAMING_FIELDS or name in OUTPUT_FIELDS or name in exclude:
             continue
-        shown = number(value) if is_number(value) else value
-        parts.append(f"{symbols(name)} = {shown}")
+        if is_number(value):
+            parts.append(f"{symbols(name)} = {number(value)}")
+        else:
+            parts.append(f"{_setting_name(name, symbols)} = {_words(str(value))}")
     if not parts:
         return head or None
     lines, line = [], f"{head}: " if head else ""
@@ -129,6 +131,19 @@ def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[st
     if len(lines) > CAPTION_LINES:
         lines = [*lines[:CAPTION_LINES - 1], lines[CAPTION_LINES - 1].rstrip(", ") + ", …"]
     return "\n".join(lines)
+
+
+def _words(identifier: str) -> str:
+    """An option's identifier as words (``mean_field`` → "mean field")."""
+    return identifier.replace("_", " ")
+
+
+def _setting_name(name: str, symbols: Symbols) -> str:
+    """A setting chosen by a word (an activation, a treatment): its symbol where the table has one, else its name
+    in words, a nested setting's ``name`` field standing for the setting (``activation.name`` → "activation")."""
+    if symbols(name) != name:
+        return symbols(name)
+    return _words(name.removesuffix(".name"))
 
 
 def _shown(value: Any) -> bool:
