@@ -414,9 +414,28 @@ def equilibrium_spans(result: Mapping[str, Any]) -> list[tuple[str, float, float
         after = segments[i + 1] if i + 1 < len(segments) else None
         left = _boundary(result, before, seg) if before is not None else None
         right = _boundary(result, seg, after) if after is not None else None
-        out.append((seg.branch, float(left["parameter"]) if left is not None else seg.xs[0],
-                    float(right["parameter"]) if right is not None else seg.xs[-1]))
+        lo = float(left["parameter"]) if left is not None else _reach(result, seg, -1)
+        hi = float(right["parameter"]) if right is not None else _reach(result, seg, +1)
+        out.append((seg.branch, lo, hi))
     return out
+
+
+def _reach(result: Mapping[str, Any], seg: _Segment, side: int) -> float:
+    """How far an equilibrium reaches beyond its last (``side`` +1) or first (-1) requested value where no other
+    equilibrium follows: to its own transition (a stability loss, a fold) before the next requested value, else
+    that requested value itself."""
+    edge = seg.xs[-1] if side > 0 else seg.xs[0]
+    xs = sorted(float(p["parameter"]) for p in result.get("points", []) if is_number(p.get("parameter")))
+    beyond = [x for x in xs if (x - edge) * side > 0]
+    if not beyond:
+        return edge
+    limit = beyond[0] if side > 0 else beyond[-1]
+    own = [float(t["parameter"]) for t in result.get("transitions", [])
+           if seg.branch in (t.get("branches") or ()) and is_number(t.get("parameter"))
+           and min(edge, limit) < t["parameter"] <= max(edge, limit)]
+    if not own:
+        return edge
+    return min(own) if side > 0 else max(own)
 
 
 def split_metastable(result: Mapping[str, Any], pieces: Sequence[Stretch]) -> list[tuple[Stretch, bool]]:

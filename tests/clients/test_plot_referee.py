@@ -360,3 +360,29 @@ def test_a_caption_writes_chosen_settings_in_words_not_identifiers() -> None:
         assert shown in " ".join(text.split()), text
     settings = text.split(": ", 1)[1]  # after the theory's name
     assert "_" not in settings  # no identifier left
+
+
+def test_an_equilibrium_that_ends_at_its_stability_loss_is_not_thinned_before_it() -> None:
+    """Past u = 34.9066 the centre is unstable and no other branch was traced (a diagram of depth 0): the centre is
+    the equilibrium up to its stability loss, drawn at full width to there, and nothing is metastable."""
+    sweep = json.loads(json.dumps(load("potential_sweep")))
+    for curve in sweep["curves"]:
+        keep = [i for i, b in enumerate(curve["branch"]) if b == "center"]
+        for key, column in list(curve.items()):
+            if isinstance(column, list) and len(column) == len(curve["branch"]):
+                curve[key] = [column[i] for i in keep]
+        for group in ("order_parameters", "observables"):
+            for key, column in (curve.get(group) or {}).items():
+                curve[group][key] = [column[i] for i in keep]
+        curve["special"] = []
+    sweep["curves"] = [c for c in sweep["curves"] if c["branch"]]
+    for pt in sweep["points"]:
+        pt["branches"] = [b for b in pt["branches"] if b["name"] == "center"]
+        pt["equilibrium"] = "center" if pt["branches"] and pt["branches"][0]["stable"] else None
+    sweep["transitions"] = [{**t, "branches": ["center"]} for t in sweep["transitions"]
+                            if t["kind"] != "first_order" and "center" in t["branches"]]
+    assert [round(t["parameter"], 4) for t in sweep["transitions"]] == [34.9066]
+    ax = plot.branch_diagram(sweep, "rho")
+    assert "metastable (thin)" not in legend_texts(ax)
+    solid = [ln for ln in branch_lines(ax) if ln.get_linestyle() == "-"]
+    assert max(max(ln.get_xdata()) for ln in solid) == pytest.approx(34.9066, abs=1e-3)
