@@ -133,20 +133,12 @@ def limit_address_space(extra_bytes: int) -> int:
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """Have the kernel SIGKILL this process as soon as its parent ends (Linux; elsewhere nothing changes).
 
     A parent that ended before the request took effect has already handed this process to another: then it ends
-    itself at once."""
-    # The fork server (this process's parent) exits when no process holds its "alive" pipe any more: the API's
-    # copy, and the one each forked child inherits. A child that kept its copy would keep the fork server, and
-    # so itself, alive after the API is gone; it never starts processes of its own, so it lets it go.
-    alive = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
-    if alive is not None:
-        with contextlib.suppress(OSError):
-            os.close(alive)
-        forkserver._forkserver._forkserver_alive_fd = None
-    parent = os.getppid()
+    itself at once. ``parent``: the pid it must be (default: the parent at the call)."""
+    parent = parent or os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -156,8 +148,20 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _release_fork_server() -> None:
+    """The fork server (this process's parent) exits when no process holds its "alive" pipe any more: the API's
+    copy, and the one each forked child inherits. A child that kept its copy would keep the fork server, and so
+    itself, alive after the API is gone; it never starts processes of its own, so it lets it go."""
+    alive = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
+    if alive is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        forkserver._forkserver._forkserver_alive_fd = None
+
+
 def _child_main(conn: Any, target: Callable[..., Any], args: tuple[Any, ...], memory_bytes: int | None,
                 alarm_seconds: float | None) -> None:
+    _release_fork_server()
     die_with_parent()
     if alarm_seconds:
         signal.alarm(max(1, math.ceil(alarm_seconds)))

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import ctypes.util
 import gc
 import logging
 import os
@@ -50,7 +48,7 @@ from rq import Queue, Worker
 from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 
-from service.isolation import limit_address_space
+from service.isolation import die_with_parent, limit_address_space
 from service.redis_link import UNREACHABLE, is_transient
 from service.settings import get_settings
 from service.worker_health import PROCESS_START_FIELD, check, process_start, worker_name
@@ -180,7 +178,7 @@ class SaddleLabWorker(Worker):
     def main_work_horse(self, job: Any, queue: Queue) -> None:
         from service.kernel import stops
 
-        _die_with_parent(self.pid)
+        die_with_parent(self.pid)
         signal.signal(signal.SIGUSR1, lambda *_: stops.HANDOFF.set())
         memory = get_settings().max_solve_memory_bytes
         if memory and memory > 0:
@@ -211,19 +209,6 @@ class SaddleLabWorker(Worker):
                 self.log.warning("Worker %s: stopping and Redis unreachable for %.0f s: ending the running line",
                                  self.name, waited)
                 self.kill_horse()
-
-
-def _die_with_parent(parent: int | None) -> None:
-    """Ask Linux to SIGKILL this process when its parent (the worker) dies."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if parent and os.getppid() != parent:  # the worker died before the request was in place
-        os._exit(1)
 
 
 def connect(url: str) -> redis.Redis:
