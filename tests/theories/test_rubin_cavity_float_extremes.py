@@ -5,10 +5,12 @@ never an exception. Checked against closed forms that do not share the code's ar
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
+from solvers.theories.rubin_cavity.common import variance_term as vt
 from solvers.theories.rubin_cavity.common.closure import residual_coefficients
 from solvers.theories.rubin_cavity.common.erf_projections import SQRT6
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
@@ -56,3 +58,24 @@ def test_the_potential_far_out_is_its_large_s_limit(rho: float) -> None:
     limit = s / (2 * p.sigma_w2) - (2 * p.u / math.pi) * t * (p.b - 2 * p.c * t) ** 2
     assert float(p.value(rho)) == pytest.approx(limit, rel=1e-12)
     assert math.isfinite(float(p.grad(rho))) and math.isfinite(float(p.hess(rho)))
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_the_mode_terms_match_their_closed_forms_and_stay_finite_far_out(order: int) -> None:
+    """The standard-scaling variance's mode terms, written in s/h and 1/h, against their forms in powers of h (at
+    ordinary s, in exact rational arithmetic) and finite where h**3 overflowed a plain float."""
+    sigma_w2 = 0.5
+    c, c13, c33 = (Fraction(x) for x in (vt.FOUR_OVER_PI, vt._C13, vt._C33))
+    sw = Fraction(sigma_w2)
+    h0 = 1 + 2 * sw
+    for s in (0.01, 0.7, 3.0, 250.0):
+        S = Fraction(s)
+        h = h0 + 2 * S
+        exact = {
+            0: (c * S / h, 2 * c13 * S * S / h**2, c33 * S**3 / h**3, c * sw / h),
+            1: (c * h0 / h**2, 4 * c13 * h0 * S / h**3, 3 * c33 * h0 * S * S / h**4, -2 * c * sw / h**2),
+            2: (-4 * c * h0 / h**3, 4 * c13 * h0 * (h0 - 4 * S) / h**4, 6 * c33 * h0 * S * (h0 - 2 * S) / h**5,
+                8 * c * sw / h**3),
+        }[order]
+        assert vt.mode_terms(s, sigma_w2, order) == pytest.approx([float(x) for x in exact], rel=1e-12, abs=1e-300)
+    assert all(math.isfinite(x) for x in vt.mode_terms(1e120, sigma_w2, order))

@@ -58,20 +58,25 @@ def mode_terms(s: Real, sigma_w2: float, order: int = 0) -> tuple[Real, Real, Re
     """(A11, 2 A13, A33, a⊥²) (order 0) or their first (1) or second (2) s-derivative, a⊥² = (4/π) σ_w²/h."""
     h0 = 1.0 + 2.0 * sigma_w2
     h = h0 + 2.0 * s
+    # In t = s/h < 1/2 and w = 1/h <= 1/h0, never powers of h or s: h**3 of a plain float raises OverflowError once
+    # s passes ~1e102 (the far tail of a deep potential), where these terms are only bounded.
+    t, w = s / h, 1.0 / h
     if order == 0:
-        return FOUR_OVER_PI * s / h, 2.0 * _C13 * s * s / h**2, _C33 * s**3 / h**3, FOUR_OVER_PI * sigma_w2 / h
+        return FOUR_OVER_PI * t, 2.0 * _C13 * t * t, _C33 * t * t * t, FOUR_OVER_PI * sigma_w2 * w
+    w2 = w * w
     if order == 1:
         return (
-            FOUR_OVER_PI * h0 / h**2,
-            4.0 * _C13 * h0 * s / h**3,
-            3.0 * _C33 * h0 * s * s / h**4,
-            -2.0 * FOUR_OVER_PI * sigma_w2 / h**2,
+            FOUR_OVER_PI * h0 * w2,
+            4.0 * _C13 * h0 * t * w2,
+            3.0 * _C33 * h0 * t * t * w2,
+            -2.0 * FOUR_OVER_PI * sigma_w2 * w2,
         )
+    w3 = w2 * w
     return (
-        -4.0 * FOUR_OVER_PI * h0 / h**3,
-        4.0 * _C13 * h0 * (h0 - 4.0 * s) / h**4,
-        6.0 * _C33 * h0 * s * (h0 - 2.0 * s) / h**5,
-        8.0 * FOUR_OVER_PI * sigma_w2 / h**3,
+        -4.0 * FOUR_OVER_PI * h0 * w3,
+        4.0 * _C13 * h0 * (h0 * w - 4.0 * t) * w3,
+        6.0 * _C33 * h0 * t * (h0 * w - 2.0 * t) * w3,
+        8.0 * FOUR_OVER_PI * sigma_w2 * w3,
     )
 
 
@@ -85,7 +90,7 @@ def _v(q: Real, order: int) -> Real:
     r = math.sqrt(1.0 + 4.0 * q)
     if order == 1:
         return FOUR_OVER_PI / (a * r)
-    return FOUR_OVER_PI * (-2.0 / (a * a * r) - 2.0 / (a * r**3))
+    return FOUR_OVER_PI * (-2.0 / (a * a * r) - 2.0 / (a * r * r * r))
 
 
 def variance(s: Real, sigma_w2: float, ell: Learnability, order: int = 0) -> Real:
