@@ -32,7 +32,8 @@ Values = Mapping[str, Any] | Iterable[float]
 
 
 def values_spec(values: Any) -> Any:
-    """A list of numbers (lists, tuples, ranges, numpy arrays) or a ``{"start", "stop", "num"}`` mapping."""
+    """A list of numbers (lists, tuples, ranges, numpy arrays) or a ``{"start", "stop", "num"}`` mapping (with
+    ``"scale": "log"``: evenly spaced on a log scale)."""
     if isinstance(values, Mapping):
         return dict(values)
     if hasattr(values, "tolist"):
