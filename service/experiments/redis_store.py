@@ -80,6 +80,8 @@ class ExperimentKeys(RecordKeys):
 class RedisStore(RedisRecord):
     """:class:`~service.experiments.store.ExperimentStore` in Redis; used by the API and inside the workers."""
 
+    KEYS = ExperimentKeys
+
     def __init__(self, client: redis.Redis, ttl: int):
         super().__init__(client, ttl)
         self._finish = client.register_script(_FINISH)
@@ -87,12 +89,6 @@ class RedisStore(RedisRecord):
         self._put_point = client.register_script(_PUT_POINT)
 
     # ---- the record -------------------------------------------------------------------------
-    def record_key(self, key: str) -> str:
-        return ExperimentKeys(key).meta
-
-    def log_key(self, key: str) -> str:
-        return ExperimentKeys(key).log
-
     def mark_started(self, job_id: str) -> float:
         """Running from now (once); the time the first chain started."""
         keys = ExperimentKeys(job_id)

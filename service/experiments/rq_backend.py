@@ -27,7 +27,7 @@ from service.experiments.redis_store import ExperimentKeys, RedisStore
 from service.experiments.runner import finalize, n_chains, n_points
 from service.kernel.ownership import ACTIVE
 from service.kernel.records import text
-from service.kernel.rq_units import QUEUE, Reconciler, enqueue_unit, lost_unit, redis_guard, stop_rq_job
+from service.kernel.rq_units import QUEUE, Reconciler, enqueue_unit, redis_guard, stop_rq_job
 from service.redis_link import RedisLink
 from service.serialize import dumps as _dumps
 from service.settings import Settings
@@ -174,26 +174,18 @@ class RQExperiments:
 
     def _reconcile(self, job_id: str, meta: dict[str, str] | None = None) -> str | None:
         """An active experiment whose chain failed for good in RQ (retries used up, lost) is marked failed."""
-        meta = meta or self.store.meta(job_id)
-        if meta is None:
-            return None
-        self._reconciled.mark(job_id)
-        if meta["status"] not in ACTIVE:
-            return meta["status"]
-        points, chains = int(meta["points"]), int(meta["chains"])
-        assembled = self.store.points_done(job_id)
-        pending = [((p, c), meta.get(f"rq:{p}:{c}")) for p in range(points) if p not in assembled
-                   for c in range(chains) if c not in self.store.chains_done(job_id, p)]
+
+        def pending(meta: dict[str, str]) -> list[tuple[tuple[int, int], str | None]]:
+            assembled = self.store.points_done(job_id)
+            return [((p, c), meta.get(f"rq:{p}:{c}")) for p in range(int(meta["points"])) if p not in assembled
+                    for c in range(int(meta["chains"])) if c not in self.store.chains_done(job_id, p)]
 
         def moved_on(unit: tuple[int, int], rid: str | None) -> bool:
             p, c = unit
             return c in self.store.chains_done(job_id, p) or (self.store.meta(job_id) or {}).get(f"rq:{p}:{c}") != rid
 
-        reason = lost_unit(self.link.client, pending, lambda u: f"point {u[0]} chain {u[1]}", moved_on)
-        if reason is not None:
-            self.store.fail(job_id, reason)
-        fresh = self.store.meta(job_id)
-        return fresh["status"] if fresh else None
+        return self._reconciled.check(self.store, job_id, meta, self.link, pending,
+                                      lambda u: f"point {u[0]} chain {u[1]}", moved_on)
 
     # ---- cancel -----------------------------------------------------------------------------
     def cancel(self, job_id: str) -> bool:

@@ -28,8 +28,8 @@ from service.jobs.backend import Page, RawJSON, job_kind, line_count, line_total
 from service.jobs.store import JobKeys, JobStore
 from service.kernel.ownership import ACTIVE, JobLimitExceeded, owner_tag, public_id
 from service.kernel.records import text
-from service.kernel.rq_units import QUEUE, Reconciler, enqueue_unit, lost_unit, redis_guard, stop_rq_job
-from service.redis_link import RedisLink, is_full
+from service.kernel.rq_units import QUEUE, Reconciler, enqueue_unit, redis_guard, stop_rq_job
+from service.redis_link import RedisLink
 from service.secrets import InstanceSecret
 from service.serialize import dumps
 from service.settings import Settings
@@ -233,30 +233,16 @@ class RQJobs:
         return None
 
     def _reconcile(self, key: str, meta: dict[str, str] | None = None) -> str | None:
-        """An active computation whose RQ job failed for good (retries used up, lost) is marked failed."""
-        meta = meta or self.store.meta(key)
-        if meta is None:
-            return None
-        self._reconciled.mark(key)
-        if meta["status"] not in ACTIVE:
-            return meta["status"]
-        n = int(meta["lines"])
-        done = self.store.lines_done(key)
-        pending = [(c, meta.get(f"rq:{c}")) for c in range(n) if c not in done]
+        """An active computation whose line failed for good in RQ (retries used up, lost) is marked failed."""
+
+        def pending(meta: dict[str, str]) -> list[tuple[int, str | None]]:
+            done = self.store.lines_done(key)
+            return [(c, meta.get(f"rq:{c}")) for c in range(int(meta["lines"])) if c not in done]
 
         def moved_on(c: int, rid: str | None) -> bool:
             return c in self.store.lines_done(key) or (self.store.meta(key) or {}).get(f"rq:{c}") != rid
 
-        try:
-            reason = lost_unit(self.link.client, pending, lambda c: f"line {c}", moved_on)
-            if reason is not None:
-                self.store.fail(key, reason)
-        except redis.exceptions.ResponseError as exc:
-            if not is_full(exc):
-                raise
-            self.link.saw_full(exc)  # the verdict cannot be written now; the status is still read
-        fresh = self.store.meta(key)
-        return fresh["status"] if fresh else None
+        return self._reconciled.check(self.store, key, meta, self.link, pending, lambda c: f"line {c}", moved_on)
 
     def ended(self, job_id: str, owner: str | None = None) -> bool:
         """Whether the owner's job has ended (or is not the owner's): its handle and its status field, O(1)

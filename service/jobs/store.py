@@ -130,18 +130,14 @@ class JobKeys(RecordKeys):
 class JobStore(RedisRecord):
     """Reads and writes one instance's job state; used by the API and inside the workers."""
 
+    KEYS = JobKeys
+
     def __init__(self, client: redis.Redis, ttl: int, retry_seconds: float = 0.0):
         super().__init__(client, ttl, retry_seconds)
         self._finish = client.register_script(_FINISH)
         self._withdraw = client.register_script(_WITHDRAW)
         self._copy = client.register_script(_COPY)
         self._add_point = client.register_script(_ADD_POINT)
-
-    def record_key(self, key: str) -> str:
-        return JobKeys(key).meta
-
-    def log_key(self, key: str) -> str:
-        return JobKeys(key).log
 
     # ---- reading ----------------------------------------------------------------------------
     def handle(self, job_id: str) -> dict[str, str] | None:

@@ -67,8 +67,8 @@ def read_hash(client: redis.Redis, name: str) -> dict[str, str] | None:
 
 
 class RedisRecord:
-    """Reads and writes the records of one kind of computation; a kind names its keys (:meth:`record_key`,
-    :meth:`log_key`). ``retry_seconds`` > 0 (workers): :meth:`write` retries while Redis is unreachable or full."""
+    """Reads and writes the records of one kind of computation; a kind names its keys (``KEYS``).
+    ``retry_seconds`` > 0 (workers): :meth:`write` retries while Redis is unreachable or full."""
 
     def __init__(self, client: redis.Redis, ttl: int, retry_seconds: float = 0.0):
         self.r = client
@@ -76,11 +76,14 @@ class RedisRecord:
         self.retry_seconds = float(retry_seconds)
         self._set_status = client.register_script(SET_STATUS)
 
+    #: The kind's keys.
+    KEYS: type[RecordKeys] = RecordKeys
+
     def record_key(self, key: str) -> str:
-        raise NotImplementedError
+        return self.KEYS(key).meta
 
     def log_key(self, key: str) -> str:
-        raise NotImplementedError
+        return self.KEYS(key).log
 
     def write(self, fn: Callable[[], T]) -> T:
         """``fn()``, retried with bounded backoff while Redis is away or full (workers); at once otherwise."""

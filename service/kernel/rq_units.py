@@ -21,7 +21,7 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from service.kernel.ownership import QueueUnavailable
+from service.kernel.ownership import ACTIVE, QueueUnavailable
 from service.redis_link import UNREACHABLE, RedisLink, describe, is_full
 
 U = TypeVar("U")
@@ -143,3 +143,26 @@ class Reconciler:
         if len(self._at) > 10_000:
             self._at.clear()
         self._at[key] = time.monotonic()
+
+    def check(self, store: Any, key: str, meta: dict[str, str] | None, link: RedisLink,
+              pending: Callable[[dict[str, str]], list[tuple[U, str | None]]], label: Callable[[U], str],
+              moved_on: Callable[[U, str | None], bool]) -> str | None:
+        """Mark an active computation failed when one of its ``pending(meta)`` units failed for good in RQ or was
+        lost (:func:`lost_unit`); its status now (None: gone). A full Redis that cannot take the verdict leaves the
+        status as it is (it is still read)."""
+        meta = meta or store.meta(key)
+        if meta is None:
+            return None
+        self.mark(key)
+        if meta["status"] not in ACTIVE:
+            return meta["status"]
+        try:
+            reason = lost_unit(link.client, pending(meta), label, moved_on)
+            if reason is not None:
+                store.fail(key, reason)
+        except redis.exceptions.ResponseError as exc:
+            if not is_full(exc):
+                raise
+            link.saw_full(exc)
+        fresh = store.meta(key)
+        return fresh["status"] if fresh else None
