@@ -9,26 +9,41 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from solvers.core.search_options import SearchOptions
 
 
-class ContinuationOptions(BaseModel):
-    """Pseudo-arclength step control (BifurcationKit-style ``ContinuationPar``)."""
+class ArclengthOptions(BaseModel):
+    """Pseudo-arclength step control (BifurcationKit-style ``ContinuationPar``): one set of defaults for every
+    continuation, a sweep's curves (:class:`ContinuationOptions`) and the two-parameter lines
+    (:class:`~solvers.core.lines.options.LineOptions`).
+
+    Steps are measured in the continuation's scaled coordinates: each parameter divided by the width of its
+    range (the sweep's values, the box of a boundary job), so a step of 0.05 moves at most 5 % of the range.
+    The rule that adapts them is :func:`solvers.core.step_size.next_step`.
+    """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
-    ds: float = Field(0.02, gt=0, description="Initial arclength step, in units of the parameter range.")
-    ds_min: float = Field(1e-6, gt=0, description="Smallest step before a branch is abandoned.")
+    ds: float = Field(0.01, gt=0, description="First arclength step, in units of the parameter range.")
+    ds_min: float = Field(1e-7, gt=0, description="Smallest step; a curve whose corrector fails below it ends.")
     ds_max: float = Field(0.05, gt=0, description="Largest step, in units of the parameter range.")
-    max_steps: int = Field(4000, ge=1, le=100_000, description="Step cap per branch and direction.")
+    newton_max: int = Field(10, ge=2, le=100, description="Corrector iterations before a step is halved.")
     newton_target: int = Field(
-        4, ge=1, le=50, description="Corrector iterations aimed at; steps grow when fewer are needed."
+        5, ge=1, le=50, description="Corrector iterations above which the next step shrinks (by 0.6); at or below "
+        "it the step grows by 1 + ½((newton_max − n)/newton_max)²."
     )
-    newton_max: int = Field(12, ge=2, le=100, description="Corrector iterations before the step is halved.")
-    max_angle: float = Field(0.35, gt=0, le=1.5, description="Largest angle (radians) between successive tangents.")
+    max_angle: float = Field(
+        0.3, gt=0, le=1.5, description="Largest angle (radians) between successive tangents before a step is halved."
+    )
 
     @model_validator(mode="after")
-    def _ordered(self) -> ContinuationOptions:
+    def _ordered(self) -> ArclengthOptions:
         if not self.ds_min <= self.ds <= self.ds_max:
             raise ValueError("need ds_min <= ds <= ds_max")
         return self
+
+
+class ContinuationOptions(ArclengthOptions):
+    """The step control of a sweep's curves."""
+
+    max_steps: int = Field(4000, ge=1, le=100_000, description="Step cap per branch and direction.")
 
 
 class SolverOptions(BaseModel):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from solvers.core.options import ArclengthOptions
 from solvers.core.special_points import SpecialKind
 
 #: The kind of a line is the kind of the special points it is made of.
@@ -11,7 +12,7 @@ LineKind = SpecialKind
 ALL_KINDS: tuple[SpecialKind, ...] = tuple(SpecialKind)
 
 
-class LineOptions(BaseModel):
+class LineOptions(ArclengthOptions):
     """How lines are traced (pseudo-arclength continuation of augmented systems).
 
     Arclength is measured in scaled coordinates: each parameter divided by the width of the
@@ -24,18 +25,7 @@ class LineOptions(BaseModel):
     tolerance: float = Field(
         1e-10, gt=0, le=1e-3, description="Max-norm residual of an augmented system at which the corrector stops."
     )
-    ds: float = Field(0.01, gt=0, description="First arclength step (scaled coordinates).")
-    ds_min: float = Field(1e-7, gt=0, description="Smallest step; a line whose corrector fails below it ends 'lost'.")
-    ds_max: float = Field(0.05, gt=0, description="Largest step (scaled coordinates).")
     max_points: int = Field(2000, ge=2, le=1_000_000, description="Point cap per line and direction.")
-    newton_max: int = Field(10, ge=2, le=100, description="Corrector iterations before a step is halved.")
-    newton_target: int = Field(
-        5, ge=1, le=50, description="Corrector iterations above which the next step shrinks (by 0.6); at or below "
-        "it the step grows by 1 + ½((newton_max − n)/newton_max)²."
-    )
-    max_angle: float = Field(
-        0.3, gt=0, le=1.5, description="Largest angle (radians) between successive tangents before a step is halved."
-    )
     seeds: int = Field(
         3, ge=1, le=50, description="Number of interior rows: λ1 values (evenly spaced, ends included; 1: the middle) "
         "at which trace_boundaries scans λ2 for special points. The box's four edges are scanned whatever this is."
@@ -58,9 +48,3 @@ class LineOptions(BaseModel):
         if isinstance(v, (list, tuple)):
             return tuple(SpecialKind(k) if isinstance(k, str) else k for k in v)
         return v
-
-    @model_validator(mode="after")
-    def _ordered(self) -> LineOptions:
-        if not self.ds_min <= self.ds <= self.ds_max:
-            raise ValueError("need ds_min <= ds <= ds_max")
-        return self
