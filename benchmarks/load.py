@@ -75,7 +75,7 @@ def start_server(port: int, cache_size: int, extra_env: dict[str, str] | None = 
     env.pop("REDIS_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # imports take tens of seconds on a loaded machine
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:

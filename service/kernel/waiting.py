@@ -5,7 +5,8 @@ A held request looks at the job with its backend's ``ended`` — an O(1) read wh
 and its status field in Redis; a flag in memory on the embedded executor), never the whole status (a count per
 line, queue positions, a reconciliation with RQ) — after a tenth of the time waited so far, between
 ``STEP[0]`` and ``STEP[1]`` seconds: a job is seen ended within a tenth of the wait. The full status is read
-once, when the request is answered.
+once, when the request is answered. Where the look reads memory (the embedded executor), it is repeated every
+``MEMORY_STEP`` instead: a user waiting for a one-second sweep then waits 5 ms, not 50 ms, past its end.
 
 Each key holds at most ``max_waits_per_key`` requests at once (:class:`HeldRequests`): past that, a request is
 answered at once, with the status then, as if it had not asked to wait.
@@ -21,6 +22,9 @@ from contextlib import contextmanager
 
 #: Bounds (s) of the interval between two looks of a held request.
 STEP = (0.02, 0.25)
+#: Interval (s) between two looks where a look reads memory (the embedded executor): it costs microseconds, so a
+#: held request sees the job's end within 10 ms whatever the job's length.
+MEMORY_STEP = (0.01, 0.01)
 
 
 class HeldRequests:
@@ -54,12 +58,14 @@ class HeldRequests:
         return self._held.get(owner, 0)
 
 
-async def until_ended(ended: Callable[[], Awaitable[bool]], wait: float) -> None:
-    """Return when ``ended()`` says so, or after ``wait`` seconds."""
+async def until_ended(ended: Callable[[], Awaitable[bool]], wait: float,
+                      step: tuple[float, float] = STEP) -> None:
+    """Return when ``ended()`` says so, or after ``wait`` seconds; ``step``: the bounds of the interval between
+    two looks (a tenth of the time waited so far in between)."""
     started = time.monotonic()
     while True:
         done = await ended()
         waited = time.monotonic() - started
         if done or waited >= wait:
             return
-        await asyncio.sleep(min(wait - waited, max(STEP[0], min(STEP[1], 0.1 * waited))))
+        await asyncio.sleep(min(wait - waited, max(step[0], min(step[1], 0.1 * waited))))

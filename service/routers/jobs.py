@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from service.deps import get_state
 from service.jobs.backend import MAX_INDEX, Page, RawJSON
 from service.kernel.ownership import QueueUnavailable
-from service.kernel.waiting import until_ended
+from service.kernel.waiting import MEMORY_STEP, STEP, until_ended
 from service.routers import job_http
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.serialize import dumps
@@ -128,4 +128,4 @@ async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: fl
 
     with state.held.hold(owner) as allowed:
         if allowed:
-            await until_ended(ended, wait)
+            await until_ended(ended, wait, MEMORY_STEP if in_memory else STEP)
