@@ -5,8 +5,9 @@ A held request looks at the job with its backend's ``ended`` — an O(1) read wh
 and its status field in Redis; a flag in memory on the embedded executor), never the whole status (a count per
 line, queue positions, a reconciliation with RQ) — after a tenth of the time waited so far, between
 ``STEP[0]`` and ``STEP[1]`` seconds: a job is seen ended within a tenth of the wait. The full status is read
-once, when the request is answered. Where the look reads memory (the embedded executor), it is repeated every
-``MEMORY_STEP`` instead: a user waiting for a one-second sweep then waits 5 ms, not 50 ms, past its end.
+once, when the request is answered. A backend that can say when a job ends (the embedded executor's ``on_end``)
+wakes the held request at once (``woken``): a user waiting for a one-second sweep does not wait the tenth of a
+second more that the next look would take, and the request costs no looks meanwhile.
 
 Each key holds at most ``max_waits_per_key`` requests at once (:class:`HeldRequests`): past that, a request is
 answered at once, with the status then, as if it had not asked to wait.
@@ -15,6 +16,7 @@ answered at once, with the status then, as if it had not asked to wait.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -22,9 +24,6 @@ from contextlib import contextmanager
 
 #: Bounds (s) of the interval between two looks of a held request.
 STEP = (0.02, 0.25)
-#: Interval (s) between two looks where a look reads memory (the embedded executor): it costs microseconds, so a
-#: held request sees the job's end within 10 ms whatever the job's length.
-MEMORY_STEP = (0.01, 0.01)
 
 
 class HeldRequests:
@@ -58,14 +57,20 @@ class HeldRequests:
         return self._held.get(owner, 0)
 
 
-async def until_ended(ended: Callable[[], Awaitable[bool]], wait: float,
-                      step: tuple[float, float] = STEP) -> None:
-    """Return when ``ended()`` says so, or after ``wait`` seconds; ``step``: the bounds of the interval between
-    two looks (a tenth of the time waited so far in between)."""
+async def until_ended(ended: Callable[[], Awaitable[bool]], wait: float, woken: asyncio.Event | None = None) -> None:
+    """Return when ``ended()`` says so, or after ``wait`` seconds. ``woken``: set when some job may have ended; the
+    look is repeated then as well as on the usual schedule."""
     started = time.monotonic()
     while True:
+        if woken is not None:
+            woken.clear()  # before the look: an end after it sets the event again, and the wait below returns at once
         done = await ended()
         waited = time.monotonic() - started
         if done or waited >= wait:
             return
-        await asyncio.sleep(min(wait - waited, max(step[0], min(step[1], 0.1 * waited))))
+        pause = min(wait - waited, max(STEP[0], min(STEP[1], 0.1 * waited)))
+        if woken is None:
+            await asyncio.sleep(pause)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), pause)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -10,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from service.deps import get_state
 from service.jobs.backend import MAX_INDEX, Page, RawJSON
 from service.kernel.ownership import QueueUnavailable
-from service.kernel.waiting import MEMORY_STEP, STEP, until_ended
+from service.kernel.waiting import until_ended
 from service.routers import job_http
 from service.schemas import JobAccepted, JobStatus, SweepRequest
 from service.serialize import dumps
@@ -127,5 +128,15 @@ async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: fl
         return bool(await run_in_threadpool(state.jobs.ended, job_id, owner))
 
     with state.held.hold(owner) as allowed:
-        if allowed:
-            await until_ended(ended, wait, MEMORY_STEP if in_memory else STEP)
+        if not allowed:
+            return
+        on_end = getattr(state.jobs, "on_end", None)
+        if on_end is None:
+            await until_ended(ended, wait)
+            return
+        loop, woken = asyncio.get_running_loop(), asyncio.Event()
+        stop = on_end(lambda: loop.call_soon_threadsafe(woken.set))
+        try:
+            await until_ended(ended, wait, woken)
+        finally:
+            stop()

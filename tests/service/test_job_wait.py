@@ -3,6 +3,8 @@ that answers at once), and a line's process sends its points in batches, none lo
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -12,6 +14,7 @@ from fastapi.testclient import TestClient
 import clients.client as client_module
 from clients import Client
 from service.jobs import local
+from service.kernel import waiting
 from service.schemas import SweepRequest
 from service.sweep_plan import plan
 from tests.service.conftest import POTENTIAL, settings
@@ -81,3 +84,46 @@ def test_a_lines_process_sends_its_points_in_batches_and_loses_none(monkeypatch:
         local._line_in_child(sent.append, payload, 0, {})
         assert len(sent) == most and all(isinstance(batch, list) for batch in sent)
         assert sorted(i for batch in sent for i, _ in batch) == list(range(9))
+
+
+def test_a_held_request_wakes_when_told_the_job_ended_right_after_its_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job ends just after a look has read "running" (the bad moment): the wake-up set then is not lost, and the
+    request returns without waiting for its next scheduled look (here 60 s away)."""
+    monkeypatch.setattr(waiting, "STEP", (60.0, 60.0))
+    looks: list[bool] = []
+
+    async def run() -> float:
+        woken = asyncio.Event()
+
+        async def ended() -> bool:
+            looks.append(len(looks) > 0)
+            if len(looks) == 1:
+                woken.set()  # the end, announced after this look read the job as running
+            return looks[-1]
+
+        t0 = time.monotonic()
+        await waiting.until_ended(ended, 120.0, woken)
+        return time.monotonic() - t0
+
+    assert asyncio.run(run()) < 30.0
+    assert looks == [False, True]
+
+
+def test_the_embedded_executor_announces_every_end() -> None:
+    jobs = local.LocalJobs(workers=1, settings=settings(solve_processes=0))
+    calls: list[int] = []
+    stop = jobs.on_end(lambda: calls.append(1))
+    try:
+        job_id, _ = jobs.submit(plan(SweepRequest.model_validate(SWEEP), jobs.settings))
+        for _ in range(600):
+            if jobs.ended(job_id):
+                break
+            time.sleep(0.05)
+        assert jobs.status(job_id)["status"] == "finished" and calls  # type: ignore[index]
+        stop()
+        n = len(calls)
+        other, _ = jobs.submit(plan(SweepRequest.model_validate({**SWEEP, "values": [21.0]}), jobs.settings))
+        jobs.cancel(other)
+        assert len(calls) == n  # stopped: no longer called
+    finally:
+        jobs.shutdown()
