@@ -64,8 +64,8 @@ class BranchOut(BaseModel):
     order_parameters: dict[str, Any]
     observables: dict[str, Any]
     origin: dict[str, Any] | None = Field(
-        None, description="How the branch was first found: {method: start | warm | root_scan | deflation, start: the "
-        "start's name or null}."
+        None, description="How the branch was first found: {method: start | warm | root_scan | deflation | "
+        "continuation, start: the start's name or null}."
     )
 
 

@@ -15,6 +15,7 @@ from service.keys import spec_hash
 from service.limits import check_sizes
 from service.provenance import SOURCE_FINGERPRINT, ensure_source_unchanged
 from service.schemas import Range, SweepRequest
+from service.search_starts import check_starts
 from service.settings import Settings
 from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
@@ -137,6 +138,7 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
                                       f"max_grid_points={settings.max_grid_points}")
     if not boundary:
         _check_stored_bytes(model, theory, math.prod(len(a) for a in axes), settings)
+    check_starts(model, req.solver)
     options = req.solver or SolverOptions()
     extra: dict[str, Any] = {}
     if boundary:

@@ -10,6 +10,7 @@ from service.errors import field_error
 from service.limits import check_sizes
 from service.result_schemas import SolveResponse
 from service.schemas import SolveRequest
+from service.search_starts import check_starts
 from service.solving import SolveRefused
 from service.state import AppState
 
@@ -30,6 +31,7 @@ async def solve(req: SolveRequest, state: AppState = Depends(get_state)) -> Any:
     # Async: waiting for a solve slot holds no thread, so cached answers and /healthz never queue behind
     # cold solves. Everything that blocks (hashing, the cache, the computation) runs off the event loop.
     await run_in_threadpool(check_sizes, req.model, state.settings)
+    check_starts(req.model, req.solver)
     try:
         return await state.solver.solve(req.model, req.solver)
     except SolveRefused as exc:

@@ -92,7 +92,8 @@ class Notes:
 @dataclass(frozen=True)
 class Origin:
     """How a branch was first found: ``method`` is ``start`` (a named start), ``warm`` (a solution of a neighbouring
-    value), ``root_scan`` (the theory's exhaustive root scan) or ``deflation``; ``start`` names the start."""
+    value), ``root_scan`` (the theory's exhaustive root scan), ``deflation`` or ``continuation`` (a point of a curve
+    a continuation sweep traced); ``start`` names the start."""
 
     method: str
     start: str | None = None

@@ -47,7 +47,7 @@ from solvers.core.detect import (
 )
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
-from solvers.core.results import Catalogue, SolveResult
+from solvers.core.results import Catalogue, Origin, SolveResult
 from solvers.core.solve import solve_at
 from solvers.core.special_points import SpecialKind, SpecialPoint, dedupe
 
@@ -470,15 +470,18 @@ def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOp
     roots = [np.asarray(x, dtype=float) for _, x in problem.enumerate(v)] if problem.exhaustive and \
         problem.enumerate is not None else []
     cands: list[tuple[str, SolveResult]] = []
+    origins: list[Origin] = []
     for tr in tracks:
         for g in interpolations(tr.points, v):
             cands.append((tr.name, polish(problem, v, _root_near(problem, roots, g), options)))
+            origins.append(Origin("continuation"))
     if problem.edge is not None:
         # No curve is traced on a singular edge; its stable solutions are found here, from the theory's starts.
         for name, x0 in problem.starts(v).items():
             res = solve_at(problem, v, np.asarray(x0, dtype=float), options)
             if res.converged and problem.on_edge(res.x, v):
                 cands.append((name, res))
+                origins.append(Origin("start", name))
     if not cands:
         return solve_catalogue(problem, v, options, report=True)
-    return build_catalogue(problem, v, cands, time.perf_counter() - tc, report=True)
+    return build_catalogue(problem, v, cands, time.perf_counter() - tc, report=True, origins=origins)

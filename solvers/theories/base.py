@@ -105,6 +105,9 @@ class Theory(ABC):
     #: Every quantity the theory reports and every field it is swept in: dotted name, symbol, description
     #: (``solvers/theories/<name>/quantities.py``; the one source of plot labels and schema symbols).
     quantities: ClassVar[QuantityTable] = QuantityTable(())
+    #: Every name a named start of this theory can have, over its specs and parameter values (what
+    #: ``solver.search.starts`` may name); empty: not declared, and requested names are not checked before solving.
+    start_names: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
@@ -168,6 +171,10 @@ class Theory(ABC):
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         """Fields of this particular spec that a sweep may vary."""
         return self.sweepable
+
+    def start_names_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """The names this spec's named starts can have (:attr:`start_names`)."""
+        return self.start_names
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         """The value of ``p`` that stands for the spec itself (0 for a single solve)."""

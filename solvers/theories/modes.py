@@ -60,6 +60,9 @@ class Modes(Theory):
     def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
         return self.of(spec).sweepable_for(spec)
 
+    def start_names_for(self, spec: BaseModel) -> tuple[str, ...]:
+        return self.of(spec).start_names_for(spec)
+
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         return self.of(spec).control_value(spec, parameter)
 

@@ -98,3 +98,14 @@ def test_a_transcritical_diagram() -> None:
     assert sp.parameter == pytest.approx(0.0, abs=1e-10)
     diagonal = next(c for c in sweep.curves if c.name != "zero")
     assert all(q.x[0] == pytest.approx(q.p, abs=1e-9) for q in diagonal.points)
+
+
+def test_every_branch_of_a_sweep_point_names_its_origin(isola) -> None:
+    """A continuation sweep's branches are points of its traced curves; a grid's come from a start or from the
+    neighbouring value's solution."""
+    for cat in isola.catalogues:
+        assert cat.branches
+        assert {(b.origin.method, b.origin.start) for b in cat.branches} == {("continuation", None)}  # type: ignore[union-attr]
+    grid = run_sweep(isola_problem(), ISOLA_P[:3], SolverOptions(), method="grid")
+    methods = [[b.origin.method for b in cat.branches] for cat in grid.catalogues]  # type: ignore[union-attr]
+    assert methods[0] == ["start"] and all(m == ["warm"] for m in methods[1:])

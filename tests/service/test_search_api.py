@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
+
+from service.schemas import ModelSpec
+from solvers.theories import registry
 
 HCIZ: dict[str, Any] = {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 4.0, "Delta": 0.1}
 BRANCHES = {"universal", "weakly_specialized_unstable", "specialized"}
@@ -59,3 +63,28 @@ def test_a_bad_search_is_a_422_naming_the_field(client: TestClient, search: dict
     r = client.post("/v1/solve", json={"model": HCIZ, "solver": {"search": search}})
     assert r.status_code == 422
     assert any(d["loc"][: len(loc)] == loc for d in r.json()["detail"]), r.text
+
+
+@pytest.mark.parametrize("route", ["/v1/solve", "/v1/sweeps"])
+def test_an_unknown_start_is_a_422_listing_the_theorys_starts(client: TestClient, route: str) -> None:
+    body: dict[str, Any] = {"model": HCIZ, "solver": {"search": {"starts": ["uninformative", "elsewhere"]}}}
+    if route == "/v1/sweeps":
+        body |= {"parameter": "alpha", "values": [3.0, 4.0]}
+    r = client.post(route, json=body)
+    assert r.status_code == 422, r.text
+    err = r.json()["detail"][0]
+    assert err["loc"] == ["body", "solver", "search", "starts", 1]
+    assert "'elsewhere'" in err["msg"]
+    for name in ("uninformative", "informative", "product_overlap", "first_layer", "first_layer_product"):
+        assert name in err["msg"]
+
+
+@pytest.mark.parametrize("name", sorted(registry()))
+def test_every_start_of_every_example_is_a_declared_start_name(name: str) -> None:
+    """The names a 422 lists are the names the theories' problems give their starts (each example's spec, at its
+    own parameter value), so no valid request is refused."""
+    theory = registry()[name]
+    for example in theory.examples:
+        spec = TypeAdapter(ModelSpec).validate_python(dict(example.spec))
+        names = theory.problem(spec).starts(theory.control_value(spec, None))
+        assert names and set(names) <= set(theory.start_names_for(spec)), (name, dict(example.spec), list(names))

@@ -32,6 +32,8 @@ _SIGMA2 = {"hermite": [0.0, 0.4, 0.0, math.sqrt(6.0 * 0.84)]}
 
 class HCIZTheory(Theory):
     name: ClassVar[str] = "hciz_mlp"
+    start_names: ClassVar[tuple[str, ...]] = (
+        "uninformative", "informative", "product_overlap", "first_layer", "first_layer_product")
     summary: ClassVar[str] = (
         "Bayes-optimal learning curves of MLPs with width ∝ d and n ∝ d² samples (Barbier, Camilli, Nguyen, "
         "Pastore, Skerk 2025): replica-symmetric theory with a functional overlap Q(v), moment-matched HCIZ "

@@ -40,6 +40,7 @@ def _spec(spec: BaseModel) -> KernelRenormalizationSpec:
 
 class KernelRenormalizationTheory(Theory):
     name: ClassVar[str] = "kernel_renormalization"
+    start_names: ClassVar[tuple[str, ...]] = ("nngp", "vanilla")
     summary: ClassVar[str] = (
         "Finite-width Bayesian fully connected networks in the proportional limit: GP regression with the "
         "NNGP kernel renormalised by one order parameter Q̄ per layer (Pacelli et al. 2023), the "

@@ -37,6 +37,7 @@ BRANCH = "bayes_optimal"
 
 class MatrixDenoisingTheory(Theory):
     name: ClassVar[str] = "matrix_denoising"
+    start_names: ClassVar[tuple[str, ...]] = (BRANCH,)
     summary: ClassVar[str] = (
         "Extensive-rank symmetric matrix denoising Y = √λ S̃ + Z with S̃ = WᵀD_vW/√(kd): MMSE, overlap "
         "m_S = 1 − mmse and the I-MMSE integral ι(λ) = (1/d²) I(S̃; Y) (the matrix channel of the HCIZ theory); "

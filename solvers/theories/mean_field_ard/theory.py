@@ -98,6 +98,7 @@ def reduced_problem(spec: MeanFieldARDSpec, parameter: str | None) -> Problem:
 
 class MeanFieldARDTheory(Theory):
     name: ClassVar[str] = "mean_field_ard"
+    start_names: ClassVar[tuple[str, ...]] = ("symmetric", "aligned")
     summary: ClassVar[str] = (
         "Mean-field theory of a two-layer network's posterior (Göring, Mingard, Nam, Louis 2025): single-neuron "
         "law with the readout integrated out, self-consistent residual, plain MF and MF with ARD input feature "

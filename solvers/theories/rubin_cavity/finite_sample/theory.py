@@ -34,6 +34,7 @@ MEMORY_OVERHEAD = 64 * 2**20
 
 class FiniteSampleTheory(ErfNetworkExperiment, Theory):
     name: ClassVar[str] = "rubin_cavity"
+    start_names: ClassVar[tuple[str, ...]] = ("population", "pilot", "uninformative", "mean_field", "nngp")
     summary: ClassVar[str] = (
         "The cavity self-consistency loop on P seeded Gaussian inputs: the adaptive kernel on the data, kernel "
         "regression, and (b, c) from the least-squares projection of the mean residual."

@@ -20,6 +20,7 @@ from solvers.theories.rubin_cavity.specs import PotentialSpec
 
 class PotentialTheory(Theory):
     name: ClassVar[str] = "rubin_cavity"
+    start_names: ClassVar[tuple[str, ...]] = ("uninformative", "informative")
     summary: ClassVar[str] = "Wells, barriers and phase of the overlap potential Ũ_u(ρ)/D at fixed (b, c, u)."
     spec_model: ClassVar[Any] = PotentialSpec
     sweepable: ClassVar[tuple[str, ...]] = ("u", "b", "c", "sigma_w2", "D")

@@ -36,6 +36,7 @@ def _problem(
 
 class SelfConsistentTheory(ErfNetworkExperiment, Theory):
     name: ClassVar[str] = "rubin_cavity"
+    start_names: ClassVar[tuple[str, ...]] = ("uninformative", "mixed", "informative", "mean_field", "nngp")
     summary: ClassVar[str] = (
         "Population theory of the 2024 paper: the residual (b, c) self-consistent with the overlap law, at "
         "D → ∞ (with the aligned mass ω) and at finite D; GFL / GMFL phases and their transitions."
