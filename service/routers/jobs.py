@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -135,7 +136,12 @@ async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: fl
             await until_ended(ended, wait)
             return
         loop, woken = asyncio.get_running_loop(), asyncio.Event()
-        stop = on_end(lambda: loop.call_soon_threadsafe(woken.set))
+
+        def wake() -> None:  # called from the executor's threads
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (shutdown): nobody to wake
+                loop.call_soon_threadsafe(woken.set)
+
+        stop = on_end(wake)
         try:
             await until_ended(ended, wait, woken)
         finally:
