@@ -173,17 +173,43 @@ def test_spec_refuses_tree_level_with_standard_scaling() -> None:
                                          "treatment": "tree_level"})
 
 
-def test_gp_limit_is_the_nngp_predictor() -> None:
-    """u → 0 with N → ∞ at fixed η (the NNGP limit, κ = η/N → 0): b = 1/(1 + η (4/π) σ_w²/(1 + 2σ_w²)), c = ε."""
-    N, P, D, T, eta = 1e11, 3000.0, 150.0, 0.2, 1.3
-    s_a2 = eta * T * D / (P * N)
-    spec = _spec(N=N, P=P, D=D, T=T, s_a2=s_a2)
+def _centre_only_b(eta: float, kappa: float, sw2: float = 0.5) -> float:
+    """b of the tree level without the directional term (u → 0), written out by hand: the law of ρ is the centre
+    exp{−D [s/(2σ_w²) + (κ/2) V(s)]}, s = ρ², so ⟨ρ²⟩ = 1/(D (1/σ_w² + κ V'(0))); a₁ = 2ρ/√(π h), h = 1 + 2q,
+    gives M₁₁ = η D (4/π) ⟨ρ²⟩/h (the cubic and mixed terms are O(1/D)), b = 1/(1 + M₁₁), and
+    V'(0) = v'(σ_w²) − ℓ₁₁ (4/π)/h + ℓ⊥ (4/π) σ_w² · 2/h² with v(q) = (2/π) arcsin(2q/(1 + 2q)),
+    ℓ = m/(1 + m), m⊥ = η (4/π) σ_w²/h. At κ = 0 it is the NNGP predictor."""
+    from scipy.optimize import brentq
+
+    h = 1.0 + 2.0 * sw2
+    v_prime = (2 / math.pi) * 2.0 / (h * math.sqrt(1.0 + 4.0 * sw2))
+    m_perp = eta * (4 / math.pi) * sw2 / h
+    l_perp = m_perp / (1.0 + m_perp)
+
+    def gap(M: float) -> float:
+        V_prime = v_prime - M / (1.0 + M) * (4 / math.pi) / h + l_perp * (4 / math.pi) * sw2 * 2.0 / h**2
+        return M - eta * (4 / math.pi) / h / (1.0 / sw2 + kappa * V_prime)
+
+    return 1.0 / (1.0 + brentq(gap, 1e-12, 1e6, xtol=1e-14))
+
+
+@pytest.mark.parametrize("N,eta", [(10.0, 1.3), (3.0, 2.0)])
+def test_variance_term_alone_shifts_b_as_written_by_hand(N: float, eta: float) -> None:
+    """u = 10⁻⁴ (no directional reward to speak of) and κ = η/N = 0.13 and 0.67: the variance term alone moves b
+    off the NNGP value (by 0.5 % and 3 %), and the solution is the hand formula above to 10⁻⁴ (measured 5·10⁻⁶):
+    a 5 % error in the variance term's effect moves b by 2.6·10⁻⁴ and 1.6·10⁻³ (relative)."""
+    P, D, u = 100.0, 150.0, 1e-4
+    kappa = eta / N
+    T = kappa * P / u
+    spec = _spec(N=N, P=P, D=D, T=T, s_a2=kappa * T * D / P)
     net = network_of(spec)
-    assert net.u < 1e-6 and net.kappa < 1e-10
+    assert net.u == pytest.approx(u) and net.kappa == pytest.approx(kappa)
     op = _solution(spec)
-    assert op["b"] == pytest.approx(1 / (1 + eta * (4 / math.pi) * 0.5 / 2.0), rel=1e-5)
-    assert op["b"] == pytest.approx(gp_residual_b(net.eta, 0.5), rel=1e-5)
-    assert op["c"] == pytest.approx(-0.3, abs=1e-12) and op["aligned_weight"] == 0.0
+    expected = _centre_only_b(eta, kappa)
+    assert abs(expected / gp_residual_b(eta, 0.5) - 1) > 3e-3  # the tree level acts
+    assert _centre_only_b(eta, 0.0) == pytest.approx(gp_residual_b(eta, 0.5), rel=1e-12)
+    assert op["b"] == pytest.approx(expected, rel=1e-4)
+    assert op["c"] == pytest.approx(-0.3, abs=1e-9) and op["aligned_weight"] == 0.0
 
 
 @pytest.mark.parametrize("T_tilde", [0.2 * 700, 0.15 * 700])  # GFL, and GMFL-I (aligned mass ω > 0)
