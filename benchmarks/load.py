@@ -69,13 +69,15 @@ def tree_rss_kib(pid: int) -> int:
     return total
 
 
-def start_server(port: int, cache_size: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+def start_server(port: int, cache_size: int, extra_env: dict[str, str] | None = None,
+                 start_timeout: float = 120) -> subprocess.Popen:
     env = {**os.environ, "SADDLELAB_PORT": str(port), "SADDLELAB_MEMORY_CACHE_SIZE": str(cache_size),
            "SADDLELAB_RATE_LIMIT_PER_MINUTE": "0", **(extra_env or {})}
-    env.pop("REDIS_URL", None)
+    if "REDIS_URL" not in (extra_env or {}):  # embedded executor unless a Redis is named
+        env.pop("REDIS_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120  # imports take tens of seconds on a loaded machine
+    deadline = time.monotonic() + start_timeout  # imports take tens of seconds on a loaded machine
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
