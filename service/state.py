@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,10 @@ class AppState:
     health: RedisHealth | None = None
     experiments: Any = None
     held: HeldRequests = field(default_factory=lambda: HeldRequests(0))
+    #: Job status bodies built at once (:func:`service.routers.jobs.job`). Building one is work under the GIL
+    #: (a page is megabytes of text, spliced and validated): more at once would not finish sooner, would hold
+    #: more pages in memory, and would starve the event loop (``/healthz`` waited seconds behind 20 of them).
+    status_builds: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
 
     @classmethod
     def build(cls, settings: Settings) -> AppState:

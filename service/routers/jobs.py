@@ -86,7 +86,8 @@ async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int 
                 raise HTTPException(404, detail=f"no job {job_id}")
         elif wait > 0:
             await _until_ended(state, job_id, owner, wait)
-        body = await run_in_threadpool(_body, state, job_id, owner, detail, page, curve_page)
+        async with state.status_builds:
+            body = await run_in_threadpool(_body, state, job_id, owner, detail, page, curve_page)
     except QueueUnavailable as exc:
         raise job_http.unavailable(exc) from None
     if body is None:
