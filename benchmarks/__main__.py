@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.bench_rubin_cavity",
     "benchmarks.bench_service",
     "benchmarks.bench_phase_diagram",
+    "benchmarks.bench_job_load",
     "benchmarks.bench_mean_field_ard",
     "benchmarks.bench_phase_lines",
     "benchmarks.bench_experiments",

@@ -7,10 +7,12 @@
   (``/proc``) is sampled. Goals: ``/healthz`` p99 under one second; the API's growth in memory within
   ``READERS × PAGE_COPIES × result_page_bytes`` — every concurrent read may hold its page a few times over (the
   texts read from Redis, the joined body, the bytes sent), never more than its page.
-- **Long-polls**: a phase diagram of ``max_sweep_points`` lines (rubin_cavity potential, 20 rows, the largest
-  grid ``max_grid_points`` allows at that length) runs on the worker; another key's cached solve is timed in
-  alternating blocks with no held request and with ``POLLERS`` clients each holding ``GET /v1/jobs/{id}?wait=``
-  (two keys, so that neither passes ``max_waits_per_key``). Goal: the loaded p50 within 2× the idle p50.
+- **Long-polls**: a phase diagram of ``max_sweep_points`` lines (rubin_cavity potential, one line per value of u
+  with 20 values of b, as ``max_grid_points`` allows) runs on the worker; another key's cached solve is timed in
+  blocks alternating between no held request and ``POLLERS`` clients each asking ``GET /v1/jobs/{id}?wait=10``
+  in a loop (two keys, so that neither passes ``max_waits_per_key``; started ``wait / POLLERS`` apart so
+  that answers, each a full status of the job, come throughout the loaded block). Goal: the loaded p50 within
+  2× the idle p50. The CPU the API and Redis spent per second of each block is printed beside it.
 
 The machine's other load shows in every figure: the ratios come from one run, idle and loaded interleaved.
 
@@ -78,6 +80,7 @@ def _wait_finished(c: httpx.Client, job_id: str, timeout: float) -> dict:
 
 
 def _while(fn: Callable[[threading.Event], None], n: int) -> tuple[threading.Event, list[threading.Thread]]:
+    """``n`` threads running ``fn(done)``; set ``done`` to end them."""
     done = threading.Event()
     threads = [threading.Thread(target=fn, args=(done,), daemon=True) for _ in range(n)]
     for t in threads:
@@ -153,10 +156,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def long_polls(base: str, job_ids: dict[str, str], pids: dict[str, int], blocks: int = 6,
-               per_block: int = 50) -> list[Ratio]:
-    """Cached solves timed in blocks alternating between no held request and ``POLLERS`` of them; with the CPU
-    the API and Redis spent per second of each (what the held requests cost, whatever else the machine runs)."""
+def long_polls(base: str, job_ids: dict[str, str], pids: dict[str, int], blocks: int = 3, wait: float = 10.0,
+               idle_seconds: float = 5.0) -> list[Ratio]:
+    """Cached solves timed in blocks alternating between no held request and ``POLLERS`` clients each asking
+    ``?wait=`` in a loop (started ``wait / POLLERS`` apart, so that answers — a full status of the job — come
+    throughout a loaded block of ``wait`` seconds); with the CPU the API and Redis spent per second of each (what
+    the held requests cost, whatever else the machine runs)."""
     idle: list[float] = []
     loaded: list[float] = []
     polls = [0]
@@ -166,46 +171,47 @@ def long_polls(base: str, job_ids: dict[str, str], pids: dict[str, int], blocks:
         before = {who: cpu_seconds(pid) for who, pid in pids.items()}
         t0 = time.perf_counter()
         fn()
-        wall = time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
         for who, pid in pids.items():
             cpu[who, phase][0] += cpu_seconds(pid) - before[who]
-            cpu[who, phase][1] += wall
+            cpu[who, phase][1] += elapsed
 
-    def poller(key: str) -> Callable[[threading.Event], None]:
-        def run(done: threading.Event) -> None:
-            with httpx.Client(base_url=base, timeout=60, headers={"X-API-Key": key}) as c:
-                while not done.is_set():
-                    c.get(f"/v1/jobs/{job_ids[key]}", params={"wait": 5}).raise_for_status()
-                    polls[0] += 1
-        return run
+    def poller(key: str, delay: float, done: threading.Event) -> None:
+        time.sleep(delay)
+        with httpx.Client(base_url=base, timeout=120, headers={"X-API-Key": key}) as c:
+            while not done.is_set():
+                c.get(f"/v1/jobs/{job_ids[key]}", params={"wait": wait}).raise_for_status()
+                polls[0] += 1
 
     with httpx.Client(base_url=base, timeout=30, headers={"X-API-Key": "load-cached"}) as c:
-        def timed(into: list[float]) -> None:
-            for _ in range(per_block):
+        def timed(into: list[float], seconds: float) -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
                 t0 = time.perf_counter()
                 r = c.post("/v1/solve", json={"model": SPEC})
                 into.append(time.perf_counter() - t0)
                 assert r.status_code == 200 and r.json()["cached"], r.text
 
-        timed([])  # warm the connection
+        timed([], 1.0)  # warm the connection
         for _ in range(blocks):
-            account("idle", lambda: timed(idle))
-            stops = [_while(poller(k), POLLERS // 2) for k in ("load-poll-a", "load-poll-b")]
-            time.sleep(1.0)  # every poller holds its request
-            account("loaded", lambda: timed(loaded))
-            for done, _ in stops:
-                done.set()
-            for _, threads in stops:
-                for t in threads:
-                    t.join()
+            account("idle", lambda: timed(idle, idle_seconds))
+            done = threading.Event()
+            threads = [threading.Thread(target=poller, args=(KEYS[1 + i % 2], i * wait / POLLERS, done))
+                       for i in range(POLLERS)]
+            for t in threads:
+                t.start()
+            time.sleep(wait)  # every poller holds its request; from now on one is answered every wait / POLLERS
+            account("loaded", lambda: timed(loaded, wait))
+            done.set()
+            for t in threads:
+                t.join()
     i_ms, l_ms = [1e3 * x for x in idle], [1e3 * x for x in loaded]
     ratio = statistics.median(l_ms) / statistics.median(i_ms)
+    share = {k: 100 * used / max(elapsed, 1e-9) for k, (used, elapsed) in cpu.items()}
     note = (f"idle p50 {statistics.median(i_ms):.1f} / p99 {percentile(i_ms, 0.99):.1f} ms, with {POLLERS} "
-            f"long-polls p50 {statistics.median(l_ms):.1f} / p99 {percentile(l_ms, 0.99):.1f} ms "
-            f"({polls[0]} polls answered)")
-    share = {k: 100 * used / max(wall, 1e-9) for k, (used, wall) in cpu.items()}
-    note += "; CPU (% of a core) " + ", ".join(f"{who} {share[who, 'idle']:.0f} idle -> {share[who, 'loaded']:.0f} "
-                                               f"loaded" for who in pids)
+            f"long-polls (wait={wait:g}) p50 {statistics.median(l_ms):.1f} / p99 {percentile(l_ms, 0.99):.1f} ms; "
+            f"{polls[0]} polls answered; CPU (% of a core) " +
+            ", ".join(f"{who} {share[who, 'idle']:.0f} idle, {share[who, 'loaded']:.0f} loaded" for who in pids))
     print(f"long-polls: {note}; ratio of p50s {ratio:.2f}")
     return [Ratio("cached solve p50 beside 20 long-polls on the largest diagram / idle", ratio, 2.0, note=note)]
 
