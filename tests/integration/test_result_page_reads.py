@@ -1,5 +1,6 @@
 """A page of a finished result reads from Redis only the points it returns: ``limit=1`` is one LRANGE of one
-point of the stored result (and its length, LLEN), whatever the result's size, and a byte-bounded page reads no point past its end.
+point of the stored result (and its length, LLEN), whatever the result's size, and a byte-bounded page reads
+no point past its end.
 
 Regression: ``?detail=true&limit=1`` read the whole ~250 MB point hash of a large sweep to return 0.4 MB."""
 
