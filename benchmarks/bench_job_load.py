@@ -223,12 +223,14 @@ def measure(points: int | None = None) -> list[Ratio]:
         num = points
         sweep["values"]["num"] = points
     server, url = start_redis()
-    workers = start_workers(url, 1)
+    workers: list = []
+    api = None
     port = free_port()
-    api = start_server(port, 256, {"REDIS_URL": url, "SADDLELAB_API_KEYS": ",".join(KEYS)}, start_timeout=180)
     base = f"http://127.0.0.1:{port}"
     ratios: list[Ratio] = []
-    try:
+    try:  # nothing it started outlives it, even when the worker or the API fails to start
+        workers = start_workers(url, 1)
+        api = start_server(port, 256, {"REDIS_URL": url, "SADDLELAB_API_KEYS": ",".join(KEYS)}, start_timeout=180)
         with httpx.Client(base_url=base, timeout=60, headers={"X-API-Key": "load-big"}) as c:
             t0 = time.perf_counter()
             r = c.post("/v1/sweeps", json=sweep)
@@ -261,8 +263,9 @@ def measure(points: int | None = None) -> list[Ratio]:
             status = c.get(f"/v1/jobs/{ids['load-poll-a']}").json()
             print(f"diagram during the long-polls: {status['status']}, progress {status['progress']}")
     finally:
-        api.terminate()
-        api.wait(10)
+        if api is not None:
+            api.terminate()
+            api.wait(10)
         stop(workers)
         server.kill()
         server.wait(10)
