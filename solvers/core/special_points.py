@@ -163,11 +163,17 @@ class SpecialPoint:
         )
 
 
+#: Two records of one kind and branches this close (relative) are one point. A free-entropy crossing refined from
+#: different pieces of the same two branches lands up to a few 1e-7 apart where the free entropies cross at a shallow
+#: angle (their difference is known only to the solves' tolerance), though each bracket is far narrower.
+SAME_POINT_RTOL = 1e-6
+
+
 def dedupe(points: list[SpecialPoint]) -> tuple[SpecialPoint, ...]:
     """Sorted by parameter, one record per (kind, branches, location); a refined record beats a bracket."""
     out: list[SpecialPoint] = []
     for sp in sorted(points, key=lambda s: (s.parameter, not s.refined)):
-        if any(sp.same_as(u) for u in out):
+        if any(sp.same_as(u, rel=SAME_POINT_RTOL) for u in out):
             continue
         out.append(sp)
     return tuple(out)

@@ -69,3 +69,17 @@ def test_an_event_classified_first_order_is_typed_first_order() -> None:
     out = special_point_json(sp)
     assert (out["kind"], out["type"], out["event"]) == ("first_order", "first_order", "switch")
     assert sp.parameter == pytest.approx(0.3, abs=1e-12)
+
+
+def test_one_crossing_refined_from_several_track_pieces_is_listed_once() -> None:
+    """The same two branches' free-entropy crossing, refined from different pieces of their tracks, lands a few
+    1e-7 apart (relative) where the free entropies cross at a shallow angle: one transition, listed once; two
+    crossings of the same branches 1e-5 apart stay two."""
+    from solvers.core.special_points import SpecialPoint, dedupe
+
+    def crossing(p: float) -> SpecialPoint:
+        return SpecialPoint(SpecialKind.FIRST_ORDER, p, ("GFL", "GMFL-I"), refined_to=2e-10, uncertainty=4e-11)
+
+    once = dedupe([crossing(526.7354841386334), crossing(526.7355468388007), crossing(526.7357396472246)])
+    assert [sp.parameter for sp in once] == [526.7354841386334]
+    assert len(dedupe([crossing(526.7354841386334), crossing(526.7354841386334 * (1 + 1e-5))])) == 2
