@@ -19,6 +19,17 @@ from clients.names import flatten, is_number
 Table = Mapping[str, Mapping[str, Any]]
 #: Fields of a model that name it rather than fix a parameter.
 NAMING_FIELDS = ("theory", "mode")
+#: The five theories in words a caption opens with (a result names its theory by identifier; the client imports no
+#: solver, so it keeps these few words itself). A theory not listed is written in words from its identifier.
+THEORY_NAMES = {
+    "hciz_mlp": "HCIZ MLP",
+    "kernel_renormalization": "kernel renormalization",
+    "matrix_denoising": "matrix denoising",
+    "mean_field_ard": "mean-field ARD",
+    "rubin_cavity": "cavity (Rubin et al.)",
+}
+#: Modes whose words are not their identifier's.
+MODE_NAMES = {"self_consistent": "self-consistent", "finite_sample": "finite sample"}
 #: Fields of a model that choose what is reported, not what is computed: never in a caption.
 OUTPUT_FIELDS = ("potential_samples",)
 #: A caption line breaks after about this many characters (where the figure's width does not say) …
@@ -109,13 +120,13 @@ def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[st
     model."""
     if not model:
         return None
-    head = ", ".join(str(model[k]) for k in NAMING_FIELDS if isinstance(model.get(k), str))
+    head = title(model)
     parts = []
     for name, value in _settings(model).items():
         if name in NAMING_FIELDS or name in OUTPUT_FIELDS or name in exclude:
             continue
         if is_number(value):
-            parts.append(f"{symbols(name)} = {number(value)}")
+            parts.append(f"{_number_name(name, symbols)} = {number(value)}")
         else:
             parts.append(f"{_setting_name(name, symbols)} = {_words(str(value))}")
     if not parts:
@@ -131,6 +142,30 @@ def caption(model: Mapping[str, Any] | None, symbols: Symbols, exclude: tuple[st
     if len(lines) > CAPTION_LINES:
         lines = [*lines[:CAPTION_LINES - 1], lines[CAPTION_LINES - 1].rstrip(", ") + ", …"]
     return "\n".join(lines)
+
+
+def title(model: Mapping[str, Any]) -> str:
+    """A model's theory and mode in words ("cavity (Rubin et al.), self-consistent"), never its identifiers."""
+    theory, mode = model.get("theory"), model.get("mode")
+    words = [THEORY_NAMES.get(theory, _words(theory)) if isinstance(theory, str) else None,
+             MODE_NAMES.get(mode, _words(mode)) if isinstance(mode, str) else None]
+    return ", ".join(w for w in words if w)
+
+
+def _number_name(name: str, symbols: Symbols) -> str:
+    """A number's name: its symbol; a nested one without a symbol (``data.P_test``) by its leaf's symbol, else the
+    leaf's long name, else the leaf as a subscripted symbol (``$P_{\\mathrm{test}}$``) or in words."""
+    if symbols(name) != name or "." not in name:
+        return symbols(name)
+    leaf = name.rsplit(".", 1)[1]
+    if symbols(leaf) != leaf:
+        return symbols(leaf)
+    if symbols.describe(leaf):
+        return str(symbols.describe(leaf)).split(" (")[0]
+    head, _, sub = leaf.partition("_")
+    if sub and "_" not in sub and len(head) <= 2 and head.isalpha():
+        return rf"${head}_{{\mathrm{{{sub}}}}}$"
+    return _words(leaf)
 
 
 def _words(identifier: str) -> str:

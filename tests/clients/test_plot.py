@@ -217,9 +217,9 @@ def test_the_caption_names_every_fixed_scalar_parameter_but_the_swept_one() -> N
     model = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3, "u": 20.0,
              "D": None, "potential_samples": 0, "data": {"seed": 1, "classes": [3, 8]}, "quench": False}
     ax = plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", symbols={"sigma_w2": {"symbol": "$s$"}})
-    assert caption(ax) == "rubin_cavity, potential: $s$ = 0.5, b = 0.3, c = −0.3, data.seed = 1"
+    assert caption(ax) == "cavity (Rubin et al.), potential: $s$ = 0.5, b = 0.3, c = −0.3, seed = 1"
     ax = plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", caption=["b", "data.seed"])
-    assert caption(ax) == "rubin_cavity, potential: sigma_w2 = 0.5, c = −0.3"
+    assert caption(ax) == "cavity (Rubin et al.), potential: sigma_w2 = 0.5, c = −0.3"
     assert caption(plot.branch_diagram({**_grid_sweep(), "model": model}, "rho", caption=False)) == ""
 
 

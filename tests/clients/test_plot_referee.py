@@ -386,3 +386,36 @@ def test_an_equilibrium_that_ends_at_its_stability_loss_is_not_thinned_before_it
     assert "metastable (thin)" not in legend_texts(ax)
     solid = [ln for ln in branch_lines(ax) if ln.get_linestyle() == "-"]
     assert max(max(ln.get_xdata()) for ln in solid) == pytest.approx(34.9066, abs=1e-3)
+
+
+def _caption_of(model: dict[str, Any], theory: str | None = None) -> str:
+    result = {**_sweep([], 1.0, 2.0), "model": model}
+    ax = plot.branch_diagram(result, "q", symbols=symbols(theory) if theory else None)
+    return " ".join(next(t.get_text() for t in ax.texts if t.get_gid() == "caption").split())
+
+
+@pytest.mark.parametrize(("theory", "mode", "words"), [
+    ("hciz_mlp", None, "HCIZ MLP: "), ("kernel_renormalization", None, "kernel renormalization: "),
+    ("matrix_denoising", None, "matrix denoising: "), ("mean_field_ard", None, "mean-field ARD: "),
+    ("rubin_cavity", "self_consistent", "cavity (Rubin et al.), self-consistent: "),
+    ("rubin_cavity", "finite_sample", "cavity (Rubin et al.), finite sample: ")])
+def test_a_caption_opens_with_the_theory_and_mode_in_words(theory: str, mode: str | None, words: str) -> None:
+    model = {"theory": theory, **({"mode": mode} if mode else {}), "T": 0.1}
+    text = _caption_of(model)
+    assert text.startswith(words), text
+    assert theory not in text and "_" not in text
+
+
+def test_the_readout_prior_symbol_has_an_upright_subscript_in_the_caption() -> None:
+    # an italic subscript a renders as a blot ("s•²") at the caption's size on screen; an upright one stays a letter
+    text = _caption_of({"theory": "rubin_cavity", "mode": "self_consistent", "s_a2": 0.01}, "rubin_cavity")
+    assert r"$s_{\mathrm{a}}^2$ = 0.01" in text, text
+
+
+def test_a_nested_number_is_written_by_its_leaf_symbol_or_in_words_never_by_a_dotted_name() -> None:
+    model = {"theory": "mean_field_ard", "model": "mf", "d": 20, "kappa": 0.05,
+             "data": {"seed": 0, "P": 400, "P_test": 1000}}
+    text = _caption_of(model, "mean_field_ard")
+    assert "data." not in text, text
+    for shown in ("$P$ = 400", r"$P_{\mathrm{test}}$ = 1000", "seed = 0"):
+        assert shown in text, text

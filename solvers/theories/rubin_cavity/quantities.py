@@ -75,7 +75,7 @@ QUANTITIES = table(
     Quantity("P", "$P$", "number of training samples (paper: n)", P + OBS),
     Quantity("N", "$N$", "hidden width", P),
     Quantity("epsilon", r"$\varepsilon$", "cubic strength of the teacher H1 + ε H3", P),
-    Quantity("s_a2", r"$s_a^2$", "per-weight readout prior variance (paper: σ_a² = N s_a2)", P),
+    Quantity("s_a2", r"$s_{\mathrm{a}}^2$", "per-weight readout prior variance (paper: σ_a² = N s_a2)", P),
     # order parameters
     Quantity("rho", r"$\rho$", "overlap of this branch's stationary point with the teacher direction", OP),
     Quantity("rho_star", r"$\rho^*$", "overlap of the global minimiser of the potential (the deepest well)", OP),
