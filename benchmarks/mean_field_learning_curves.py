@@ -147,10 +147,11 @@ def figure(res: dict[str, Any], path: str) -> None:
                         label="Langevin, finite network (±2 s.e.)")
         else:
             ax.plot([r["P"] for r in lg], [r["mean_predictor_test_error01"] for r in lg], "D", color="C2", ms=5,
-                    label="Langevin, finite network (sign of the mean predictor)")
+                    label="Langevin (sign of the mean predictor)")
         ax.set_xticks(Ps, [str(int(p)) for p in Ps])
         ax.minorticks_off()
-        ax.legend(fontsize="small")
+        # Panel (b)'s points fill its upper left, where matplotlib's "best" put the legend over them.
+        ax.legend(fontsize="small", loc="center left" if key == "m_S" else "upper right")
     plot.panel_letters(axes)
     plot.save(fig, path, dpi=120)
 

@@ -175,10 +175,11 @@ def _words(identifier: str) -> str:
 
 def _setting_name(name: str, symbols: Symbols) -> str:
     """A setting chosen by a word (an activation, a treatment): its symbol where the table has one, else its name
-    in words, a nested setting's ``name`` field standing for the setting (``activation.name`` → "activation")."""
+    in words, a nested setting's ``name`` or ``kind`` field standing for the setting (``activation.name`` →
+    "activation", ``data.kind`` → "data")."""
     if symbols(name) != name:
         return symbols(name)
-    return _words(name.removesuffix(".name"))
+    return _words(name.removesuffix(".name").removesuffix(".kind"))
 
 
 def _shown(value: Any) -> bool:

@@ -353,13 +353,14 @@ def test_unconverged_points_of_a_second_result_on_the_axes_are_named_in_the_capt
 def test_a_caption_writes_chosen_settings_in_words_not_identifiers() -> None:
     model = {"theory": "hciz_mlp", "depth": 2, "gamma": 1.0, "weight_prior": "gaussian",
              "activation": {"name": "tanh2", "remove_linear": True, "unit_variance": True},
-             "scaling": "mean_field", "treatment": "tree_level"}
+             "scaling": "mean_field", "treatment": "tree_level", "target": {"kind": "parity", "k": 2}}
     ax = plot.branch_diagram({**_sweep([], 1.0, 2.0), "model": model}, "q")
     text = next(t.get_text() for t in ax.texts if t.get_gid() == "caption")
-    for shown in ("activation = tanh2", "weight prior = gaussian", "scaling = mean field", "treatment = tree level"):
+    for shown in ("activation = tanh2", "weight prior = gaussian", "scaling = mean field", "treatment = tree level",
+                  "target = parity"):
         assert shown in " ".join(text.split()), text
     settings = text.split(": ", 1)[1]  # after the theory's name
-    assert "_" not in settings  # no identifier left
+    assert "_" not in settings and ".kind" not in settings  # no identifier left
 
 
 def test_an_equilibrium_that_ends_at_its_stability_loss_is_not_thinned_before_it() -> None:
