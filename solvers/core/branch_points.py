@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from solvers.core.catalogue import stability_margin
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.branch_switching import (
     NEAR_RANGE,
     branch_off,
@@ -45,7 +45,7 @@ def _nan_on_failure(fn: Callable[..., np.ndarray], dim: int) -> Callable[..., np
     def wrapped(x: np.ndarray, p: float) -> np.ndarray:
         try:
             return np.asarray(fn(x, p), dtype=float)
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
             return np.full(dim, np.nan)

@@ -21,7 +21,7 @@ import numpy as np
 
 from solvers.core.catalogue import stability_margin
 from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, Fold
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -71,7 +71,7 @@ class Frame:
             return known.copy()
         try:
             f = np.asarray(self.problem.F(x, self.p(t)), dtype=float)
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
             self.failure = f"{type(exc).__name__}: {exc}"
@@ -204,7 +204,7 @@ def _point(frame: Frame, z: np.ndarray, tau: np.ndarray) -> CurvePoint:
     fe = float(problem.free_entropy(x, p)) if problem.free_entropy is not None else None
     try:
         margin = stability_margin(problem, x, p)
-    except Exception as exc:
+    except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise
         margin = None
@@ -362,7 +362,7 @@ def _quantity(problem: Problem, x: np.ndarray, p: float) -> str | None:
         return None
     try:
         return problem.domain(x, p)
-    except Exception as exc:
+    except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise
         return None

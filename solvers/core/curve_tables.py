@@ -35,7 +35,7 @@ import numpy as np
 from solvers.core.catalogue import same_solution, stability_margin
 from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, CurveRow, CurveTable
 from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, polish
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Report, is_stable
@@ -280,7 +280,7 @@ def _free_entropy(problem: Problem, x: np.ndarray, p: float) -> float | None:
         return None
     try:
         return float(problem.free_entropy(x, p))
-    except Exception as exc:
+    except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise
         return None
@@ -289,7 +289,7 @@ def _free_entropy(problem: Problem, x: np.ndarray, p: float) -> float | None:
 def _stable(problem: Problem, x: np.ndarray, p: float) -> bool | None:
     try:
         return is_stable(stability_margin(problem, x, p))
-    except Exception as exc:
+    except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise
         return None
@@ -384,7 +384,7 @@ def _reported(problem: Problem, r: _Row) -> CurveRow:
     if report is None and problem.report is not None:
         try:
             report = problem.report(r.x, r.p)
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
     return CurveRow(r.p, r.x, r.s, r.branch, r.stable, r.free_entropy, report, r.special)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.newton import newton
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -122,7 +122,7 @@ def deflated_solve(
         polished = newton(F, first.x, remaining(options, t0),
                           jacobian=(lambda x: problem.jacobian(x, p)) if problem.jacobian is not None else None,
                           project=problem.project)
-    except Exception as exc:
+    except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise
         return SolveResult(np.asarray(x0, dtype=float), Status.NUMERICAL_ERROR, float("inf"), 0, "deflated-newton",

@@ -31,7 +31,7 @@ from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
 from solvers.core.continuation import Frame, refine_along
 from solvers.core.curve_results import Curve, CurvePoint
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem
 from solvers.core.results import SolveResult
@@ -304,7 +304,7 @@ class Detector:
     def _indicator(ev: Event, x: np.ndarray, p: float) -> float | None:
         try:
             v = float(ev.indicator(x, p))
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
             return None

@@ -17,6 +17,10 @@ class DomainError(ArithmeticError):
 #: Exception types that always mean a numerical failure.
 NUMERICAL = (ArithmeticError, np.linalg.LinAlgError)
 
+#: Every exception type :func:`is_numerical` can accept: what a guard catches before asking it (anything else is a
+#: bug and is never caught).
+MAYBE_NUMERICAL = (*NUMERICAL, ValueError)
+
 
 def is_numerical(exc: BaseException) -> bool:
     """True for a numerical failure; a ``math domain error`` (math.sqrt/log of an invalid iterate) counts."""

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.fixed_point import iterate
 from solvers.core.newton import newton
 from solvers.core.options import SolverOptions
@@ -35,7 +35,7 @@ def solve_at(problem: Problem, p: float, x0: np.ndarray, options: SolverOptions)
     start = time.perf_counter()
     try:
         result = _solve(problem, p, x0, options, start)
-    except Exception as exc:
+    except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise
         return SolveResult(np.array(x0, dtype=float), Status.NUMERICAL_ERROR, float("inf"), 0, options.method,

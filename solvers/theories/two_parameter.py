@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from solvers.core.branch_points import has_margin
 from solvers.core.catalogue import stability_margin
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.problem import Bounds, TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -73,7 +73,7 @@ def _guard(fn: Callable[..., Any], bad: Any) -> Callable[..., Any]:
     def wrapped(*args: Any) -> Any:
         try:
             return fn(*args)
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
             return bad() if callable(bad) else bad

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.arclength import Box
 from solvers.core.lines.box_scan import Crossing, scan_box, unseen_crossings
 from solvers.core.lines.branch_point_line import trace_branch_points
@@ -238,7 +238,7 @@ def trace_boundaries(
             continue
         try:
             line, system, beyond = _trace(problem, point, family, box, opts)
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
             # e.g. a residual undefined off the scanned λ1 (NaN in the seed's Jacobian): a line not traced is a

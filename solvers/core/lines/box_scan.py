@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.errors import is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.arclength import Box
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
@@ -75,7 +75,7 @@ def scan_box(problem: TwoParameterProblem, box: Box, options: LineOptions) -> Bo
             back: Callable[[ScanPoint], ScanPoint]) -> None:
         try:
             scan = scan_special_points(pr, fixed, span, options, lam1_width=lam_width)
-        except Exception as exc:
+        except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
             # e.g. a residual that is not finite along the whole segment: what this scan would have seen is
