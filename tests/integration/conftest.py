@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from rq import Worker
+from rq.command import PUBSUB_CHANNEL_TEMPLATE
 from rq.serializers import JSONSerializer
 
 from service.app import create_app
@@ -76,6 +77,20 @@ class WorkerProcess:
                     return
             time.sleep(0.1)
         raise AssertionError(f"worker {self.name} did not register:\n{self.log()}")
+
+    def wait_subscribed(self, client: Any, timeout: float = 60) -> None:
+        """Wait until the registered worker listens on its command channel: RQ registers a worker before it
+        subscribes, and a stop that comes between the two has no subscription to end."""
+        assert self.name is not None, "wait_registered first"
+        channel = PUBSUB_CHANNEL_TEMPLATE % self.name
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker {self.name} exited early:\n{self.log()}")
+            if any(count > 0 for _, count in client.pubsub_numsub(channel)):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"worker {self.name} did not subscribe to {channel}:\n{self.log()}")
 
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:

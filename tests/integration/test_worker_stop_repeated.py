@@ -36,6 +36,7 @@ def _workers(server: RedisServer, tmp_path: Path, count: int, module: str) -> li
     workers = [WorkerProcess(server.url, f"w{i}", tmp_path, module=module) for i in range(count)]
     for w in workers:
         w.wait_registered(server.client())
+        w.wait_subscribed(server.client())
     return workers
 
 
