@@ -39,6 +39,7 @@ RESULT_MODULES = (
     "service/jsonsafe.py",
     "service/keys.py",
     "service/provenance.py",
+    "service/result_schemas.py",
     "service/serialize.py",
     "service/solving.py",
     "service/sweep_plan.py",

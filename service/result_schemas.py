@@ -48,25 +48,51 @@ def _quantities() -> Any:
                  "tables are labelled from it.")
 
 class Diagnostics(BaseModel):
+    """How one solve went (a branch's, or the equilibrium's for a whole solve)."""
+
     model_config = ConfigDict(extra="allow")
     residual: float | None = None
     iterations: int | None = None
     method: str | None = None
     seconds: float | None = None
+    status: str | None = Field(None, description="converged, max_iterations, …: the solver's status.")
+    message: str | None = Field(None, description="The status in words (a sweep point's branch leaves out the "
+                                "status's standard message).")
+
+
+class SolveDiagnostics(Diagnostics):
+    """How a whole solve went: the equilibrium's solve, and whether the catalogue is complete (a theory adds its own
+    entries)."""
+
+    complete: bool | None = Field(None, description="False: a time limit stopped the search; not cached.")
+
+
+class BranchDiagnostics(Diagnostics):
+    nfev: int | None = Field(None, description="Function evaluations.")
+    starts: list[str] = Field(default_factory=list, description="The starts that converged to this branch.")
+    stability_margin: float | None = Field(None, description="Signed distance from instability (null: unknown).")
+
+
+class OriginOut(BaseModel):
+    """How a branch was first found."""
+
+    model_config = ConfigDict(extra="allow")
+    method: str = Field(description="start | warm | root_scan | deflation | continuation.")
+    start: str | None = Field(None, description="The start's name, or null.")
 
 
 class BranchOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str
+    origin: OriginOut | None = Field(None, description="How the branch was first found.")
     converged: bool
     stable: bool | None
     free_entropy: float | None
     order_parameters: dict[str, Any]
     observables: dict[str, Any]
-    origin: dict[str, Any] | None = Field(
-        None, description="How the branch was first found: {method: start | warm | root_scan | deflation | "
-        "continuation, start: the start's name or null}."
-    )
+    diagnostics: BranchDiagnostics | None = None
+    state: list[float | None] | None = Field(
+        None, description="The solution vector: a stored sweep point is resumed from it without solving again.")
 
 
 class Provenance(BaseModel):
@@ -90,11 +116,20 @@ class Provenance(BaseModel):
     )
 
 
-class SolveResponse(BaseModel):
+class Described(BaseModel):
+    """What the service adds to every computed result: the spec, the quantities' table entries, the provenance."""
+
+    model_config = ConfigDict(extra="allow")
+    model: dict[str, Any] | None = Field(None, description=MODEL_DESCRIPTION)
+    quantities: Quantities | None = _quantities()
+    provenance: Provenance | None = None
+
+
+class SolveBody(BaseModel):
+    """A single solve as computed (``SolveResponse`` without what the service adds)."""
+
     model_config = ConfigDict(extra="allow")
     theory: str
-    spec_hash: str
-    cached: bool
     converged: bool
     order_parameters: dict[str, Any]
     observables: dict[str, Any]
@@ -104,24 +139,44 @@ class SolveResponse(BaseModel):
         None, description="How the branches were looked for: {method: exhaustive | deflated | starts-only, starts, "
         "root_scan, budget, deflated_solves, fruitless, found, stopped} (docs/search.md)."
     )
-    diagnostics: Diagnostics
-    model: dict[str, Any] | None = Field(None, description=MODEL_DESCRIPTION)
-    quantities: Quantities | None = _quantities()
-    provenance: Provenance | None = None
+    diagnostics: SolveDiagnostics
+
+
+class SolveResponse(Described, SolveBody):
+    spec_hash: str
+    cached: bool
+
+
+class BifurcationOut(BaseModel):
+    """A branch point's type and normal form: g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str = Field(description="pitchfork or transcritical.")
+    criticality: str | None = Field(description="supercritical or subcritical (pitchforks; null: unknown).")
+    parameter: float | None
+    coefficients: dict[str, float | None] = Field(description="{a, b11, b20, c} of the normal form.")
+    kernel: list[float | None] = Field(description="The unit right null vector.")
+
+
+#: How a special point was found; an event the theory classifies as first-order is first_order.
+SpecialType = Literal["fold", "first_order", "stability_loss", "bifurcation", "event"]
 
 
 class TransitionOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     kind: Literal["first_order", "spinodal"]
+    type: SpecialType | None = Field(
+        None, description="How the point was found; an event the theory classifies as first-order is first_order.")
     parameter: float | None
     branches: list[str]
-    type: Literal["fold", "first_order", "stability_loss", "bifurcation", "event"] | None = Field(
-        None, description="How the point was found; an event the theory classifies as first-order is first_order.")
-    event: str | None = Field(None, description="The theory's name for a point located by an event indicator.")
+    detail: str = Field("", description="In words.")
     refined: bool | None = Field(None, description="Located by a root finder, not only bracketed by sweep values.")
     uncertainty: float | None = Field(
         None, description="Bound on the distance to the true point in the parameter: the root finder's final "
         "bracket when refined, else half the bracket between computed values.")
+    event: str | None = Field(None, description="The theory's name for a point located by an event indicator.")
+    bifurcation: BifurcationOut | None = None
+    state: dict[str, Any] | None = Field(None, description="What the theory reports about the state at the point.")
 
 
 class PointOut(BaseModel):
@@ -142,6 +197,8 @@ class PointOut(BaseModel):
     observables: dict[str, Any] = Field(
         description="The equilibrium's observables and what the theory reports about the whole catalogue (complete)."
     )
+    non_finite: list[str] | None = Field(
+        None, description="Paths of the values that were not finite numbers (written as null).")
 
 
 class CurveSpecialOut(BaseModel):
@@ -149,7 +206,7 @@ class CurveSpecialOut(BaseModel):
     index: int = Field(description="Index of the special point in the curve's columns (the first of two rows where "
                                    "the curve changes branch there).")
     kind: Literal["first_order", "spinodal"]
-    type: str = Field(description="fold, stability_loss, bifurcation, first_order or event.")
+    type: SpecialType
     parameter: float | None
     branches: list[str]
 
@@ -182,6 +239,10 @@ class CurveOut(BaseModel):
     name: str = Field(description="The curve: the branch it was started from.")
     branches: list[str] = Field(description="Branches the curve passes through, in order along it.")
     traced: int = Field(description="Points the continuation made (before clipping to the range and resampling).")
+    message: str | None = Field(None, description="How the continuation ended, in words.")
+    ends: list[BranchEndOut] = Field(
+        default_factory=list, description="Every branch of the curve that ends within the range, and how."
+    )
     branch: list[str] = Field(description="Branch of each point.")
     parameter: list[float | None] = Field(description="Swept value at each point.")
     arclength: list[float | None] = Field(
@@ -199,59 +260,103 @@ class CurveOut(BaseModel):
         "stay in points."
     )
     special: list[CurveSpecialOut] = Field(description="The sweep's special points on this curve.")
-    ends: list[BranchEndOut] = Field(
-        default_factory=list, description="Every branch of the curve that ends within the range, and how."
-    )
+    non_finite: list[str] | None = Field(
+        None, description="Paths of the values that were not finite numbers (written as null).")
 
 
-class SweepResult(BaseModel):
-    """A one-parameter sweep's result (a page of its points and curves)."""
+class CurveCount(BaseModel):
+    name: str
+    points: int
+    message: str | None = None
+
+
+class SweepDiagnostics(BaseModel):
+    """How a sweep went (a theory adds its own entries)."""
+
+    model_config = ConfigDict(extra="allow")
+    converged: bool | None = None
+    complete: bool | None = Field(None, description="False: a time limit stopped a solve; not cached.")
+    residual: float | None = None
+    iterations: int | None = None
+    method: str | None = None
+    seconds: float | None = None
+    curves: list[CurveCount] = Field(default_factory=list, description="Each traced curve: its name and points.")
+    resumed: dict[str, int] | None = Field(
+        None, description="A resumed line: {reused: points stored before, computed: points computed now}.")
+
+
+class SweepSummary(BaseModel):
+    """Everything of a sweep's result but its points and curves."""
 
     model_config = ConfigDict(extra="allow")
     theory: str
     parameter: str = Field(description="The swept field.")
     method: SweepMethod
-    diagnostics: dict[str, Any] = Field(default_factory=dict, description="The sweep's diagnostics.")
-    curves_reason: str | None = Field(None, description="Why a sweep has no curves (a grid), when it has none.")
-    quantities: Quantities | None = _quantities()
-    points: list[PointOut]
     transitions: list[TransitionOut]
+    diagnostics: SweepDiagnostics = Field(default_factory=SweepDiagnostics, description="The sweep's diagnostics.")
+
+
+class Curves(BaseModel):
+    """A continuation's traced curves, or why there are none."""
+
+    model_config = ConfigDict(extra="allow")
     curves: list[CurveOut] | None = Field(
-        None, description="Continuation: the traced curves (one page, see curve_page); grid: null, with "
-        "curves_reason."
+        None, description="Continuation: the traced curves (one page, see curve_page; on a phase diagram each with "
+        "its row `at`); grid: null, with curves_reason."
     )
-    model: dict[str, Any] | None = Field(None, description=MODEL_DESCRIPTION)
-    provenance: Provenance | None = None
+    curves_reason: str | None = Field(None, description="Why a sweep has no curves (a grid), when it has none.")
+
+
+class SweepResult(Described, Curves, SweepSummary):
+    """A one-parameter sweep's result (a page of its points and curves)."""
+
+    points: list[PointOut]
+
+
+#: Where a boundary job places a point: [p1, p2].
+PlanePoint = list[float | None]
+#: The contract's kinds of line (the engine's kind of special point is the line's ``type``).
+LineKindOut = Literal["first_order", "spinodal", "stability_loss", "event"]
 
 
 class LineEndOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     kind: Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
-    point: list[float | None]
+    point: PlanePoint
     detail: str = ""
     precision: float | None = 0.0
 
 
 class LineOut(BaseModel):
     model_config = ConfigDict(extra="allow")
-    kind: Literal["first_order", "spinodal", "stability_loss", "event"]
-    type: Literal["fold", "first_order", "stability_loss", "bifurcation", "event"]
+    kind: LineKindOut
+    type: SpecialType
     branches: list[str]
-    points: list[list[float | None]] = Field(description="[p1, p2] pairs, from ends[0] to ends[1].")
+    points: list[PlanePoint] = Field(description="[p1, p2] pairs, from ends[0] to ends[1].")
+    states: list[Any] = Field(default_factory=list, description="The state(s) at each point: one row, two for the "
+                              "coexisting states of a first-order line.")
     ends: list[LineEndOut]
+    formulation: str | None = Field(None, description="The augmented system that traced it: fold, coexistence, "
+                                    "branch_point or zero.")
+    message: str = ""
+    event: str | None = Field(None, description="An event line: the event's name.")
+    bifurcation: BifurcationOut | None = Field(None, description="The branch point the line was seeded at.")
 
 
 class CriticalPointOut(BaseModel):
     model_config = ConfigDict(extra="allow")
-    point: list[float | None]
+    point: PlanePoint
+    state: list[float | None] | None = None
     lines: list[int] = Field(description="Indices (into lines) of the lines that end here.")
     precision: float | None = 0.0
 
 
 class UnexplainedOut(BaseModel):
     model_config = ConfigDict(extra="allow")
-    kind: Literal["first_order", "spinodal", "stability_loss", "event"]
-    point: list[float | None] = Field(description="[p1, p2] where a scan saw the special point.")
+    kind: LineKindOut
+    type: SpecialType | None = None
+    point: PlanePoint = Field(description="[p1, p2] where a scan saw the special point.")
+    branches: list[str] = Field(default_factory=list)
     scan: str = Field(description="Which scan saw it: an interior row or an edge of the box.")
     detail: str = Field(description="Why no traced line passes through it.")
 
@@ -264,14 +369,20 @@ class RegionProbeOut(BaseModel):
                               "reports one, else the equilibrium branch's name; null without an equilibrium.")
 
 
-class BoundaryJobResult(BaseModel):
+class BoundaryDiagnostics(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    seconds: float | None = None
+    scans: dict[str, list[Any]] = Field(default_factory=dict, description="The values each parameter was scanned at.")
+    points: int | None = Field(None, description="Points traced, over every line.")
+
+
+class BoundaryJobResult(Described):
     """A boundary job's result: the transition lines traced in the (p1, p2) box."""
 
-    model_config = ConfigDict(extra="allow")
     theory: str
+    parameters: list[str]
     method: Literal["boundary"]
     box: dict[str, list[float]] = Field(description="The box: p1's range, p2's bracket.")
-    parameters: list[str]
     lines: list[LineOut]
     critical_points: list[CriticalPointOut]
     reason: str = Field("", description="Why lines is empty, when it is; and any special point found that could not "
@@ -279,20 +390,19 @@ class BoundaryJobResult(BaseModel):
     unexplained: list[UnexplainedOut] = Field(
         default_factory=list, description="Special points the scans of the box's edges and rows saw that no traced "
         "line passes through, even after tracing from them (a figure marks them).")
+    warnings: list[str] = Field(
+        default_factory=list, description="What may be missing, in words: the unexplained points, scans that failed, "
+        "lines that stop inside the box.")
     continued_as_real: list[str] = Field(
         default_factory=list, description="The integer fields among the parameters (a width N, a sample count P): "
         "the lines pass through real values of them, where the theory's equations are evaluated as they are along "
         "a continuation sweep.")
-    warnings: list[str] = Field(
-        default_factory=list, description="What may be missing, in words: the unexplained points, scans that failed, "
-        "lines that stop inside the box.")
     regions: list[RegionProbeOut] = Field(
         default_factory=list, description="The phases the lines separate: the equilibrium solved on either side of "
         "the middle of each line (two single solves per line of two points or more, in the order of the lines).")
-    diagnostics: dict[str, Any] = Field(default_factory=dict, description="Seconds, scans and points traced.")
-    model: dict[str, Any] | None = Field(None, description=MODEL_DESCRIPTION)
-    quantities: Quantities | None = _quantities()
-    provenance: Provenance | None = None
+    diagnostics: BoundaryDiagnostics = Field(default_factory=BoundaryDiagnostics,
+                                             description="Seconds, scans and points traced.")
+    non_finite: list[str] | None = None
 
 
 class GridLinePointOut(BaseModel):
@@ -318,10 +428,9 @@ class DiagramTransitionOut(TransitionOut):
     line_parameter: str = Field(description="The parameter the transition was located in along its row (p2).")
 
 
-class PhaseDiagramResult(BaseModel):
+class PhaseDiagramResult(Described, Curves):
     """A grid or continuation phase diagram: one sweep in p2 per value of p1 (a page of its points and curves)."""
 
-    model_config = ConfigDict(extra="allow")
     theory: str
     parameters: list[str] = Field(description="[p1, p2].")
     axes: dict[str, list[float]] = Field(description="The values of p1 and of p2.")
@@ -329,12 +438,6 @@ class PhaseDiagramResult(BaseModel):
     points: list[PointOut]
     transitions: list[DiagramTransitionOut]
     lines: list[GridLineOut]
-    curves: list[CurveOut] | None = Field(
-        None, description="Continuation: the traced curves of every row (one page), each with its row `at`.")
-    curves_reason: str | None = None
-    model: dict[str, Any] | None = Field(None, description=MODEL_DESCRIPTION)
-    quantities: Quantities | None = _quantities()
-    provenance: Provenance | None = None
 
 
 def _job_result_kind(value: Any) -> str:
@@ -366,6 +469,22 @@ class EstimateOut(BaseModel):
     rhat: Any = Field(description="Split R-hat.")
 
 
+class ComparisonOut(BaseModel):
+    """One observable, theory beside experiment: z = (experiment − theory)/stderr (null where the Monte-Carlo error
+    is zero or undefined); vector observables component by component (lists)."""
+
+    model_config = ConfigDict(extra="allow")
+    theory: Any
+    experiment: Any
+    stderr: Any
+    z: Any
+
+
+class SampledOut(BaseModel):
+    name: str = Field(description="A sampled variable of the network.")
+    size: int = Field(description="Its number of components.")
+
+
 class ExperimentPointOut(BaseModel):
     """One experiment (one parameter value): the estimates, the sampler's diagnostics, and ``theory``: the solve of
     the same spec with its ``comparison`` to the estimates."""
@@ -374,16 +493,41 @@ class ExperimentPointOut(BaseModel):
     parameter: float | None
     converged: bool
     status: str
+    message: str | None = None
     observables: dict[str, EstimateOut]
-    sampler: dict[str, Any]
+    sampler: dict[str, Any] = Field(description="The sampler's diagnostics (step size, divergences, worst R-hat, …).")
     draws: int
     chains: int
+    gradient_evaluations: int | None = None
     seconds: float
-    theory: dict[str, Any] = Field(description="The theory's solve of the same spec, with its `comparison`.")
+    device: str | None = None
+    init: Any = None
+    sampled: list[SampledOut] = Field(default_factory=list, description="The variables the chains sampled.")
+    integrated_out: list[str] = Field(default_factory=list, description="The variables integrated out exactly.")
+    network: dict[str, Any] = Field(default_factory=dict, description="The finite network that was sampled.")
+    theory: dict[str, Any] = Field(description="The theory's solve of the same spec, with its `comparison`: per "
+                                   "branch, per observable, a ComparisonOut.")
+    non_finite: list[str] | None = None
 
 
-class _ExperimentSummary(BaseModel):
+class DrawsSeriesOut(BaseModel):
+    """The per-draw series of one experiment, bounded: every ``thin``-th kept draw (at most the requested number per
+    chain) of every estimator (its first components, for a vector one), and the sampler's statistics."""
+
     model_config = ConfigDict(extra="allow")
+    point: int
+    parameter: float | None
+    chains: int
+    draws: int = Field(description="Kept draws per chain, after warmup.")
+    thin: int = Field(description="Every thin-th kept draw is in the series.")
+    draw: list[int] = Field(description="The indices (kept draws after warmup) of the series.")
+    components: dict[str, list[int]] = Field(description="Each estimator's full shape.")
+    posterior: dict[str, Any] = Field(description="Per estimator: [chain][draw](component).")
+    sample_stats: dict[str, Any] = Field(description="lp, diverging, n_steps, nonfinite (and acceptance_rate).")
+    non_finite: list[str] | None = None
+
+
+class _ExperimentSummary(Described):
     theory_name: str
     experiment_hash: str
     parameter: str | None
@@ -395,8 +539,6 @@ class _ExperimentSummary(BaseModel):
     seconds: float
     wall_seconds: float | None
     device: str
-    quantities: Quantities | None = _quantities()
-    provenance: Provenance | None = None
 
 
 class ExperimentResult(_ExperimentSummary, ExperimentPointOut):

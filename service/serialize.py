@@ -1,11 +1,13 @@
-"""The one place where the engine's typed results become the HTTP contract's JSON (and back, for resuming).
+"""The codec: the engine's typed results become the contract's result models, and those models give the JSON
+(and a stored point becomes a catalogue again, for resuming).
 
-Every response, stored sweep point and job result is made here from the typed objects of
-:mod:`solvers.core` (catalogues, branches, special points, sweeps). The output never carries NaN
-or Infinity (:func:`service.jsonsafe.json_safe`). Experiments (the sampled finite network, with the
-theory's comparison) are made here too. Each branch also carries its ``state`` (the
-solution vector), so that a stored point can be turned back into a catalogue and a sweep resumed
-from it without solving it again.
+The result's shape is written once, as the response models of :mod:`service.result_schemas`; every response,
+stored sweep point and job result is built here as one of them from the typed objects of :mod:`solvers.core`
+(catalogues, branches, special points, sweeps, traced lines) and of :mod:`solvers.experiments`, and its JSON is
+the model's dump (:func:`wire`): a field the engine gives the wrong type is an error where the result is made,
+never a malformed answer. The output never carries NaN or Infinity (:func:`service.jsonsafe.json_safe`). Each
+branch also carries its ``state`` (the solution vector), so that a stored point can be turned back into a
+catalogue and a sweep resumed from it without solving it again.
 """
 
 from __future__ import annotations
@@ -13,19 +15,53 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
+from pydantic import BaseModel
 
 from service.jsonsafe import json_safe, json_safe_at, result_diagnostics
+from service.result_schemas import (
+    BifurcationOut,
+    BoundaryDiagnostics,
+    BoundaryJobResult,
+    BranchEndOut,
+    BranchOut,
+    ComparisonOut,
+    CriticalPointOut,
+    CurveCount,
+    CurveOut,
+    Curves,
+    CurveSpecialOut,
+    DrawsSeriesOut,
+    EstimateOut,
+    ExperimentPointOut,
+    LineEndOut,
+    LineOut,
+    OriginOut,
+    PointOut,
+    SampledOut,
+    SolveBody,
+    SolveDiagnostics,
+    SweepDiagnostics,
+    SweepSummary,
+    TransitionOut,
+    UnexplainedOut,
+)
 from solvers.core.curve_results import BranchEnd, CurveTable, Sweep
-from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, LineEnd, Unexplained
+from solvers.core.lines.results import BoundaryResult, Line, Unexplained
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Origin, Report, Search, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
 from solvers.experiments.draws import Draws
 from solvers.experiments.results import Estimate, ExperimentResult, SamplerDiagnostics
+
+
+def wire(model: BaseModel) -> dict[str, Any]:
+    """A result model's JSON object: the fields the codec set, in the model's order (an optional field it left
+    unset, such as a branch end's ``partner`` on a domain end, is not written)."""
+    return model.model_dump(exclude_unset=True)
 
 
 def dumps(obj: Any) -> str:
@@ -49,8 +85,8 @@ def point_text(point: Mapping[str, Any]) -> str:
 POINT_KEYS = ("parameter", "converged", "equilibrium", "branches", "order_parameters", "observables")
 
 
-def origin_json(o: Origin | None) -> dict[str, Any] | None:
-    return None if o is None else {"method": o.method, "start": o.start}
+def origin_out(o: Origin | None) -> OriginOut | None:
+    return None if o is None else OriginOut(method=o.method, start=o.start)
 
 
 def search_json(s: Search | None) -> dict[str, Any] | None:
@@ -59,60 +95,88 @@ def search_json(s: Search | None) -> dict[str, Any] | None:
                                                            "unknown_starts": list(s.unknown_starts)}
 
 
-def branch_json(b: Branch) -> dict[str, Any]:
+M = TypeVar("M", bound=BaseModel)
+
+
+def build(model: type[M], path: str, bad: list[str], source: Any = None, **fields: Any) -> M:
+    """``model`` from the engine's values made JSON-safe on the way in (:func:`json_safe_at`: arrays as lists, a
+    solve's record as its diagnostics, a non-finite number as null with its path in ``bad``), so that its dump is
+    the JSON as it is (a free-form table field would otherwise dump an engine dataclass by its own fields).
+
+    ``source``: an engine record whose attributes of the model's field names are taken as they are, so that only
+    the fields whose name or form differ are written out (``fields`` override them)."""
+    if source is not None:
+        fields = {**{name: getattr(source, name) for name in model.model_fields
+                     if name not in fields and hasattr(source, name)}, **fields}
+    return model(**json_safe_at(fields, path, bad))
+
+
+def branch_json(b: Branch, path: str, bad: list[str]) -> dict[str, Any]:
+    """A branch with its complete tables, JSON-safe (its non-finite values listed in ``bad`` under ``path``)."""
     report = b.report or Report()
-    return {
-        "name": b.name,
-        "origin": origin_json(b.origin),
-        "converged": b.converged,
-        "stable": b.stable,
-        "free_entropy": b.free_entropy,
-        "order_parameters": dict(report.order_parameters),
-        "observables": dict(report.observables),
-        "diagnostics": {**result_diagnostics(b.result), "starts": list(b.starts),
-                        "stability_margin": b.stability_margin},
-        "state": b.x,
-    }
+    diagnostics = {**result_diagnostics(b.result), "starts": list(b.starts), "stability_margin": b.stability_margin}
+    return wire(build(
+        BranchOut, path, bad,
+        name=b.name,
+        origin=origin_out(b.origin),
+        converged=b.converged,
+        stable=b.stable,
+        free_entropy=b.free_entropy,
+        order_parameters=dict(report.order_parameters),
+        observables=dict(report.observables),
+        diagnostics=diagnostics,
+        state=b.x,
+    ))
 
 
-def catalogue_diagnostics(cat: Catalogue) -> dict[str, Any]:
+def catalogue_diagnostics(cat: Catalogue, bad: list[str]) -> SolveDiagnostics:
     ref = cat.reference
-    out: dict[str, Any] = {
-        "residual": ref.result.residual if ref else None,
-        "iterations": cat.iterations,
-        "method": ref.result.method if ref else None,
-        "seconds": cat.seconds,
-        "status": cat.status.value,
-        "message": cat.message,
-        "complete": cat.complete,
-    }
-    if cat.notes is not None:
-        out.update(cat.notes.diagnostics)
-    return out
+    return build(
+        SolveDiagnostics, "diagnostics", bad,
+        residual=ref.result.residual if ref else None,
+        iterations=cat.iterations,
+        method=ref.result.method if ref else None,
+        seconds=cat.seconds,
+        status=cat.status.value,
+        message=cat.message,
+        complete=cat.complete,
+        **(cat.notes.diagnostics if cat.notes is not None else {}),
+    )
 
 
-def _catalogue_body(cat: Catalogue) -> dict[str, Any]:
-    branches = [branch_json(b) for b in cat.branches]
-    eq = next((b for b in branches if b["name"] == cat.equilibrium), None)
-    observables = dict(eq["observables"]) if eq else {}
-    if cat.notes is not None:
-        observables.update(cat.notes.observables)
-    return {
-        "converged": cat.converged,
-        "order_parameters": eq["order_parameters"] if eq else {},
-        "observables": observables,
-        "branches": branches,
-        "equilibrium": cat.equilibrium,
-    }
+def catalogue_tables(cat: Catalogue, bad: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(branches, order_parameters, observables) of a catalogue, JSON-safe: every branch complete, and the
+    catalogue's tables (the equilibrium's, its observables with the notes'), its non-finite values listed under
+    both names, as converting the whole body at once would.
+
+    Each branch is converted once and the tables are the equilibrium's converted ones, so that a sweep's largest
+    values (the predictor at every test point) are checked and copied once per point, not twice."""
+    branches = [branch_json(b, f"branches[{i}]", bad) for i, b in enumerate(cat.branches)]
+    k = next((i for i, b in enumerate(branches) if b["name"] == cat.equilibrium), None)
+    order = branches[k]["order_parameters"] if k is not None else {}
+    observables = dict(branches[k]["observables"]) if k is not None else {}
+    noted = json_safe_at(dict(cat.notes.observables), "observables", bad) if cat.notes is not None else {}
+    if k is not None:
+        own = f"branches[{k}]."
+        bad += [path[len(own):] for path in list(bad) if path.startswith(own) and _point_path(path[len(own):], noted)]
+    observables.update(noted)
+    return branches, order, observables
+
+
+def _non_finite(bad: list[str]) -> dict[str, Any]:
+    return {"non_finite": sorted(set(bad))} if bad else {}
 
 
 def solution_json(theory: str, cat: Catalogue) -> dict[str, Any]:
-    """A single solve's response body (without ``spec_hash`` and ``cached``, which the service adds)."""
-    body = {"theory": theory, **_catalogue_body(cat), "search": search_json(cat.search),
-            "diagnostics": catalogue_diagnostics(cat)}
-    if cat.notes is not None:
-        body.update(cat.notes.fields)
-    return json_safe(body)
+    """A single solve's response body (without ``spec_hash``, ``cached`` and what :func:`service.solving.stamped`
+    adds)."""
+    bad: list[str] = []
+    branches, order, observables = catalogue_tables(cat, bad)
+    body = SolveBody(theory=theory, converged=cat.converged, order_parameters=order, observables=observables,
+                     branches=branches, equilibrium=cat.equilibrium, search=search_json(cat.search),
+                     diagnostics=catalogue_diagnostics(cat, bad),
+                     **json_safe_at(dict(cat.notes.fields) if cat.notes is not None else {}, "", bad))
+    return wire(body) | _non_finite(bad)
 
 
 def differences(own: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,7 +187,9 @@ def differences(own: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def _compact_branch(b: dict[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+def compact_branch(b: dict[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+    """A complete branch as a compact point holds it: its tables' differences from the point's, and its status's
+    standard message left out."""
     out = {**b, "order_parameters": differences(b["order_parameters"], point["order_parameters"]),
            "observables": differences(b["observables"], point["observables"])}
     diag = b["diagnostics"]
@@ -135,33 +201,19 @@ def _compact_branch(b: dict[str, Any], point: Mapping[str, Any]) -> dict[str, An
 
 def point_json(value: float, cat: Catalogue) -> dict[str, Any]:
     """One point of a sweep: the catalogue at ``parameter = value``, compact (``docs/architecture.md``): the
-    point's tables are the equilibrium's, each branch's hold what differs from them.
-
-    As ``json_safe`` of the whole point, with each branch converted once: the point's tables are the equilibrium
-    branch's converted ones (its non-finite entries listed under both names), so that a sweep's largest values
-    (the predictor at every test point) are checked and copied once per point, not twice."""
+    point's tables are the equilibrium's, each branch's hold what differs from them."""
     bad: list[str] = []
-    branches = [json_safe_at(branch_json(b), f"branches[{i}]", bad) for i, b in enumerate(cat.branches)]
-    k = next((i for i, b in enumerate(branches) if b["name"] == cat.equilibrium), None)
-    order = branches[k]["order_parameters"] if k is not None else {}
-    observables = dict(branches[k]["observables"]) if k is not None else {}
-    noted = json_safe_at(dict(cat.notes.observables), "observables", bad) if cat.notes is not None else {}
-    if k is not None:
-        own = f"branches[{k}]."
-        bad += [path[len(own):] for path in list(bad) if path.startswith(own) and _point_path(path[len(own):], noted)]
-    observables.update(noted)
-    point: dict[str, Any] = {
-        "parameter": json_safe_at(float(value), "parameter", bad),
-        "converged": bool(cat.converged),
-        "equilibrium": cat.equilibrium,
-        "branches": branches,
-        "order_parameters": order,
-        "observables": observables,
-    }
-    point["branches"] = [_compact_branch(b, point) for b in branches]
-    if bad:
-        point["non_finite"] = sorted(set(bad))
-    return point
+    branches, order, observables = catalogue_tables(cat, bad)
+    tables = {"order_parameters": order, "observables": observables}
+    point = PointOut(
+        parameter=json_safe_at(float(value), "parameter", bad),
+        converged=bool(cat.converged),
+        equilibrium=cat.equilibrium,
+        branches=[compact_branch(b, tables) for b in branches],
+        **tables,
+        **_non_finite(bad),
+    )
+    return wire(point)
 
 
 def _point_path(path: str, noted: Mapping[str, Any]) -> bool:
@@ -186,35 +238,24 @@ def branch_tables(point: Mapping[str, Any], branch: Mapping[str, Any]) -> tuple[
     return out[0], out[1]
 
 
-def bifurcation_json(bp: BifurcationPoint) -> dict[str, Any]:
-    """A branch point's type and normal form: g(ξ, μ) = a ξ²/2 + b11 ξ μ + b20 μ²/2 + c ξ³/6."""
+def bifurcation_out(bp: BifurcationPoint) -> BifurcationOut:
     nf = bp.coefficients
-    return {
-        "type": bp.type,
-        "criticality": bp.criticality,
-        "parameter": bp.parameter,
-        "coefficients": {"a": nf.a, "b11": nf.b11, "b20": nf.b20, "c": nf.c},
-        "kernel": bp.kernel[0],
-    }
+    return BifurcationOut(type=bp.type, criticality=bp.criticality, parameter=bp.parameter,
+                          coefficients=dataclasses.asdict(nf), kernel=bp.kernel[0])
+
+
+def special_point_out(sp: SpecialPoint, path: str, bad: list[str]) -> TransitionOut:
+    """A special point of a sweep; ``event``, ``bifurcation`` and ``state`` only where it has them (the theory's
+    ``state`` made JSON-safe on the way in, under ``path``)."""
+    state = json_safe_at(dict(sp.state), f"{path}.state", bad) if sp.state else None
+    optional = {"event": sp.event, "bifurcation": sp.bifurcation and bifurcation_out(sp.bifurcation), "state": state}
+    return TransitionOut(kind=sp.transition, type=sp.kind.value, parameter=sp.parameter, branches=list(sp.branches),
+                         detail=sp.detail, refined=sp.refined, uncertainty=sp.uncertainty,
+                         **{k: v for k, v in optional.items() if v is not None})
 
 
 def special_point_json(sp: SpecialPoint) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "kind": sp.transition,
-        "type": sp.kind.value,
-        "parameter": sp.parameter,
-        "branches": list(sp.branches),
-        "detail": sp.detail,
-        "refined": sp.refined,
-        "uncertainty": sp.uncertainty,
-    }
-    if sp.event is not None:
-        out["event"] = sp.event
-    if sp.bifurcation is not None:
-        out["bifurcation"] = bifurcation_json(sp.bifurcation)
-    if sp.state:
-        out["state"] = dict(sp.state)
-    return out
+    return json_safe(wire(special_point_out(sp, "", [])))
 
 
 #: Longest numeric list (or array) a curve column carries at each point (``Qbar`` per layer); longer stay in points.
@@ -257,42 +298,39 @@ def curve_json(table: CurveTable, special_points: tuple[SpecialPoint, ...]) -> d
     for i, r in enumerate(rows):
         if r.special is not None and (i == 0 or rows[i - 1].special != r.special):
             sp = special_points[r.special]
-            special.append({"index": i, "kind": sp.transition, "type": sp.kind.value, "parameter": sp.parameter,
-                            "branches": list(sp.branches)})
+            special.append(CurveSpecialOut(index=i, kind=sp.transition, type=sp.kind.value, parameter=sp.parameter,
+                                           branches=list(sp.branches)))
+    # the numbers made JSON-safe at once (a curve's non_finite names its columns); names and flags have nothing
+    # for json_safe to replace
     numbers = json_safe({
         "parameter": [r.p for r in rows],
         "arclength": [r.arclength for r in rows],
         "free_entropy": [r.free_entropy for r in rows],
         "order_parameters": _columns([curve_entries(rep.order_parameters) for rep in reports]),
         "observables": _columns([curve_entries(rep.observables) for rep in reports]),
-        "special": special,
+        "special": [wire(s) for s in special],
     })
-    return {
-        "name": table.name,
-        "branches": list(table.branches),
-        "traced": table.traced,
-        "message": table.message,
-        "ends": [branch_end_json(e) for e in table.ends],
-        "branch": [r.branch for r in rows],  # names and flags: nothing there for json_safe to replace
-        "parameter": numbers["parameter"],
-        "arclength": numbers["arclength"],
-        "stable": [None if r.stable is None else bool(r.stable) for r in rows],
-        **{k: v for k, v in numbers.items() if k not in ("parameter", "arclength")},
-    }
+    return wire(CurveOut(
+        name=table.name,
+        branches=list(table.branches),
+        traced=table.traced,
+        message=table.message,
+        ends=[branch_end_json(e) for e in table.ends],
+        branch=[r.branch for r in rows],
+        stable=[None if r.stable is None else bool(r.stable) for r in rows],
+        **numbers,
+    ))
+
+
+#: The fields a branch end of each kind has beyond branch, kind, parameter and detail.
+END_FIELDS = {"fold": ("partner",), "domain": ("quantity",), "solver": ("method", "residual")}
 
 
 def branch_end_json(end: BranchEnd) -> dict[str, Any]:
     """How a branch on a curve ends (``docs/architecture.md``, "curves"): only the fields its kind has."""
-    out: dict[str, Any] = {"branch": end.branch, "kind": end.kind, "parameter": end.parameter}
-    if end.kind == "fold":
-        out["partner"] = end.partner
-    if end.kind == "domain":
-        out["quantity"] = end.quantity
-    if end.kind == "solver":
-        out["method"] = end.method
-        out["residual"] = end.residual
-    out["detail"] = end.detail
-    return json_safe(out)
+    own = {name: getattr(end, name) for name in END_FIELDS.get(end.kind, ())}
+    return json_safe(wire(BranchEndOut(branch=end.branch, kind=end.kind, parameter=end.parameter, detail=end.detail,
+                                       **own)))
 
 
 def curves_json(sweep: Sweep) -> list[dict[str, Any]] | None:
@@ -311,35 +349,25 @@ def no_curves_reason(sweep: Sweep, method: str) -> str:
     return "this theory sweeps this spec on a grid (one branch, or a solve too costly to trace): no curves"
 
 
-def sweep_diagnostics(sweep: Sweep) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "converged": sweep.converged,
-        "complete": sweep.complete,
-        "residual": sweep.residual,
-        "iterations": sweep.iterations,
-        "method": sweep.method,
-        "seconds": sweep.seconds,
-        "curves": [{"name": c.name, "points": len(c.points), "message": c.message} for c in sweep.curves],
-    }
-    if sweep.reused:
-        out["resumed"] = {"reused": len(sweep.reused), "computed": len(sweep.values) - len(sweep.reused)}
-    if sweep.notes is not None:
-        out.update(sweep.notes.diagnostics)
-    return out
+def sweep_diagnostics(sweep: Sweep, bad: list[str]) -> SweepDiagnostics:
+    resumed = {"reused": len(sweep.reused), "computed": len(sweep.values) - len(sweep.reused)}
+    return build(
+        SweepDiagnostics, "diagnostics", bad, sweep,  # converged, complete, residual, … by their names
+        curves=[CurveCount(name=c.name, points=len(c.points), message=c.message) for c in sweep.curves],
+        **({"resumed": resumed} if sweep.reused else {}),
+        **(sweep.notes.diagnostics if sweep.notes is not None else {}),
+    )
 
 
 def sweep_summary(theory: str, parameter: str, sweep: Sweep) -> dict[str, Any]:
-    """Everything of a sweep's result but its points."""
-    out = {
-        "theory": theory,
-        "parameter": parameter,
-        "method": sweep.method,
-        "transitions": [special_point_json(sp) for sp in sweep.special_points],
-        "diagnostics": sweep_diagnostics(sweep),
-    }
-    if sweep.notes is not None:
-        out.update(sweep.notes.fields)
-    return json_safe(out)
+    """Everything of a sweep's result but its points and curves."""
+    bad: list[str] = []
+    fields = json_safe_at(dict(sweep.notes.fields) if sweep.notes is not None else {}, "", bad)
+    summary = SweepSummary(theory=theory, parameter=parameter, method=sweep.method,
+                           transitions=[special_point_out(sp, f"transitions[{i}]", bad)
+                                        for i, sp in enumerate(sweep.special_points)],
+                           diagnostics=sweep_diagnostics(sweep, bad), **fields)
+    return json_safe(wire(summary) | _non_finite(bad))  # the typed numbers (a transition's parameter) checked here
 
 
 def sweep_json(theory: str, parameter: str, sweep: Sweep, points: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -353,8 +381,8 @@ def curves_fields(sweep: Sweep, method: str | None = None) -> dict[str, Any]:
     """``{"curves": [...]}``, or ``{"curves": null, "curves_reason": ...}`` for a sweep that traced none."""
     curves = curves_json(sweep)
     if curves is None:
-        return {"curves": None, "curves_reason": no_curves_reason(sweep, method or sweep.method)}
-    return {"curves": curves}
+        return wire(Curves(curves=None, curves_reason=no_curves_reason(sweep, method or sweep.method)))
+    return {"curves": curves}  # already the models' dumps: not validated twice
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,36 +390,21 @@ def curves_fields(sweep: Sweep, method: str | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def line_end_json(end: LineEnd) -> dict[str, Any]:
-    return {"kind": end.kind, "point": list(end.point), "detail": end.detail, "precision": end.precision}
+def line_out(line: Line) -> LineOut:
+    """One traced line: its contract ``kind``, the engine's ``type``, and its points as [p1, p2] pairs; ``event``
+    and ``bifurcation`` only where it has them. Its ends (as the critical points) are read by the model from the
+    engine's record, whose field names they share."""
+    optional = {"event": line.name or None, "bifurcation": line.bifurcation and bifurcation_out(line.bifurcation)}
+    return LineOut(kind=BOUNDARY_OF[line.kind], type=line.kind.value, branches=list(line.branches),
+                   points=[list(p) for p in line.points], states=list(line.states),
+                   ends=[LineEndOut.model_validate(e, from_attributes=True) for e in line.ends],
+                   formulation=line.formulation, message=line.message,
+                   **{k: v for k, v in optional.items() if v is not None})
 
 
-def line_json(line: Line) -> dict[str, Any]:
-    """One traced line: its contract ``kind``, the engine's ``type``, and its points as [p1, p2] pairs."""
-    out: dict[str, Any] = {
-        "kind": BOUNDARY_OF[line.kind],
-        "type": line.kind.value,
-        "branches": list(line.branches),
-        "points": [list(p) for p in line.points],
-        "states": [s for s in line.states],
-        "ends": [line_end_json(e) for e in line.ends],
-        "formulation": line.formulation,
-        "message": line.message,
-    }
-    if line.name:
-        out["event"] = line.name
-    if line.bifurcation is not None:
-        out["bifurcation"] = bifurcation_json(line.bifurcation)
-    return out
-
-
-def unexplained_json(u: Unexplained) -> dict[str, Any]:
-    return {"kind": BOUNDARY_OF[u.kind], "type": u.kind.value, "point": list(u.point), "branches": list(u.branches),
-            "scan": u.scan, "detail": u.detail}
-
-
-def critical_point_json(cp: CriticalPoint) -> dict[str, Any]:
-    return {"point": list(cp.point), "state": cp.state, "lines": list(cp.lines), "precision": cp.precision}
+def unexplained_out(u: Unexplained) -> UnexplainedOut:
+    return UnexplainedOut(kind=BOUNDARY_OF[u.kind], type=u.kind.value, point=list(u.point),
+                          branches=list(u.branches), scan=u.scan, detail=u.detail)
 
 
 def boundary_json(
@@ -403,24 +416,21 @@ def boundary_json(
     crossings no line explains, the integer fields continued as real numbers, and the equilibrium's phase at
     probes on either side of each line (``service.jobs.boundary_regions``)."""
     p1, p2 = parameters
-    return json_safe({
-        "theory": theory,
-        "parameters": [p1, p2],
-        "method": "boundary",
-        "box": {p1: list(box[0]), p2: list(box[1])},
-        "lines": [line_json(line) for line in result.lines],
-        "critical_points": [critical_point_json(cp) for cp in result.critical_points],
-        "reason": result.reason,
-        "unexplained": [unexplained_json(u) for u in result.unexplained],
-        "warnings": list(result.warnings),
-        "continued_as_real": list(continued_as_real),
-        "regions": regions or [],
-        "diagnostics": {
-            "seconds": seconds,
-            "scans": {p1: list(result.scans), p2: list(result.edges)},
-            "points": sum(len(line.points) for line in result.lines),
-        },
-    })
+    return json_safe(wire(BoundaryJobResult(
+        theory=theory,
+        parameters=[p1, p2],
+        method="boundary",
+        box={p1: list(box[0]), p2: list(box[1])},
+        lines=[line_out(line) for line in result.lines],
+        critical_points=[CriticalPointOut.model_validate(cp, from_attributes=True) for cp in result.critical_points],
+        reason=result.reason,
+        unexplained=[unexplained_out(u) for u in result.unexplained],
+        warnings=list(result.warnings),
+        continued_as_real=list(continued_as_real),
+        regions=regions or [],
+        diagnostics=BoundaryDiagnostics(seconds=seconds, scans={p1: list(result.scans), p2: list(result.edges)},
+                                        points=sum(len(line.points) for line in result.lines)),
+    )))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,9 +506,9 @@ def catalogue_from_solution(body: Mapping[str, Any]) -> Catalogue:
 # ---------------------------------------------------------------------------------------------
 
 
-def estimate_json(est: Estimate) -> dict[str, Any]:
+def estimate_out(est: Estimate) -> EstimateOut:
     """One observable's figures: mean, Monte-Carlo error, bulk ESS (``ess``), tail ESS and split R-hat."""
-    return {"mean": est.mean, "stderr": est.stderr, "ess": est.ess_bulk, "ess_tail": est.ess_tail, "rhat": est.rhat}
+    return EstimateOut(mean=est.mean, stderr=est.stderr, ess=est.ess_bulk, ess_tail=est.ess_tail, rhat=est.rhat)
 
 
 def comparison_json(predictions: Mapping[str, Mapping[str, Any]], estimates: Mapping[str, Estimate]) -> dict[str, Any]:
@@ -520,7 +530,7 @@ def comparison_json(predictions: Mapping[str, Mapping[str, Any]], estimates: Map
             stderr = np.asarray(est.stderr, dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
                 z = np.where(stderr > 0, (mean - theory) / np.where(stderr > 0, stderr, 1.0), np.nan)
-            rows[name] = {"theory": theory, "experiment": mean, "stderr": stderr, "z": z}
+            rows[name] = wire(ComparisonOut(theory=theory, experiment=mean, stderr=stderr, z=z))
         out[branch] = rows
     return out
 
@@ -538,24 +548,18 @@ def experiment_point_json(
 ) -> dict[str, Any]:
     """One experiment (one parameter value): the estimates with their diagnostics, the sampler's diagnostics, and
     ``theory``: the solve of the same spec (every branch) with its ``comparison`` to the estimates."""
-    return json_safe({
-        "parameter": parameter,
-        "converged": result.converged,
-        "status": result.status.value,
-        "message": result.message,
-        "observables": {name: estimate_json(est) for name, est in result.estimates.items()},
-        "sampler": _sampler_json(result.sampler),
-        "draws": result.draws,
-        "chains": result.chains,
-        "gradient_evaluations": result.gradient_evaluations,
-        "seconds": result.seconds,
-        "device": result.device,
-        "init": result.init,
-        "sampled": [{"name": name, "size": size} for name, size in result.sampled],
-        "integrated_out": list(result.integrated_out),
-        "network": dict(network),
-        "theory": {**solve, "comparison": comparison},
-    })
+    bad: list[str] = []
+    point = build(  # converged, message, draws, chains, seconds, device, … by their names
+        ExperimentPointOut, "", bad, result,
+        parameter=parameter,
+        status=result.status.value,
+        observables={name: estimate_out(est) for name, est in result.estimates.items()},
+        sampler=_sampler_json(result.sampler),
+        sampled=[SampledOut(name=name, size=size) for name, size in result.sampled],
+        network=dict(network),
+        theory={**solve, "comparison": comparison},
+    )
+    return json_safe(wire(point) | _non_finite(bad))  # the estimates' arrays made JSON-safe here
 
 
 def draws_series_json(
@@ -584,14 +588,14 @@ def draws_series_json(
     }
     if not np.all(np.isnan(draws.acceptance)):
         stats["acceptance_rate"] = draws.acceptance[:, take]
-    return json_safe({
-        "point": point,
-        "parameter": parameter,
-        "chains": draws.chains,
-        "draws": draws.n,
-        "thin": int(stride),
-        "draw": take,
-        "components": {name: list(a.shape[2:]) for name, a in draws.estimates.items()},
-        "posterior": {name: bounded(a) for name, a in draws.estimates.items()},
-        "sample_stats": stats,
-    })
+    return json_safe(wire(DrawsSeriesOut(
+        point=point,
+        parameter=parameter,
+        chains=draws.chains,
+        draws=draws.n,
+        thin=int(stride),
+        draw=take,
+        components={name: list(a.shape[2:]) for name, a in draws.estimates.items()},
+        posterior={name: bounded(a) for name, a in draws.estimates.items()},
+        sample_stats=stats,
+    )))
