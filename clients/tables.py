@@ -4,6 +4,15 @@ Every quantity is reached by its dotted name (:mod:`clients.names`: ``class_dist
 ``potential_wells.depth``); a name the result does not report raises :class:`~clients.names.UnknownQuantity`,
 which lists the names it does. A sweep point is compact: each branch lists only what differs from the point's
 tables (the equilibrium's), so a branch's value is read through :func:`branch_of`.
+
+A CSV export opens with two comment lines that give each quantity column's units and symbol, from the table entries
+the result carries (``quantities``), as JSON objects keyed by column::
+
+    # units: {"u": "1", "rho": "1", "test_mse": "1", ...}
+    # symbols: {"u": "$u$", "rho": "$\\rho$", ...}
+    u,equilibrium,converged,rho,...
+
+``pandas.read_csv(path, comment="#")`` skips them; :func:`read_csv` reads them too (``DataFrame.attrs``).
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clients.array_labels import Labels
 from clients.names import GROUPS, UnknownQuantity, flatten, is_number, quantities_of
 
 SCALAR = (bool, int, float, str, type(None))
@@ -170,13 +180,49 @@ def _cell(value: Any) -> Any:
     return value if isinstance(value, SCALAR) else json.dumps(value, separators=(",", ":"))
 
 
-def csv_text(table: Iterable[Mapping[str, Any]]) -> str:
-    """CSV of dicts (columns: the union over rows, in first-seen order)."""
-    table = list(table)
+#: The comment lines a CSV export opens with, in order: what each names of a column (:func:`column_labels`).
+CSV_LABELS = ("units", "symbols")
+
+
+def _quantity_of_column(column: str) -> str:
+    """The quantity a column holds: its name, without the group a clashing name is prefixed with (``observables.u``)."""
+    group, _, rest = column.partition(".")
+    return rest if group in GROUPS and rest else column
+
+
+def column_labels(result: Mapping[str, Any], columns: Iterable[str],
+                  renamed: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """``{"units": {column: units}, "symbols": {column: symbol}}`` of the columns that hold a quantity of the result
+    (its ``quantities``; ``renamed``: column -> quantity where a column is named otherwise); the others (flags, names)
+    are left out."""
+    labels = Labels(result.get("quantities"))
+    out: dict[str, dict[str, str]] = {"units": {}, "symbols": {}}
+    for column in columns:
+        entry = labels.entry((renamed or {}).get(column) or _quantity_of_column(column))
+        if entry.get("units"):
+            out["units"][column] = str(entry["units"])
+        if entry.get("symbol"):
+            out["symbols"][column] = str(entry["symbol"])
+    return out
+
+
+def _columns_of(table: list[Mapping[str, Any]]) -> list[str]:
     columns: list[str] = []
     for r in table:
         columns.extend(k for k in r if k not in columns)
+    return columns
+
+
+def csv_text(table: Iterable[Mapping[str, Any]], labels: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """CSV of dicts (columns: the union over rows, in first-seen order), opened by a comment line per entry of
+    ``labels`` (:data:`CSV_LABELS`: ``# units: {...}``) that names any column."""
+    table = list(table)
+    columns = _columns_of(table)
     buf = io.StringIO()
+    for kind in CSV_LABELS:
+        named = {c: v for c, v in ((labels or {}).get(kind) or {}).items() if c in columns}
+        if named:
+            buf.write(f"# {kind}: {json.dumps(named, ensure_ascii=False)}\n")
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: _cell(v) for k, v in r.items()} for r in table)
@@ -185,21 +231,46 @@ def csv_text(table: Iterable[Mapping[str, Any]]) -> str:
 
 def to_csv(result: Mapping[str, Any], branch: str | None = None) -> str:
     """CSV text of :func:`rows` (``branch="all"``: every branch, long format); for a boundary job, of
-    :func:`line_rows`. Vector-valued quantities are JSON arrays in their cells."""
-    return csv_text(line_rows(result) if result.get("method") == "boundary" else rows(result, branch))
+    :func:`line_rows`. Vector-valued quantities are JSON arrays in their cells. It opens with the columns' units and
+    symbols (comment lines, see the module's note)."""
+    table = line_rows(result) if result.get("method") == "boundary" else rows(result, branch)
+    return csv_text(table, column_labels(result, _columns_of(table)))
+
+
+def read_csv(source: Any) -> Any:
+    """A CSV export (a path, or an open text file) as a pandas DataFrame, with its columns' labels in
+    ``attrs["units"]`` and ``attrs["symbols"]`` (``{}`` for a file without them). Needs pandas."""
+    import pandas as pd
+
+    text = source.read() if hasattr(source, "read") else open(source, encoding="utf-8").read()  # noqa: SIM115
+    lines = text.splitlines(keepends=True)
+    attrs: dict[str, Any] = {kind: {} for kind in CSV_LABELS}
+    n = 0
+    while n < len(lines) and lines[n].startswith("#"):
+        kind, _, value = lines[n][1:].partition(":")
+        if kind.strip() in attrs:
+            attrs[kind.strip()] = json.loads(value)
+        n += 1
+    frame = pd.read_csv(io.StringIO("".join(lines[n:])))
+    frame.attrs.update(attrs)
+    return frame
 
 
 def experiment_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One dict per point and scalar observable of an experiment: the parameter value, the estimate with its
-    figures, and per branch of the theory its value and z (``theory:<branch>``, ``z:<branch>``)."""
+    """One dict per point and scalar observable of an experiment: the parameter value, the observable with its
+    ``units`` and ``symbol`` (from the result's ``quantities``), the estimate with its figures, and per branch of
+    the theory its value and z (``theory:<branch>``, ``z:<branch>``)."""
     points = result.get("points") or [result]
+    labels = Labels(result.get("quantities"))
     out = []
     for pt in points:
         comparison = (pt.get("theory") or {}).get("comparison") or {}
         for name, est in (pt.get("observables") or {}).items():
             if not isinstance(est.get("mean"), SCALAR):
                 continue
-            row: dict[str, Any] = {"parameter": pt.get("parameter"), "observable": name, "status": pt.get("status"),
+            entry = labels.entry(name)
+            row: dict[str, Any] = {"parameter": pt.get("parameter"), "observable": name, "units": entry.get("units"),
+                                   "symbol": entry.get("symbol"), "status": pt.get("status"),
                                    **{k: est.get(k) for k in ("mean", "stderr", "ess", "ess_tail", "rhat")}}
             for branch, rows_ in comparison.items():
                 if name in rows_ and isinstance(rows_[name].get("theory"), SCALAR):
@@ -210,5 +281,8 @@ def experiment_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def experiment_csv(result: Mapping[str, Any]) -> str:
-    """CSV text of :func:`experiment_rows`."""
-    return csv_text(experiment_rows(result))
+    """CSV text of :func:`experiment_rows` (each row names its observable's units and symbol; a learning curve's
+    ``parameter`` column has its own in the opening comment lines)."""
+    parameter = result.get("parameter")
+    return csv_text(experiment_rows(result),
+                    column_labels(result, ["parameter"], {"parameter": parameter}) if parameter else None)

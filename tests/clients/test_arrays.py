@@ -20,9 +20,10 @@ from fastapi.testclient import TestClient
 from clients import UnknownQuantity, plot, quantity_names, rows, series, to_csv
 from clients.arrays import open_netcdf, to_netcdf, to_xarray
 from clients.names import lookup
-from clients.tables import branch_names, branch_of
+from clients.tables import branch_names, branch_of, read_csv
 from service.app import create_app
 from service.settings import Settings
+from tests.clients.csv_lines import data_lines
 
 POTENTIAL: dict[str, Any] = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3,
                              "u": 20.0}
@@ -162,7 +163,7 @@ def test_nested_quantities_by_dotted_name_in_series_rows_csv_and_arrays(served: 
     xs, d2 = series(result, "class_distance.D2")
     assert xs == [1e-4, 0.1, 10.0] and d2 == nested and all(math.isfinite(v) for v in d2)
     assert [r["class_distance.D2"] for r in rows(result)] == nested
-    table = list(csv.DictReader(io.StringIO(to_csv(result))))
+    table = list(csv.DictReader(data_lines(to_csv(result))))
     assert [float(r["class_distance.D2"]) for r in table] == nested
     assert len(json.loads(table[0]["test_mean"])) == 10  # a vector quantity: its values, as a JSON array
     tree = to_xarray(result, served["tables"]["kernel_renormalization"])
@@ -185,9 +186,31 @@ def test_an_unknown_name_is_an_error_that_lists_the_names_there_are(served: dict
         plot.learning_curve(result, "test_mean")
 
 
+def test_csv_carries_each_columns_units_and_symbol_and_pandas_reads_it(served: dict[str, Any]) -> None:
+    import pandas as pd
+
+    result = served["sweep"]
+    text = to_csv(result)
+    assert text.startswith("# units: {") and text.splitlines()[1].startswith("# symbols: {")
+    plain = pd.read_csv(io.StringIO(text), comment="#")  # what a user without SaddleLab does
+    frame = read_csv(io.StringIO(text))
+    pd.testing.assert_frame_equal(plain, frame)
+    assert list(frame["u"]) == [p["parameter"] for p in result["points"]]
+    table = result["quantities"]
+    for column in ("u", "rho", "test_mse"):
+        assert frame.attrs["units"][column] == table[column]["units"]
+        assert frame.attrs["symbols"][column] == table[column]["symbol"]
+    assert frame.attrs["symbols"]["rho"] == r"$\rho$" and frame.attrs["units"]["rho"] == "1"
+    # a quantity named like the swept field is prefixed with its group, and keeps its labels
+    assert frame.attrs["symbols"]["observables.u"] == table["u"]["symbol"]
+    assert "equilibrium" not in frame.attrs["units"] and "equilibrium" not in frame.attrs["symbols"]  # a name
+    lines = read_csv(io.StringIO(to_csv(served["boundary"])))
+    assert lines.attrs["symbols"]["b"] == table["b"]["symbol"] and lines.attrs["units"]["u"] == "1"
+
+
 def test_csv_holds_every_branch_in_long_format(served: dict[str, Any]) -> None:
     result = served["sweep"]
-    table = list(csv.DictReader(io.StringIO(to_csv(result, "all"))))
+    table = list(csv.DictReader(data_lines(to_csv(result, "all"))))
     pairs = [(point, b) for point in result["points"] for b in point["branches"]]
     assert [(float(r["u"]), r["branch"]) for r in table] == [(point["parameter"], b["name"]) for point, b in pairs]
     for r, (point, b) in zip(table, pairs, strict=True):

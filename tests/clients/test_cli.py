@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import xarray as xr
 
 from service import cli
 from tests.clients.conftest import POTENTIAL, U_FIRST_ORDER, Lab
+from tests.clients.csv_lines import data_lines
 
 
 @pytest.fixture()
@@ -33,7 +33,7 @@ def test_sweep_to_csv_with_progress(lab: Lab, spec_file: Path, tmp_path: Path, c
     code = cli.main(["sweep", str(spec_file), "--parameter", "u", "--start", "20", "--stop", "40", "--num", "41",
                      "--format", "csv", "-o", str(out), *_remote(lab)])
     assert code == 0
-    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    table = list(csv.DictReader(data_lines(out.read_text())))
     assert len(table) == 41
     np.testing.assert_allclose([float(r["u"]) for r in table], np.linspace(20, 40, 41), atol=1e-12)
     assert {r["equilibrium"] for r in table} == {"center", "aligned"}
@@ -81,7 +81,7 @@ def test_boundary_method_traces_the_lines_as_csv(lab: Lab, spec_file: Path, tmp_
                      "--stop", "0.4", "--parameter", "u", "--start", "10", "--stop", "60", "--format", "csv",
                      "--no-progress", "-o", str(out), *_remote(lab)])
     assert code == 0
-    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    table = list(csv.DictReader(data_lines(out.read_text())))
     assert {r["kind"] for r in table} == {"first_order", "spinodal", "stability_loss"}
     centre = [r for r in table if r["kind"] == "stability_loss"]
     # u = π(1 + 2σ_w²)/(4σ_w² b²) = π/b² at σ_w² = 1/2

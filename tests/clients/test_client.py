@@ -60,7 +60,7 @@ def test_sweep_blocks_with_a_progress_bar_and_returns_the_result(client: Client,
     assert all(r > 0 for x, r in zip(xs, rho, strict=True) if x > first[0]["parameter"])
     table = rows(result)
     assert table[0]["u"] == 20 and table[0]["equilibrium"] == "center" and "rho_star" in table[0]
-    assert to_csv(result).splitlines()[0].startswith("u,equilibrium,converged")
+    assert to_csv(result).splitlines()[2].startswith("u,equilibrium,converged")  # after the units and symbols
     # The traced curves come one per page here: the client joins them.
     assert [c["name"] for c in result["curves"]] == ["center", "aligned"] and RESULT_PAGE_CURVES == 1
     assert min(result["curves"][1]["parameter"]) == pytest.approx(28.322495, abs=1e-6)

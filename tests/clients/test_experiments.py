@@ -6,7 +6,6 @@ one ArviZ DataTree (also as a netCDF file from the CLI), the CLI runs the same r
 from __future__ import annotations
 
 import csv
-import io
 import json
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from clients import Client, UnknownQuantity, experiment_rows, inference_data, pl
 from clients.experiments import to_datatree
 from service import cli
 from tests.clients.conftest import Lab
+from tests.clients.csv_lines import data_lines
 from tests.experiments import reference_diagnostics as ref
 
 SPEC = {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 1.0, "Delta": 0.1}
@@ -72,7 +72,7 @@ def test_experiment_blocks_with_progress_and_gives_inference_data(lab: Lab, tmp_
     assert json.loads(capsys.readouterr().out)["experiment_hash"] == result["experiment_hash"]
     assert cli.main(["experiment", str(spec_file), *flags, "--sampler", str(sampler_file), "--format", "csv",
                      *remote]) == 0
-    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    table = list(csv.DictReader(data_lines(capsys.readouterr().out)))
     row = next(r for r in table if r["observable"] == "generalization_error")
     assert float(row["mean"]) == pytest.approx(est["mean"]) and "z:universal" in row
     # netCDF: the ArviZ tree, read back by xarray alone

@@ -196,7 +196,7 @@ def _stderr_transitions(ran: Ran) -> None:
 def _cli_csv(ran: Ran) -> None:
     _stderr_transitions(ran)
     with (ran.workdir / "u.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))  # units and symbols first
     assert [float(r["u"]) for r in rows] == [20 + 0.5 * k for k in range(41)]
 
 
