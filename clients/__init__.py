@@ -27,7 +27,8 @@ from clients.errors import (
 )
 from clients.experiments import ExperimentResult, inference_data, points_of, to_datatree
 from clients.names import UnknownQuantity
-from clients.tables import experiment_csv, experiment_rows, quantity_names, rows, series, to_csv
+from clients.result import Result, as_result
+from clients.tables import experiment_csv, experiment_rows, quantity_names, read_csv, rows, series, to_csv
 
 __all__ = [
     "Client",
@@ -39,17 +40,20 @@ __all__ = [
     "JobTimeout",
     "NotFound",
     "PayloadTooLarge",
+    "Result",
     "SaddleLabError",
     "ServerError",
     "ServiceUnavailable",
     "TooManyRequests",
     "Unauthorized",
     "UnknownQuantity",
+    "as_result",
     "experiment_csv",
     "experiment_rows",
     "inference_data",
     "points_of",
     "quantity_names",
+    "read_csv",
     "rows",
     "series",
     "to_csv",

@@ -31,8 +31,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clients.array_labels import Labels, Quantities, label_all
-from clients.install_hints import install_hint
+from clients.from_arrays import open_netcdf as open_netcdf  # read back here, where it is written
+from clients.from_arrays import xarray_module
 from clients.names import GROUPS, flatten, is_number
+from clients.result import as_result
 from clients.tables import branch_names, branch_of, parameter_names
 
 #: Flags of a branch: boolean everywhere (False where the branch is absent or the flag unknown).
@@ -40,14 +42,6 @@ FLAGS = ("stable", "converged")
 #: Attributes of a sweep's or phase diagram's root (JSON text where they are not scalars).
 SWEEP_ATTRS = ("theory", "parameter", "parameters", "method", "curves_reason", "model", "quantities", "provenance",
                "diagnostics")
-
-
-def _xr() -> Any:
-    try:
-        import xarray as xr
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(install_hint("labelled arrays", "arrays")) from exc
-    return xr
 
 
 def _np() -> Any:
@@ -178,7 +172,7 @@ def _coord(name: str, values: Sequence[Any], labels: Labels) -> tuple[Any, ...]:
 def _dataset(variables: dict[str, Any], coords: dict[str, Any], labels: Labels,
              attrs: dict[str, Any] | None = None) -> Any:
     """A dataset with every variable and coordinate described (symbol, long name, units)."""
-    xr = _xr()
+    xr = xarray_module()
     ds = xr.Dataset({k: xr.Variable(*v) for k, v in variables.items()}, coords=coords, attrs=attrs or {})
     return label_all(ds, labels)
 
@@ -205,7 +199,7 @@ def _branch_variables(points: list[Mapping[str, Any] | None], names: list[str], 
 def solve_dataset(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """A single solve along ``branch``: every quantity of every branch, ``present``, ``stable``, ``free_entropy``,
     ``converged``; attributes: theory, equilibrium, converged, spec_hash, model, quantities, provenance."""
-    labels = Labels(result.get("quantities"), quantities)
+    labels = as_result(result, quantities).labels
     names = [b["name"] for b in result.get("branches", [])]
     point = {**result}
     variables = _variables([branch_of(point, b) for b in names], ["branch"], (len(names),), labels, {})
@@ -281,10 +275,10 @@ def _grid(result: Mapping[str, Any]) -> tuple[list[str], list[list[float]]]:
 
 def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """A sweep or a phase diagram (grid or continuation) as a ``DataTree`` (see the module's description)."""
-    xr, np = _xr(), _np()
+    xr, np = xarray_module(), _np()
     if result.get("method") == "boundary":
         return boundary_tree(result, quantities)
-    labels = Labels(result.get("quantities"), quantities)
+    labels = as_result(result, quantities).labels
     names, axes = _grid(result)
     shape = tuple(len(a) for a in axes)
     cell: list[Mapping[str, Any] | None] = [None] * int(np.prod(shape))
@@ -334,8 +328,8 @@ def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = Non
     """A boundary job: ``lines/<k>`` with the line's (p1, p2) as ``points`` (point × parameter; the ends and type as
     attributes), ``critical_points`` likewise, ``regions`` (the probes beside the lines: ``points`` and their
     ``phase``, '' where none); the box, reason, model, quantities and provenance as attributes."""
-    xr = _xr()
-    labels = Labels(result.get("quantities"), quantities)
+    xr = xarray_module()
+    labels = as_result(result, quantities).labels
     names = parameter_names(result)
     children: dict[str, Any] = {}
     for k, line in enumerate(result.get("lines", [])):
@@ -361,11 +355,12 @@ def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = Non
 def to_xarray(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """The labelled arrays of any result: a solve (``Dataset``), a sweep, phase diagram or boundary job
     (``DataTree``). Labels come from the result's own ``quantities``; ``quantities`` (a theory's table,
-    ``Client.quantities(theory)``) overrides them."""
-    if "points" in result or result.get("method") == "boundary":
-        return sweep_tree(result, quantities)
+    ``Client.quantities(theory)``) overrides them. ``result``: anything :func:`clients.result.as_result` reads."""
+    result = as_result(result, quantities)
+    if result.kind in ("sweep", "phase_diagram", "boundary"):
+        return sweep_tree(result)
     if "branches" in result:
-        return solve_dataset(result, quantities)
+        return solve_dataset(result)
     raise ValueError("not a solve, sweep, phase diagram or boundary result (an experiment: experiments.to_datatree)")
 
 
@@ -374,6 +369,3 @@ def to_netcdf(data: Any, path: str) -> None:
     data.to_netcdf(path, engine="h5netcdf")
 
 
-def open_netcdf(path: str) -> Any:
-    """Read back what :func:`to_netcdf` wrote, as a ``DataTree`` (a solve's dataset is its root)."""
-    return _xr().open_datatree(path, engine="h5netcdf").load()

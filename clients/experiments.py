@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from clients.array_labels import Labels
+from clients.result import as_result
 
 STATISTICS = ("mean", "stderr", "ess", "ess_tail", "rhat")
 
@@ -131,7 +131,7 @@ def to_datatree(
     import numpy as np
     import xarray as xr
 
-    labels = Labels(result.get("quantities"), quantities)
+    labels = as_result(result, quantities).labels
     points = points_of(result)
     curve = result.get("points") is not None
     parameter = result.get("parameter") or "parameter"

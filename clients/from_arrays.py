@@ -16,6 +16,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from clients.install_hints import install_hint
+
 #: Root attributes stored as JSON text.
 JSON_ATTRS = ("parameters", "model", "quantities", "provenance", "diagnostics", "box", "branches", "special", "ends",
               "lines", "at")
@@ -23,14 +25,23 @@ JSON_ATTRS = ("parameters", "model", "quantities", "provenance", "diagnostics", 
 BRANCH_FIELDS = ("stable", "free_entropy", "converged")
 
 
+def xarray_module() -> Any:
+    """xarray, or an ImportError that says how to install it."""
+    try:
+        import xarray as xr
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(install_hint("labelled arrays", "arrays")) from exc
+    return xr
+
+
+def open_netcdf(path: str) -> Any:
+    """Read back what :func:`clients.arrays.to_netcdf` wrote, as a ``DataTree`` (a solve's dataset is its root)."""
+    return xarray_module().open_datatree(path, engine="h5netcdf").load()
+
+
 def is_arrays(data: Any) -> bool:
     """Whether ``data`` is an xarray ``Dataset`` or ``DataTree`` (not a JSON result)."""
     return type(data).__module__.startswith("xarray")
-
-
-def as_result(data: Any) -> Any:
-    """``data`` itself when it is a JSON result; its rebuilt result (:func:`from_xarray`) when it is arrays."""
-    return from_xarray(data) if is_arrays(data) else data
 
 
 def _attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:

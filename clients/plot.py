@@ -32,7 +32,6 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clients.from_arrays import as_result
 from clients.install_hints import install_hint
 from clients.names import UnknownQuantity, is_number
 from clients.plot_convergence import HOLLOW, UNCONVERGED, Unconverged, passes, unconverged_note
@@ -71,6 +70,7 @@ from clients.plot_style import (
     transition_style,
 )
 from clients.plot_unexplained import draw_unexplained
+from clients.result import as_result
 from clients.tables import branch_names, check_scalar, parameter_names, series, value_of
 
 __all__ = [
@@ -230,7 +230,7 @@ def branch_diagram(
     if quantity is None:
         raise ValueError("the result reports no order parameter; pass quantity=")
     check_scalar(result, quantity)
-    labels = Symbols.for_result(symbols, result)
+    labels = result.symbols(symbols)
     ax = _axes(ax)
     _draw_branches(ax, result, quantity, branch_names(result))
     path = equilibrium_path(result, quantity)
@@ -276,7 +276,7 @@ def learning_curve(
     has them: a vertical jump at each first-order point, the transitions marked with their values."""
     result = as_result(result)
     parameter = _one_parameter(result)
-    labels = Symbols.for_result(symbols, result)
+    labels = result.symbols(symbols)
     quantity = quantity or _default_learning_quantity(result, labels)
     check_scalar(result, quantity)
     ax = _axes(ax)
@@ -341,7 +341,7 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
     if not curve:
         raise ValueError("no potential curve in these results: solve rubin_cavity with mode 'potential' and "
                          "\"potential_samples\": 201 (observables.potential_curve)")
-    labels = Symbols.for_result(symbols, data)
+    labels = data.symbols(symbols)
     ax = _axes(ax)
     ax.axhline(0.0, color="0.75", linewidth=0.6, zorder=0)
     ax.plot(curve["rho"], curve["value"], color="C0", label="potential", gid="potential")
@@ -506,7 +506,7 @@ def phase_diagram(
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")
     p1, p2 = names
-    labels = Symbols.for_result(symbols, result)
+    labels = result.symbols(symbols)
     ax = _axes(ax)
     boundary = result.get("method") == "boundary"
     if points and not boundary:

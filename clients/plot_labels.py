@@ -63,11 +63,6 @@ class Symbols:
             raise TypeError("symbols= takes a Client, a quantity table (name -> {'symbol', ...}) or None")
         return cls(table)
 
-    @classmethod
-    def for_result(cls, source: Any, result: Mapping[str, Any]) -> Symbols:
-        """The labels of a result: its own ``quantities``, overridden by ``source`` (``symbols=``)."""
-        return cls.of(source, result.get("theory"), result.get("quantities"))
-
     def __call__(self, name: str) -> str:
         entry = self.table.get(name)
         return str(entry["symbol"]) if entry and entry.get("symbol") else name

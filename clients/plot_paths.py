@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.names import is_number
-from clients.tables import branch_of, value_of
+from clients.result import as_result
+from clients.tables import value_of
 
 #: Two parameter values closer than this fraction of the swept range are the same point.
 SAME = 1e-9
@@ -206,10 +207,11 @@ def _without_retraces(pieces: list[Stretch], tol_x: float, tol_y: float) -> list
 
 def _point_stretches(result: Mapping[str, Any], quantity: str, branch: str) -> list[Stretch]:
     """A branch at the requested values only (a grid sweep): consecutive values where it exists."""
+    result = as_result(result)
     out: list[Stretch] = []
     current: Stretch | None = None
-    for pt in result["points"]:
-        b = branch_of(pt, branch)
+    for k, pt in enumerate(result.points):
+        b = result.branch(k, branch)
         y = _number(value_of(b, quantity)) if b is not None and b.get("converged") else None
         if y is None:
             current = None

@@ -23,8 +23,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clients.array_labels import Labels
 from clients.names import GROUPS, UnknownQuantity, flatten, is_number, quantities_of
+from clients.result import as_result
+from clients.result import branch_of as branch_of  # the compact-point rule, read where results are read
 
 SCALAR = (bool, int, float, str, type(None))
 #: ``branch=`` value of :func:`rows` and :func:`to_csv` asking for every branch (long format).
@@ -33,49 +34,17 @@ ALL_BRANCHES = "all"
 
 def parameter_names(result: Mapping[str, Any]) -> list[str]:
     """The swept field(s): ``[p]`` for a sweep, ``[p1, p2]`` for a phase diagram."""
-    if "parameters" in result:
-        return list(result["parameters"])
-    return [result.get("parameter") or "parameter"]
-
-
-def branch_of(point: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    """Branch ``name`` of a sweep point (or a solve) with complete tables. A sweep point is compact: each branch
-    lists only the entries that differ from the point's tables (null for one it lacks), so a quantity's value on a
-    branch is the branch's entry when it lists one, else the point's."""
-    b = next((b for b in point.get("branches", []) if b["name"] == name), None)
-    if b is None:
-        return None
-    out = dict(b)
-    for group in GROUPS:
-        base, own = point.get(group) or {}, b.get(group) or {}
-        merged = {**base, **own}
-        out[group] = {k: v for k, v in merged.items() if not (v is None and k in own and base.get(k) is not None)}
-    return out
+    return as_result(result).parameters
 
 
 def branch_names(result: Mapping[str, Any]) -> list[str]:
     """Every branch that appears anywhere in the result, in order of first appearance."""
-    names: list[str] = []
-    for pt in _points(result):
-        for b in pt.get("branches", []):
-            if b["name"] not in names:
-                names.append(b["name"])
-    return names
-
-
-def _points(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The points of a sweep or phase diagram; a single solve as one point."""
-    return list(result["points"]) if "points" in result else [result]
+    return as_result(result).branch_names
 
 
 def quantity_names(result: Mapping[str, Any]) -> list[str]:
     """Every quantity the result reports anywhere (a point's tables or a branch's), by dotted name, sorted."""
-    names: set[str] = set()
-    for pt in _points(result):
-        names.update(quantities_of(pt))
-        for b in pt.get("branches", []):
-            names.update(quantities_of(b))
-    return sorted(names)
+    return as_result(result).quantity_names
 
 
 def check_quantity(result: Mapping[str, Any], name: str) -> None:
@@ -87,8 +56,9 @@ def check_quantity(result: Mapping[str, Any], name: str) -> None:
 
 def check_scalar(result: Mapping[str, Any], name: str) -> None:
     """:func:`check_quantity`, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
+    result = as_result(result)
     check_quantity(result, name)
-    for pt in _points(result):
+    for pt in result.points:
         for entry in [pt, *pt.get("branches", [])]:
             if isinstance(quantities_of(entry).get(name), list):
                 raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
@@ -100,22 +70,19 @@ def value_of(entry: Mapping[str, Any] | None, quantity: str) -> Any:
     return quantities_of(entry).get(quantity)
 
 
-def _source(point: Mapping[str, Any], branch: str | None) -> Mapping[str, Any] | None:
-    return point if branch is None else branch_of(point, branch)
-
-
 def series(result: Mapping[str, Any], quantity: str, branch: str | None = None) -> tuple[list[float], list[Any]]:
     """(swept values, ``quantity`` of the equilibrium or of ``branch``) along a one-parameter sweep; None where the
     branch does not exist or does not report it. ``quantity`` is a dotted name; one the sweep does not report
     anywhere raises :class:`UnknownQuantity`. Numbers stay numbers, a vector-valued quantity gives its lists."""
+    result = as_result(result)
     if any(isinstance(pt["parameter"], list) for pt in result["points"]):
         raise ValueError("series() takes a one-parameter sweep; this is a phase diagram")
     check_quantity(result, quantity)
     if branch is not None and branch not in branch_names(result):
         raise KeyError(f"no branch {branch!r} in this sweep; branches: {', '.join(branch_names(result))}")
     xs, ys = [], []
-    for pt in result["points"]:
-        value = value_of(_source(pt, branch), quantity)
+    for k, pt in enumerate(result.points):
+        value = value_of(pt if branch is None else result.branch(k, branch), quantity)
         xs.append(pt["parameter"])
         ys.append(None if isinstance(value, bool) or not (is_number(value) or isinstance(value, list)) else value)
     return xs, ys
@@ -144,18 +111,19 @@ def rows(result: Mapping[str, Any], branch: str | None = None) -> list[dict[str,
     (with its ``stable`` and ``free_entropy``; empty where it does not exist). ``branch="all"``: one row per
     point and branch (in the point's order of branches), in long format with a ``branch`` column. A name that is
     already a column (the swept field itself, ``equilibrium``…) is prefixed with its group (``observables.u``)."""
-    names = parameter_names(result)
+    result = as_result(result)
+    names = result.parameters
     if branch not in (None, ALL_BRANCHES) and branch not in branch_names(result):
         raise KeyError(f"no branch {branch!r} in this result; branches: {', '.join(branch_names(result))}")
     out = []
-    for pt in result["points"]:
-        wanted = [b["name"] for b in pt.get("branches", [])] if branch == ALL_BRANCHES else [branch]
+    for k, pt in enumerate(result.points):
+        wanted = list(result.branches_at[k]) if branch == ALL_BRANCHES else [branch]
         for name in wanted:
             row = _row(names, pt)
             if name is None:
                 _add_quantities(row, pt)
             else:
-                source = branch_of(pt, name)
+                source = result.branch(k, name)
                 row["branch"] = name
                 row["stable"] = (source or {}).get("stable")
                 row["free_entropy"] = (source or {}).get("free_entropy")
@@ -195,7 +163,7 @@ def column_labels(result: Mapping[str, Any], columns: Iterable[str],
     """``{"units": {column: units}, "symbols": {column: symbol}}`` of the columns that hold a quantity of the result
     (its ``quantities``; ``renamed``: column -> quantity where a column is named otherwise); the others (flags, names)
     are left out."""
-    labels = Labels(result.get("quantities"))
+    labels = as_result(result).labels
     out: dict[str, dict[str, str]] = {"units": {}, "symbols": {}}
     for column in columns:
         entry = labels.entry((renamed or {}).get(column) or _quantity_of_column(column))
@@ -233,6 +201,7 @@ def to_csv(result: Mapping[str, Any], branch: str | None = None) -> str:
     """CSV text of :func:`rows` (``branch="all"``: every branch, long format); for a boundary job, of
     :func:`line_rows`. Vector-valued quantities are JSON arrays in their cells. It opens with the columns' units and
     symbols (comment lines, see the module's note)."""
+    result = as_result(result)
     table = line_rows(result) if result.get("method") == "boundary" else rows(result, branch)
     return csv_text(table, column_labels(result, _columns_of(table)))
 
@@ -261,7 +230,7 @@ def experiment_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     ``units`` and ``symbol`` (from the result's ``quantities``), the estimate with its figures, and per branch of
     the theory its value and z (``theory:<branch>``, ``z:<branch>``)."""
     points = result.get("points") or [result]
-    labels = Labels(result.get("quantities"))
+    labels = as_result(result).labels
     out = []
     for pt in points:
         comparison = (pt.get("theory") or {}).get("comparison") or {}

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from clients import UnknownQuantity, plot, quantity_names, rows, series, to_csv
 from clients.arrays import open_netcdf, to_netcdf, to_xarray
 from clients.names import lookup
+from clients.result import Result, as_result
 from clients.tables import branch_names, branch_of, read_csv
 from service.app import create_app
 from service.settings import Settings
@@ -251,6 +252,31 @@ def test_a_saved_result_labels_its_figures_itself_from_json_and_from_netcdf(serv
     assert captions[0] == captions[1] and r"$\sigma_w^2$ = 0.5" in captions[0]
     learning = plot.learning_curve(open_netcdf(str(tmp_path / "sweep.nc")))
     assert learning.get_ylabel() == r"$\rho$"  # the headline test_mse is constant in this mode: the first that varies
+
+
+def test_one_result_is_read_once_from_a_response_a_json_file_or_a_netcdf_file(served: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    live = served["sweep"]
+    (tmp_path / "sweep.json").write_text(json.dumps(live))
+    to_netcdf(to_xarray(live), str(tmp_path / "sweep.nc"))
+    results = [as_result(live), as_result(tmp_path / "sweep.json"), as_result(str(tmp_path / "sweep.nc"))]
+    names = ["center", "aligned", "barrier"]
+    for r in results:
+        assert isinstance(r, Result) and as_result(r) is r  # wrapped once
+        assert (r.kind, r.parameters, r.headline) == ("sweep", ["u"], "test_mse")
+        assert sorted(r.branch_names) == sorted(names) and "rho" in r.quantity_names
+        assert r.labels.attrs("rho")["symbol"] == r"$\rho$" and r.labels.attrs("rho")["units"] == "1"
+        assert r.symbols()("u") == "$u$" and r.symbols({"u": {"symbol": "$U$"}})("u") == "$U$"  # symbols= overrides
+        xs, rho = series(r, "rho", "aligned")
+        assert xs == [p["parameter"] for p in live["points"]]
+        assert rho == series(live, "rho", "aligned")[1]
+    # tables, arrays and figures take the file itself
+    assert to_csv(tmp_path / "sweep.json") == to_csv(live)
+    assert to_xarray(tmp_path / "sweep.json")["equilibrium"]["rho"].attrs["symbol"] == r"$\rho$"
+    ax = plot.branch_diagram(str(tmp_path / "sweep.nc"), "rho")
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("$u$", r"$\rho$")
+    with pytest.raises(TypeError, match="not a result"):
+        as_result(42)
 
 
 def test_every_variable_of_a_netcdf_file_has_units_a_long_name_and_a_symbol(served: dict[str, Any],
