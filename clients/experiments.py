@@ -15,10 +15,10 @@ send the network's training data, so there is no ``observed_data`` group.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from clients.result import as_result
+from clients.result import Result, as_result
 
 STATISTICS = ("mean", "stderr", "ess", "ess_tail", "rhat")
 
@@ -192,8 +192,9 @@ def to_datatree(
     return tree
 
 
-class ExperimentResult(Mapping[str, Any]):
-    """A finished experiment: reads like its JSON (``result["observables"]``), and knows how to fetch its draws.
+class ExperimentResult(Result):
+    """A finished experiment: a :class:`~clients.result.Result` (it reads like its JSON, ``result["observables"]``),
+    that knows how to fetch its draws.
 
     ``points`` lists the learning curve's points (one for a single experiment); :meth:`to_datatree` gives the whole
     experiment as one ArviZ ``DataTree``, :meth:`to_inference_data` one point's draws.
@@ -202,28 +203,15 @@ class ExperimentResult(Mapping[str, Any]):
     def __init__(self, data: Mapping[str, Any], job_id: str, fetch_draws: Callable[[int], Mapping[str, Any]],
                  request: Mapping[str, Any] | None = None,
                  quantities: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None):
-        self.data = dict(data)
+        super().__init__(dict(data))
         self.job_id = job_id
         self.request = dict(request or {})
         self._fetch = fetch_draws
         self._quantities = quantities
 
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.data)
-
-    def __len__(self) -> int:
-        return len(self.data)
-
     def __repr__(self) -> str:
         return (f"ExperimentResult({self.job_id[:12]}…, {self.data.get('kind')}, status={self.data.get('status')!r}, "
                 f"{len(self.points)} point(s))")
-
-    @property
-    def points(self) -> list[Mapping[str, Any]]:
-        return points_of(self.data)
 
     def draws(self, point: int = 0) -> Mapping[str, Any]:
         """The per-draw series of one point (bounded and thinned by the server)."""

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from clients.install_hints import install_hint
+from clients.install_hints import imported
 
 #: Root attributes stored as JSON text.
 JSON_ATTRS = ("parameters", "model", "quantities", "provenance", "diagnostics", "box", "branches", "special", "ends",
@@ -27,11 +27,7 @@ BRANCH_FIELDS = ("stable", "free_entropy", "converged")
 
 def xarray_module() -> Any:
     """xarray, or an ImportError that says how to install it."""
-    try:
-        import xarray as xr
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(install_hint("labelled arrays", "arrays")) from exc
-    return xr
+    return imported("xarray", "labelled arrays", "arrays")
 
 
 def open_netcdf(path: str) -> Any:

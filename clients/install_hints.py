@@ -8,6 +8,9 @@ index: ``pip install "saddlelab-client[arrays]"`` finds nothing.)
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 #: What each extra adds, as a hint says it.
 EXTRAS = {"arrays": "xarray, h5netcdf and h5py", "plot": "matplotlib"}
 
@@ -17,6 +20,15 @@ def install_commands(extra: str) -> tuple[str, str]:
     if extra not in EXTRAS:
         raise KeyError(f"no install hint for the extra {extra!r}")
     return f'pip install -e ".[{extra}]"', f'pip install "./clients[{extra}]"'
+
+
+def imported(module: str, what: str, extra: str) -> Any:
+    """``module``, imported; where it is missing, an ImportError that says how to install the ``extra`` that
+    ``what`` needs."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(install_hint(what, extra)) from exc
 
 
 def install_hint(what: str, extra: str) -> str:

@@ -32,7 +32,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clients.install_hints import install_hint
+from clients.install_hints import imported
 from clients.names import UnknownQuantity, is_number
 from clients.plot_convergence import HOLLOW, UNCONVERGED, Unconverged, passes, unconverged_note
 from clients.plot_labels import Symbols, caption, line_name, transition_name
@@ -95,11 +95,7 @@ Caption = bool | Sequence[str]
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(install_hint("clients.plot", "plot")) from exc
-    return plt
+    return imported("matplotlib.pyplot", "clients.plot", "plot")
 
 
 def _axes(ax: Any) -> Any:

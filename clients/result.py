@@ -66,7 +66,8 @@ class Result(Mapping[str, Any]):
     @cached_property
     def points(self) -> list[Mapping[str, Any]]:
         """The points of a sweep or phase diagram; a solve as its one point."""
-        return list(self.data["points"]) if "points" in self.data else [self.data]
+        points = self.data.get("points")
+        return list(points) if points is not None else [self.data]
 
     @cached_property
     def branch_names(self) -> list[str]:
