@@ -17,8 +17,9 @@ from pydantic import TypeAdapter
 from clients.tables import branch_of
 from service.app import create_app
 from service.jsonsafe import json_safe
+from service.result_schemas import PointOut, SolveBody, SweepResult
 from service.schemas import ModelSpec
-from service.serialize import catalogue_from_json, curves_json, point_json, solution_json
+from service.serialize import catalogue_from_json, curves_json, point_json, solution_json, sweep_json
 from service.settings import Settings
 from solvers.core.curve_tables import MAX_POINTS
 from solvers.core.options import SolverOptions
@@ -28,6 +29,7 @@ from solvers.core.status import Status
 from solvers.core.sweep import Sweep
 from solvers.theories import registry
 from solvers.theories.base import Example, Theory
+from tests.contract.declared_fields import undeclared
 
 SPEC = TypeAdapter(ModelSpec)
 OPTIONS = SolverOptions()
@@ -92,11 +94,13 @@ def test_solve_typed_invariants_and_json(name: str, k: int) -> None:
     assert_catalogue_invariants(cat)
     body = solution_json(name, cat)
     json.dumps(body, allow_nan=False)
+    assert undeclared(SolveBody, body) == []  # every field the codec writes is one its model describes
     keys = {"theory", "converged", "order_parameters", "observables", "branches", "equilibrium", "diagnostics"}
     assert keys <= set(body)
     assert {"residual", "iterations", "method", "seconds", "status", "message", "complete"} <= set(body["diagnostics"])
     # A stored point turns back into the same catalogue (what resuming a sweep relies on).
     point = point_json(0.0, cat)
+    assert undeclared(PointOut, point) == []
     back = catalogue_from_json(point)
     assert [b.name for b in back.branches] == [b.name for b in cat.branches]
     for b0, b1 in zip(cat.branches, back.branches, strict=True):
@@ -137,6 +141,7 @@ def test_sweep_typed_invariants(name: str, k: int) -> None:
         assert lo - 1e-6 * max(1.0, abs(lo)) <= sp.parameter <= hi + 1e-6 * max(1.0, abs(hi))
         assert sp.refined or sp.uncertainty > 0
     assert_curve_tables(sweep, lo, hi)
+    assert undeclared(SweepResult, sweep_json(name, ex.parameter, sweep, points=[])) == []
 
 
 def assert_curve_tables(sweep: Sweep, lo: float, hi: float) -> None:

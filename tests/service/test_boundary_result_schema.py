@@ -10,6 +10,7 @@ from service.result_schemas import BoundaryJobResult
 from service.serialize import boundary_json
 from solvers.core.lines.results import BoundaryResult, Line, LineEnd, Unexplained
 from solvers.core.special_points import SpecialKind
+from tests.contract.declared_fields import undeclared
 
 
 def test_unexplained_crossings_are_served_as_the_response_model_says() -> None:
@@ -23,6 +24,7 @@ def test_unexplained_crossings_are_served_as_the_response_model_says() -> None:
         ("the scan at N = 10 (edge) failed (SVD did not converge)",))
     served = boundary_json("mean_field_ard", ("kappa", "N"), ((0.1, 0.5), (10.0, 20.0)), result, 1.0, [], ("N",))
     model = BoundaryJobResult.model_validate(served)
+    assert undeclared(BoundaryJobResult, served) == []  # and it describes every field the codec writes
     assert [(u.kind, u.point, u.scan) for u in model.unexplained] == [
         ("stability_loss", [0.3, 15.0], "N = 20 (edge)"), ("first_order", [0.4, 11.0], "kappa = 0.4")]
     assert served["unexplained"][0]["type"] == "bifurcation" and served["unexplained"][1]["branches"] == ["a", "c"]

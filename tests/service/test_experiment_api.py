@@ -14,7 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
+from service.result_schemas import ExperimentResult
 from solvers.theories import get as get_theory
+from tests.contract.declared_fields import undeclared
 from tests.service.conftest import settings
 
 HCIZ = {"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 1.0, "Delta": 0.1}
@@ -65,6 +67,7 @@ def test_an_experiment_is_a_job_with_the_theory_beside_it(api: TestClient, finis
     assert finished["chains"] == {"done": 2, "total": 2} and finished["points"] == {"done": 1, "total": 1}
     result = finished["result"]
     assert result["kind"] == "experiment" and result["theory_name"] == "hciz_mlp"
+    assert undeclared(ExperimentResult, result) == []  # its model describes every field
     assert (result["chains"], result["draws"], result["init"]) == (2, 60, "prior")
     assert result["status"] in ("converged", "not_converged") and isinstance(result["converged"], bool)
     for name, est in result["observables"].items():
