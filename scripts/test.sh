@@ -4,7 +4,8 @@
 # we may install (root). Fails when no test ran.
 #
 # The tests run in SADDLELAB_TEST_PROCESSES processes side by side (pytest-xdist; default 2, the cores of the CI
-# machine), a whole test file to one process, so that a module's fixtures are built once. Arguments go to
+# machine), a whole test file to one process, so that a module's fixtures are built once; the costliest files
+# first (tests/file_order.py), so that neither process idles at the end. Arguments go to
 # pytest: `./scripts/test.sh tests/service -x`, or `-n 0` for a single process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 .venv/bin/ruff check --no-cache solvers service clients tests benchmarks
 set +e
-.venv/bin/python -m pytest -n "${SADDLELAB_TEST_PROCESSES:-2}" --dist loadfile --durations=20 "$@"
+.venv/bin/python -m pytest -n "${SADDLELAB_TEST_PROCESSES:-2}" --dist loadfile --no-loadscope-reorder --durations=20 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

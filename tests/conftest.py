@@ -20,3 +20,9 @@ def redis_server() -> Iterator[RedisServer]:
 def fresh_redis(redis_server: RedisServer) -> RedisServer:
     redis_server.client().flushall()
     return redis_server
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.file_order import order_by_cost
+
+    order_by_cost(items)
