@@ -260,6 +260,7 @@ class CurveOut(BaseModel):
         "stay in points."
     )
     special: list[CurveSpecialOut] = Field(description="The sweep's special points on this curve.")
+    at: dict[str, float] | None = Field(None, description="On a phase diagram: the curve's row, {p1: value}.")
     non_finite: list[str] | None = Field(
         None, description="Paths of the values that were not finite numbers (written as null).")
 
@@ -402,6 +403,8 @@ class BoundaryJobResult(Described):
         "the middle of each line (two single solves per line of two points or more, in the order of the lines).")
     diagnostics: BoundaryDiagnostics = Field(default_factory=BoundaryDiagnostics,
                                              description="Seconds, scans and points traced.")
+    points: list[Any] = Field(default_factory=list, description="Empty: a boundary job's result is its lines (the "
+                              "jobs route pages every job's points).")
     non_finite: list[str] | None = None
 
 

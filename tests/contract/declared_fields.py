@@ -8,10 +8,17 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from service.result_schemas import SolveBody, SolveDiagnostics, SweepDiagnostics, SweepSummary
+from service.result_schemas import (
+    GridLinePointOut,
+    SolveBody,
+    SolveDiagnostics,
+    SweepDiagnostics,
+    SweepSummary,
+)
 
-#: Models a theory adds fields to: its notes' fields (a sweep's sample complexity) and its own diagnostics.
-OPEN = (SolveBody, SolveDiagnostics, SweepDiagnostics, SweepSummary)
+#: Models a theory adds fields to (its notes' fields, a sweep's sample complexity, and its own diagnostics), and a
+#: grid line's point, keyed by the parameters' names.
+OPEN = (SolveBody, SolveDiagnostics, SweepDiagnostics, SweepSummary, GridLinePointOut)
 
 
 def undeclared(model: type[BaseModel], data: Any, path: str = "") -> list[str]:

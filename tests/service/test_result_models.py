@@ -17,6 +17,7 @@ from service.app import create_app
 from service.jobs.backend import RawJSON
 from service.result_schemas import BoundaryJobResult, JobResult, PhaseDiagramResult, SolveResponse, SweepResult
 from service.settings import Settings
+from tests.contract.declared_fields import undeclared
 
 POTENTIAL: dict[str, Any] = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3,
                              "u": 20.0}
@@ -52,6 +53,7 @@ def test_each_kind_of_job_result_is_its_own_model_with_its_quantities(api: TestC
         result = _finished(api, body)
         typed = adapter.validate_python(result)
         assert type(typed) is model, (model, type(typed))
+        assert undeclared(model, result) == []  # the model describes every field
         assert typed.quantities is not None
         assert typed.quantities["u"].symbol == "$u$" and typed.quantities["u"].units == "1"
         assert typed.quantities["u"].role == "parameter"
