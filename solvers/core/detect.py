@@ -29,7 +29,7 @@ import numpy as np
 
 from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
-from solvers.core.continuation import Frame, refine_along
+from solvers.core.continuation import ProblemSystem, refine_between
 from solvers.core.curve_results import Curve, CurvePoint
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
@@ -193,20 +193,19 @@ class Refiner:
 class CurveRefiner(Refiner):
     """On a traced curve, stability changes are refined along the arclength with the corrector."""
 
-    def __init__(self, problem: Problem, options: SolverOptions, frame: Frame):
+    def __init__(self, problem: Problem, options: SolverOptions, system: ProblemSystem):
         super().__init__(problem, options)
-        self.frame = frame
+        self.system = system
 
     def margin_root(self, a: CurvePoint, b: CurvePoint) -> tuple[float, np.ndarray, float] | None:
         n = a.x.size
-        frame = self.frame
 
         def g(z: np.ndarray, tau: np.ndarray) -> float:
-            m = stability_margin(self.problem, z[:n], frame.p(float(z[n])))
+            m = stability_margin(self.problem, z[:n], float(z[n]))
             return float(m) if m is not None else 0.0
 
         assert a.margin is not None
-        return refine_along(frame, a, b, g, a.margin)
+        return refine_between(self.system, self.options, a, b, g, a.margin)
 
 
 class Detector:

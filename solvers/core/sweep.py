@@ -26,7 +26,7 @@ import numpy as np
 
 from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
 from solvers.core.catalogue import build_catalogue, solve_catalogue
-from solvers.core.continuation import Frame, OnStep, trace_curve
+from solvers.core.continuation import OnStep, ProblemSystem, trace_curve
 from solvers.core.curve_membership import on_some_curve
 from solvers.core.curve_results import Curve, CurvePoint, Sweep
 from solvers.core.curve_tables import curve_tables
@@ -384,8 +384,8 @@ def curve_special_points(
 ) -> tuple[list[Track], tuple[SpecialPoint, ...]]:
     """Tracks and special points of traced curves; ``switch``: first trace the branches that split off
     at their bifurcations (appended to ``curves``), ``rounds`` levels deep."""
-    frame = Frame(problem, p_lo, p_hi, options)
-    detector = Detector(problem, options, CurveRefiner(problem, options, frame), p_lo, p_hi)
+    system = ProblemSystem(problem, p_lo, p_hi)
+    detector = Detector(problem, options, CurveRefiner(problem, options, system), p_lo, p_hi)
     found = [_curve_points(problem, curve, detector, options) for curve in curves]
     if switch:
         _switch_branches(problem, curves, found, detector, options, on_step, rounds)

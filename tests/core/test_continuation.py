@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from solvers.core.continuation import Frame
+from solvers.core.continuation import ProblemSystem
 from solvers.core.options import SolverOptions
 from solvers.core.sweep import run_sweep
 from tests.core.problems import curie_weiss, tilted_double_well
@@ -86,25 +86,27 @@ def test_continuation_steps_through_the_fold_of_an_s_curve() -> None:
 
 
 def test_bordered_matrix_differentiates_in_p_from_the_iterates_residual() -> None:
-    """At the corrector's iterate F(x, t) is known: F_t costs one new evaluation (forward difference, exact to
-    O(h) against the closed form F_t = width), and at a point whose residual is not known, two (central)."""
+    """At the corrector's iterate F(x, p) is known: F_p costs one new evaluation (forward difference, exact to
+    O(h) against the closed form F_p = 1), and at a point whose residual is not known, two (central)."""
     calls: list[float] = []
 
     def residual(x: np.ndarray, lam: float) -> np.ndarray:
         calls.append(lam)
         return x**3 - x + lam
 
-    frame = Frame(replace(tilted_double_well(0.0), residual=residual), -1.0, 1.0, SolverOptions())
-    x, t, tau = np.array([0.3]), 0.4, np.array([0.0, 1.0])
-    f = frame.F(x, t)
-    assert f == pytest.approx(x**3 - x + frame.p(t))
+    system = ProblemSystem(replace(tilted_double_well(0.0), residual=residual), -1.0, 1.0)
+    z = np.array([0.3, -0.2])
+    f = system.residual(z)
+    assert f == pytest.approx(0.3**3 - 0.3 - 0.2)
     calls.clear()
-    A = frame.bordered(x, t, tau)
-    assert len(calls) == 1  # F(x, t + h) only; the analytic F_x costs none
-    assert A[0, 1] == pytest.approx(2.0, rel=1e-9)  # dF/dt = dF/dλ · width, width = 2
+    A = system.jacobian(z)
+    assert len(calls) == 1  # F(x, p + h) only; the analytic F_x costs none
+    assert A[0, 1] == pytest.approx(1.0, rel=1e-9)  # dF/dλ
     assert A[0, 0] == pytest.approx(3 * 0.3**2 - 1)
+    # in the iterator's scaled coordinates the column is dF/dt = dF/dλ · width, width = 2
+    assert (A * system.scale[None, :])[0, 1] == pytest.approx(2.0, rel=1e-9)
     calls.clear()
-    frame.bordered(np.array([0.5]), t, tau)  # this point's residual was never evaluated
+    system.jacobian(np.array([0.5, -0.2]))  # this point's residual was never evaluated
     assert len(calls) == 2
-    # a cached residual is served only for its own (x, t)
-    assert frame.F(np.array([0.5]), 0.1) == pytest.approx(0.125 - 0.5 + frame.p(0.1))
+    # a cached residual is served only for its own (x, p)
+    assert system.residual(np.array([0.5, 0.1])) == pytest.approx(0.125 - 0.5 + 0.1)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.arclength import Box
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
-from solvers.core.lines.arclength import Box
 from solvers.core.lines.box_scan import Crossing, scan_box, unseen_crossings
 from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.arclength import Box
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
-from solvers.core.lines.arclength import Box
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import Line

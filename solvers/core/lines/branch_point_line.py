@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.lines.arclength import Box
+from solvers.core.arclength import Box
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.options import LineKind, LineOptions

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.lines.arclength import Box, Monitor, Path
+from solvers.core.arclength import Box, Monitor, Path
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.branch_switching import jacobian_size
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
@@ -198,7 +198,8 @@ def trace_coexistence(
                         end.detail, formulation="coexistence")
         return TracedCoexistence(line, system)
     monitors = [_margin_monitor(problem, model, system, 0), _margin_monitor(problem, model, system, 1)]
-    both = run_two_way(system, z0, options, box, monitors, terminate=lambda z: system.merged(z, options.merge_distance))
+    both = run_two_way(system, z0, options, box, monitors,
+                      stop=lambda z: "terminated" if system.merged(z, options.merge_distance) else None)
     ends: list[LineEnd] = []
     extra: list[np.ndarray | None] = []
     for path in (both.backward, both.forward):

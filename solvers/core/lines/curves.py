@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.lines.arclength import Arclength, Box, Monitor, trace_two_way
+from solvers.core.arclength import Box, Monitor, run, trace_two_way
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar
 from solvers.core.lines.options import LineOptions
@@ -139,11 +139,11 @@ def trace_branch(
             t0 = -t0
     t0 = t0 / np.linalg.norm(t0)
     if both_ways:
-        two = trace_two_way(system, z0, t0, opts, box=box, monitors=monitors)
+        two = trace_two_way(system, z0, t0, opts.limits(), box=box, monitors=monitors)
         points, tangents, values, located = two.points(), two.tangents(), two.values(), two.located()
         ends = (two.backward.end, two.forward.end)
     else:
-        path = Arclength(system, opts).run(z0, t0, box=box, monitors=monitors)
+        path = run(system, z0, t0, opts.limits(), box=box, monitors=monitors)
         points, tangents, values, located = path.z, path.tangents, path.values, path.located
         ends = ("start", path.end)
     names = [m.name for m in monitors]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.core.lines.arclength import Arclength, Box, Monitor
+from solvers.core.arclength import Box, Monitor, correct, scaled_jacobian
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
@@ -182,7 +182,6 @@ def trace_fold(
     system.accept(z0)
     cusp = Monitor("cusp", lambda z, t: system.coefficient(z), stop=True)
     both = run_two_way(system, z0, options, box, [cusp])
-    engine = Arclength(system, options)
     beyond: list[np.ndarray] = []
     ends = []
     for path in (both.backward, both.forward):
@@ -208,7 +207,7 @@ def trace_fold(
             t = path.tangents[-1]
             u = z_end / system.scale
             system.accept(z_end)
-            nxt, _ = engine.correct(u + options.ds * t, t, engine.J(u))
+            nxt = correct(system, options.limits(), u + options.ds * t, t, scaled_jacobian(system, u)).u
             if nxt is not None:
                 beyond.append(nxt * system.scale)
         else:

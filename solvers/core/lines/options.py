@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, field_validator
 
+from solvers.core.arclength import Limits
 from solvers.core.options import ArclengthOptions
 from solvers.core.special_points import SpecialKind
 
@@ -40,6 +41,11 @@ class LineOptions(ArclengthOptions):
     kinds: tuple[SpecialKind, ...] = Field(
         ALL_KINDS, description="Which kinds of line trace_boundaries traces (names of SpecialKind)."
     )
+
+    def limits(self) -> Limits:
+        """What the arclength iterator reads: these steps, the fixed residual tolerance, the point cap."""
+        tolerance = self.tolerance
+        return Limits(self, lambda z: tolerance, self.max_points)
 
     @field_validator("kinds", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from solvers.core.lines.arclength import Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
+from solvers.core.arclength import Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint, EndKind, Formulation, Line, LineEnd
@@ -65,9 +65,9 @@ def solve_on(system: System, guess: np.ndarray, axis: int, value: float, options
 
 def run_two_way(
     system: System, z0: np.ndarray, options: LineOptions, box: Box, monitors: Sequence[Monitor],
-    terminate: Callable[[np.ndarray], bool] | None = None,
+    stop: Callable[[np.ndarray], str | None] | None = None,
 ) -> TwoWay:
-    return trace_two_way(system, z0, seed_tangent(system, z0), options, box=box, monitors=monitors, terminate=terminate)
+    return trace_two_way(system, z0, seed_tangent(system, z0), options.limits(), box=box, monitors=monitors, stop=stop)
 
 
 def assemble(

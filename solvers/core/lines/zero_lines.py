@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.lines.arclength import Box, Monitor
+from solvers.core.arclength import Box, Monitor
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.options import LineOptions

@@ -1,0 +1,541 @@
+"""The one pseudo-arclength iterator: continuation of the solution curve of an augmented system G(z) = 0.
+
+G maps R^(N+1) to R^N (states and free parameters in z), so its regular solutions form a curve. A
+one-parameter problem is G(x, p) = F(x, p) with p free (:mod:`solvers.core.continuation`); fold,
+equal-free-entropy, branch-point, stability-loss and event lines add equations and a second parameter
+(:mod:`solvers.core.lines`). All of them are run here, in scaled coordinates u = z / ``scale``.
+
+The iterator has an init / step / terminate protocol: :func:`init` makes the state at the first point,
+:func:`step` makes one attempt (predict along the unit tangent τ, correct on the hyperplane
+τ · (u − u_pred) = 0, accept or halve the step) and :func:`terminate` says whether and why it has
+ended. :func:`run` is the loop; a caller that reports progress runs the loop itself.
+
+One corrector (:func:`correct`): Newton on the bordered system [G; τ · (u − u_pred)] starting from the
+Jacobian at the point the step is predicted from, recomputed at the iterate only where the residual does not
+at least halve in a step, and (where the limits ask for it) updated by Broyden's rank-one rule after each
+iterate: along a smooth curve a step then costs about one residual per iteration rather than a Jacobian.
+
+One way to find points on the curve (:func:`locate`): monitors are scalar functions of (z, τ) evaluated
+at every accepted point; a sign change between two points is located by Brent's method along the
+arclength, each evaluation a corrector solve on the hyperplane of the earlier point (with fresh
+Jacobians when slow, never secant updates: near a singular point a secant Jacobian could slide onto
+another branch), so the located point lies on the curve, not on its chord. A monitor marked ``stop``
+ends the curve there; leaving the parameter box ends it on the box's edge, located the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from solvers.core.options import ArclengthOptions
+from solvers.core.roots import bracketed_root
+from solvers.core.step_size import next_step
+
+#: The corrector recomputes the Jacobian where its residual shrinks by less than this factor in a step.
+CONTRACTION = 0.5
+#: A corrector whose residual grows past this multiple of its first one is diverging.
+DIVERGED = 1e4
+
+
+class System(Protocol):
+    """An augmented system: ``residual`` (N,) and ``jacobian`` (N, N+1) at z (N+1,), in unscaled coordinates.
+
+    ``scale``: the size of each coordinate (the iterator works in z / scale); ``lam_index``: the free
+    parameters' positions in z (the box bounds them); ``accept``: called with every accepted point (a
+    system whose equations depend on the last point, e.g. its borders, updates them there). A system may
+    also have ``project(z) -> z``, applied to every corrector iterate (to keep it in the theory's domain).
+    """
+
+    scale: np.ndarray
+    lam_index: tuple[int, ...]
+
+    def residual(self, z: np.ndarray) -> np.ndarray: ...
+
+    def jacobian(self, z: np.ndarray) -> np.ndarray: ...
+
+    def accept(self, z: np.ndarray) -> None: ...
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the iterator reads besides the system: the step control, the corrector's residual threshold at z
+    (max norm), the cap on the points of one run, and whether a step's corrector updates its Jacobian by
+    Broyden's rule (``secant``; else only recomputes it where the contraction is slow). Secant updates save
+    Jacobians along the curves of an expensive theory; a tracer that scans for branch points (where a secant
+    Jacobian can slide onto the crossing branch) leaves them off."""
+
+    step: ArclengthOptions
+    tolerance: Callable[[np.ndarray], float]
+    max_points: int
+    secant: bool = False
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """A test function ``value(z, tau)`` (tau: unit tangent in scaled coordinates)."""
+
+    name: str
+    value: Callable[[np.ndarray, np.ndarray], float]
+    stop: bool = False
+
+
+@dataclass(frozen=True)
+class Box:
+    """Bounds of the parameters z[lam_index]."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+@dataclass
+class Located:
+    name: str
+    z: np.ndarray
+    tangent: np.ndarray
+    index: int  # lies between points[index] and points[index + 1] of its path
+    refined: bool = True
+    #: The largest parameter distance (max norm over lam_index) from ``z`` to the corrected points at the
+    #: ends of the root finder's final bracket; half the step when not refined.
+    uncertainty: float = 0.0
+
+
+@dataclass
+class Path:
+    """One continuation run in one direction from its first point."""
+
+    z: list[np.ndarray]
+    tangents: list[np.ndarray]
+    values: list[np.ndarray]
+    located: list[Located] = field(default_factory=list)
+    #: "max_points", "lost" (the corrector fails at ds_min), "domain" (the box's edge), "closed", the name of a
+    #: stop monitor, or the reason a ``stop`` hook gave.
+    end: str = ""
+    detail: str = ""
+    #: 0 when the end was located on the curve; else the parameter step that brackets it (max norm).
+    end_precision: float = 0.0
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One corrector solve: the point (scaled; None when it failed), its iterations, its last residual (max
+    norm), and whether it failed because the residual could not be evaluated (outside the equations' domain)."""
+
+    u: np.ndarray | None
+    iterations: int
+    residual: float = float("nan")
+    left_domain: bool = False
+
+
+@dataclass
+class State:
+    """The iterator's state after its last step (``step`` updates it in place and returns it)."""
+
+    system: System
+    limits: Limits
+    box: Box
+    monitors: Sequence[Monitor]
+    stop: Callable[[np.ndarray], str | None] | None
+    u: np.ndarray
+    t: np.ndarray
+    J: np.ndarray
+    vals: np.ndarray
+    ds: float
+    path: Path
+    u_first: np.ndarray
+    #: The corrector solve of the last rejected step (why a "lost" curve ended) and its predicted point.
+    failure: Correction | None = None
+    predicted: np.ndarray | None = None
+
+
+def scaled_jacobian(system: System, u: np.ndarray) -> np.ndarray:
+    S = np.asarray(system.scale, dtype=float)
+    return np.asarray(system.jacobian(u * S), dtype=float) * S[None, :]
+
+
+def tangent(J: np.ndarray, t_prev: np.ndarray) -> np.ndarray | None:
+    """Unit tangent oriented like ``t_prev``: [[J], [t_prevᵀ]] τ = [0, 1] (None where J is not finite)."""
+    if not np.all(np.isfinite(J)):
+        return None
+    A = np.vstack([J, t_prev])
+    rhs = np.zeros(A.shape[0])
+    rhs[-1] = 1.0
+    try:
+        t = np.linalg.solve(A, rhs)
+    except np.linalg.LinAlgError:
+        t = np.linalg.lstsq(A, rhs, rcond=None)[0]
+    norm = float(np.linalg.norm(t))
+    if not np.isfinite(norm) or norm == 0:
+        return None
+    return t / norm
+
+
+def initial_tangent(J: np.ndarray) -> np.ndarray:
+    """Unit null vector of an (N, N+1) Jacobian (scaled coordinates)."""
+    _, _, Vt = np.linalg.svd(J)
+    return Vt[-1].copy()
+
+
+def correct(
+    system: System, limits: Limits, u_pred: np.ndarray, t: np.ndarray, J: np.ndarray, *, secant: bool = True
+) -> Correction:
+    """Newton on G = 0 within the hyperplane τ · (u − u_pred) = 0, from the Jacobian ``J`` (scaled) of a nearby
+    point; Broyden-updated after each iterate (``secant``), recomputed where the contraction is slow."""
+    S = np.asarray(system.scale, dtype=float)
+    project = getattr(system, "project", None)
+    newton_max = limits.step.newton_max
+
+    def G(u: np.ndarray) -> np.ndarray:
+        return np.asarray(system.residual(u * S), dtype=float)
+
+    u = u_pred.copy()
+    r = G(u)
+    if not np.all(np.isfinite(r)):
+        return Correction(None, 0, left_domain=True)
+    res = float(np.max(np.abs(r))) if r.size else 0.0
+    first = res
+    Jk = np.array(J, dtype=float)
+    u_old: np.ndarray | None = None
+    r_old: np.ndarray | None = None
+    res_old = np.inf
+    for it in range(newton_max + 1):
+        tol = limits.tolerance(u * S)
+        if res <= tol:
+            return Correction(u, it, res)
+        if it == newton_max:
+            break
+        if u_old is not None and r_old is not None:
+            if res > CONTRACTION * res_old:
+                Jk = scaled_jacobian(system, u)
+                if not np.all(np.isfinite(Jk)):
+                    return Correction(None, it, res, left_domain=True)
+            elif secant:
+                step = u - u_old
+                ss = float(step @ step)
+                if ss > 0:
+                    Jk += np.outer((r - r_old) - Jk @ step, step) / ss
+        A = np.vstack([Jk, t])
+        rhs = -np.concatenate([r, [float(t @ (u - u_pred))]])
+        try:
+            du = np.linalg.solve(A, rhs)
+        except np.linalg.LinAlgError:
+            du = np.linalg.lstsq(A, rhs, rcond=None)[0]
+        if not np.all(np.isfinite(du)):
+            return Correction(None, it + 1, res)
+        u_old, r_old, res_old = u, r, res
+        u = u + du
+        if project is not None:
+            u = np.asarray(project(u * S), dtype=float) / S
+        r = G(u)
+        if not np.all(np.isfinite(r)):
+            return Correction(None, it + 1, res, left_domain=True)
+        res = float(np.max(np.abs(r))) if r.size else 0.0
+        if res > DIVERGED * max(first, tol):
+            return Correction(None, it + 1, res)
+        if float(np.max(np.abs(du))) <= 1e-15 * (1.0 + float(np.max(np.abs(u)))) and res <= 100 * tol:
+            return Correction(u, it + 1, res)  # at the residual's noise floor
+    return Correction(None, newton_max, res)
+
+
+def monitor_values(system: System, monitors: Sequence[Monitor], u: np.ndarray, t: np.ndarray) -> np.ndarray:
+    z = u * np.asarray(system.scale, dtype=float)
+    return np.array([float(m.value(z, t)) for m in monitors])
+
+
+@dataclass(frozen=True)
+class Found:
+    """A located zero: the point (scaled), its tangent, its arclength from the bracket's start, and how well its
+    parameters are known (see :attr:`Located.uncertainty`)."""
+
+    u: np.ndarray
+    t: np.ndarray
+    s: float
+    uncertainty: float
+
+
+class _CorrectorFailed(Exception):
+    pass
+
+
+def locate(
+    system: System,
+    limits: Limits,
+    u_a: np.ndarray,
+    t_a: np.ndarray,
+    J_a: np.ndarray,
+    u_b: np.ndarray,
+    g: Callable[[np.ndarray, np.ndarray], float],
+    g_a: float,
+    g_b: float | None = None,
+) -> Found | None:
+    """Zero of g(z, τ) on the curve between u_a and u_b (None if a corrector fails or g does not change sign).
+
+    ``u_b`` was corrected on the hyperplane of (u_a, t_a) at s_b = t_a · (u_b − u_a), so ``g_b`` is its value
+    there; without ``g_b`` the value at s_b is corrected afresh, and where it has not changed sign the bracket
+    is widened by 5 % once (a point not corrected from u_a lies near that hyperplane, not on it).
+    """
+    S = np.asarray(system.scale, dtype=float)
+    lam = np.asarray(system.lam_index)
+    s_b = float(t_a @ (u_b - u_a))
+    if not s_b > 0:
+        return None
+    cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+
+    def solve(s: float) -> tuple[np.ndarray, np.ndarray]:
+        c = correct(system, limits, u_a + s * t_a, t_a, J_a, secant=False)
+        if c.u is None:
+            raise _CorrectorFailed
+        t = tangent(scaled_jacobian(system, c.u), t_a)
+        if t is None:
+            raise _CorrectorFailed
+        cache[s] = (c.u, t)
+        return c.u, t
+
+    def value(s: float) -> float:
+        if s == 0.0:
+            return g_a
+        if s == s_b and g_b is not None:
+            return g_b
+        u, t = solve(s)
+        return float(g(u * S, t))
+
+    try:
+        hi = s_b
+        if g_b is None and _same_sign(value(hi), g_a):
+            hi = 1.05 * s_b
+            if _same_sign(value(hi), g_a):
+                return None
+        root = bracketed_root(value, 0.0, hi, xtol=1e-14 * max(1.0, s_b), rtol=4 * np.finfo(float).eps,
+                              failures=(_CorrectorFailed, np.linalg.LinAlgError))
+        s = root.x
+        if s not in cache:
+            if s == 0.0:
+                t0 = tangent(scaled_jacobian(system, u_a), t_a)
+                if t0 is None:
+                    return None
+                cache[s] = (u_a, t0)
+            elif s == s_b and g_b is not None:
+                tb = tangent(scaled_jacobian(system, u_b), t_a)
+                if tb is None:
+                    return None
+                cache[s] = (u_b, tb)
+            else:
+                solve(s)
+    except (_CorrectorFailed, RuntimeError, ValueError, np.linalg.LinAlgError):
+        return None
+    u, t = cache[s]
+    known = {0.0: u_a, **({s_b: u_b} if g_b is not None else {}), **{k: v[0] for k, v in cache.items()}}
+    z = u * S
+    ends = [known[e] * S for e in (root.lo, root.hi) if e in known]
+    # At a fold the parameter is quadratic in s, so the bracket's ends can agree with the root to the last bit:
+    # a few units in the last place are the least a location computed in floating point is known to.
+    floor = 4 * float(np.max(np.spacing(np.abs(z[lam]))))
+    spread = [float(np.max(np.abs(e[lam] - z[lam]))) for e in ends]
+    return Found(u, t, s, max(floor, *spread))
+
+
+def _same_sign(v: float, ref: float) -> bool:
+    return bool(np.sign(v) == np.sign(ref))
+
+
+def _sign_change(a: float, b: float) -> bool:
+    return bool(np.isfinite(a) and np.isfinite(b) and a * b < 0)
+
+
+# ---- the protocol ---------------------------------------------------------------------------------------------
+def init(
+    system: System,
+    z0: np.ndarray,
+    t0: np.ndarray,
+    limits: Limits,
+    *,
+    box: Box,
+    monitors: Sequence[Monitor] = (),
+    stop: Callable[[np.ndarray], str | None] | None = None,
+) -> State:
+    """The state at the first point z0 (on the curve), heading along the scaled tangent t0.
+
+    ``stop``: called with every accepted point after it is recorded; a reason it returns ends the curve there.
+    """
+    system.accept(z0)
+    S = np.asarray(system.scale, dtype=float)
+    u = np.asarray(z0, dtype=float) / S
+    t = np.asarray(t0, dtype=float) / np.linalg.norm(t0)
+    J = scaled_jacobian(system, u)
+    vals = monitor_values(system, monitors, u, t)
+    path = Path([np.array(z0, dtype=float)], [t.copy()], [vals])
+    return State(system, limits, box, monitors, stop, u, t, J, vals, limits.step.ds, path, u.copy())
+
+
+def terminate(state: State) -> tuple[bool, str]:
+    """Whether the run has ended, and why (see :attr:`Path.end`)."""
+    if state.path.end:
+        return True, state.path.end
+    if len(state.path.z) >= state.limits.max_points:
+        state.path.end = "max_points"
+        return True, "max_points"
+    return False, ""
+
+
+def step(state: State) -> State:
+    """One attempt from the last point: accept a new point (possibly the curve's end), or halve the step."""
+    opt = state.limits.step
+    system, path = state.system, state.path
+    S = np.asarray(system.scale, dtype=float)
+    u, t, J, vals, ds = state.u, state.t, state.J, state.vals, state.ds
+    u_pred = u + ds * t
+    c = correct(system, state.limits, u_pred, t, J, secant=state.limits.secant)
+    u_new, t_new, J_new = c.u, None, None
+    if u_new is not None:
+        J_new = scaled_jacobian(system, u_new)
+        t_new = tangent(J_new, t)
+        turn = np.inf if t_new is None else float(np.arccos(np.clip(float(t_new @ t), -1.0, 1.0)))
+        if t_new is None or (turn > opt.max_angle and ds > opt.ds_min * 1.01):
+            u_new = None
+        if not np.all(np.isfinite(J_new)):  # the curve reaches where its equations cannot be differentiated
+            c = Correction(None, c.iterations, c.residual, left_domain=True)
+    if u_new is None or t_new is None or J_new is None:
+        state.failure, state.predicted = c, u_pred * S
+        if ds <= opt.ds_min * 1.01:
+            path.end, path.detail = "lost", "the corrector fails at the smallest step"
+        else:
+            state.ds = max(opt.ds_min, ds / 2)
+        return state
+    monitors = state.monitors
+    vals_new = monitor_values(system, monitors, u_new, t_new)
+    # Candidate ends inside this step: the box edge and every stop monitor changing sign. Each is
+    # (s, reason, u, tangent, bracket): bracket 0 when located on the curve, else the parameter step within
+    # which the corrector could not locate it.
+    ends: list[tuple[float, str, np.ndarray, np.ndarray, float]] = []
+    lam_idx = np.asarray(system.lam_index)
+    box = state.box
+    width = (box.hi - box.lo) / S[lam_idx]
+    z_a, z_b = u * S, u_new * S
+    jump = float(np.max(np.abs(z_b[lam_idx] - z_a[lam_idx])))
+    for k, idx in enumerate(lam_idx):
+        for bound, outside in ((box.lo[k], z_b[idx] < box.lo[k]), (box.hi[k], z_b[idx] > box.hi[k])):
+            if not outside:
+                continue
+            if abs(z_a[idx] - bound) <= 1e-12 * max(1.0, width[k] * S[idx]):
+                # Leaving through the edge it starts on, the curve is outside the box at once: any other edge this
+                # step crosses (near a corner) lies beyond that.
+                path.end, path.detail = "domain", "the line starts on the edge of the box and leaves it"
+                return state
+
+            def edge(z: np.ndarray, tau: np.ndarray, idx: int = idx, bound: float = bound) -> float:
+                return float(z[idx] - bound)
+
+            found = locate(system, state.limits, u, t, J, u_new, edge, float(z_a[idx] - bound),
+                           float(z_b[idx] - bound))
+            if found is not None:
+                uu = found.u.copy()
+                uu[idx] = bound / S[idx]  # on the edge to round-off
+                ends.append((found.s, "domain", uu, found.t, 0.0))
+            else:
+                ends.append((0.0, "domain", u, t, jump))
+    for i, m in enumerate(monitors):
+        if m.stop and _sign_change(vals[i], vals_new[i]):
+            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]))
+            if found is not None:
+                ends.append((found.s, m.name, found.u, found.t, 0.0))
+            else:
+                ends.append((float(t @ (u_new - u)), m.name, u_new, t_new, jump))
+    s_end = min((e[0] for e in ends), default=np.inf)
+    for i, m in enumerate(monitors):
+        if not m.stop and _sign_change(vals[i], vals_new[i]):
+            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]))
+            if found is not None and found.s <= s_end:
+                path.located.append(Located(m.name, found.u * S, found.t, len(path.z) - 1,
+                                            uncertainty=found.uncertainty))
+            elif found is None and s_end == np.inf:
+                mid = 0.5 * (u + u_new)
+                path.located.append(Located(m.name, mid * S, t_new, len(path.z) - 1, refined=False,
+                                            uncertainty=jump / 2))
+    if ends:
+        s, why, uu, tt, bracket = min(ends, key=lambda e: e[0])
+        if s > 0:
+            system.accept(uu * S)
+            path.z.append(uu * S)
+            path.tangents.append(tt)
+            path.values.append(monitor_values(system, monitors, uu, tt))
+        path.end, path.end_precision = why, bracket
+        if bracket > 0:
+            path.detail = "not located on the curve (the corrector fails there); bracketed by the last step"
+        return state
+    system.accept(z_b)
+    path.z.append(z_b)
+    path.tangents.append(t_new)
+    path.values.append(vals_new)
+    state.u, state.t, state.J, state.vals = u_new, t_new, J_new, vals_new
+    reason = state.stop(z_b) if state.stop is not None else None
+    if reason:
+        path.end = reason
+        return state
+    if len(path.z) > 10 and float(np.linalg.norm(u_new - state.u_first)) < 0.5 * ds:
+        path.end = "closed"
+        return state
+    state.ds = next_step(ds, c.iterations, opt)
+    return state
+
+
+def run(
+    system: System,
+    z0: np.ndarray,
+    t0: np.ndarray,
+    limits: Limits,
+    *,
+    box: Box,
+    monitors: Sequence[Monitor] = (),
+    stop: Callable[[np.ndarray], str | None] | None = None,
+) -> Path:
+    """Continue from z0 along the scaled tangent t0 until the run terminates."""
+    state = init(system, z0, t0, limits, box=box, monitors=monitors, stop=stop)
+    while not terminate(state)[0]:
+        step(state)
+    return state.path
+
+
+@dataclass
+class TwoWay:
+    """A curve traced both ways from its seed: ``backward`` and ``forward`` start at the seed."""
+
+    backward: Path
+    forward: Path
+
+    def points(self) -> list[np.ndarray]:
+        return [*reversed(self.backward.z[1:]), *self.forward.z]
+
+    def tangents(self) -> list[np.ndarray]:
+        return [*(-t for t in reversed(self.backward.tangents[1:])), *self.forward.tangents]
+
+    def values(self) -> list[np.ndarray]:
+        return [*reversed(self.backward.values[1:]), *self.forward.values]
+
+    def located(self) -> list[Located]:
+        """Located points with indices into ``points()``."""
+        nb = len(self.backward.z) - 1
+        out = [Located(p.name, p.z, -p.tangent, nb - 1 - p.index, p.refined, p.uncertainty)
+               for p in self.backward.located]
+        out += [Located(p.name, p.z, p.tangent, nb + p.index, p.refined, p.uncertainty) for p in self.forward.located]
+        return sorted(out, key=lambda p: p.index)
+
+
+def trace_two_way(
+    system: System,
+    z0: np.ndarray,
+    t0: np.ndarray,
+    limits: Limits,
+    *,
+    box: Box,
+    monitors: Sequence[Monitor] = (),
+    stop: Callable[[np.ndarray], str | None] | None = None,
+) -> TwoWay:
+    """Continue from z0 along +t0 and then along −t0 (t0 in scaled coordinates); a closed curve only once."""
+    fwd = run(system, z0, t0, limits, box=box, monitors=monitors, stop=stop)
+    if fwd.end == "closed":
+        return TwoWay(Path([np.array(z0, dtype=float)], [t0], [fwd.values[0]], end="closed"), fwd)
+    bwd = run(system, z0, -t0, limits, box=box, monitors=monitors, stop=stop)
+    return TwoWay(bwd, fwd)
