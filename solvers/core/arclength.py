@@ -17,9 +17,10 @@ iterate: along a smooth curve a step then costs about one residual per iteration
 
 One way to find points on the curve (:func:`locate`): monitors are scalar functions of (z, τ) evaluated
 at every accepted point; a sign change between two points is located by Brent's method along the
-arclength, each evaluation a corrector solve on the hyperplane of the earlier point (with fresh
-Jacobians when slow, never secant updates: near a singular point a secant Jacobian could slide onto
-another branch), so the located point lies on the curve, not on its chord. A monitor marked ``stop``
+arclength, each evaluation a corrector solve on the hyperplane of the earlier point (Newton with a fresh
+Jacobian at every iterate: near a singular point a secant Jacobian could slide onto another branch, and a
+location is only as good as the solves it is made of), so the located point lies on the curve, not on its
+chord. A monitor marked ``stop``
 ends the curve there; leaving the parameter box ends it on the box's edge, located the same way.
 """
 
@@ -180,13 +181,16 @@ def initial_tangent(J: np.ndarray) -> np.ndarray:
 
 
 def correct(
-    system: System, limits: Limits, u_pred: np.ndarray, t: np.ndarray, J: np.ndarray, *, secant: bool = True
+    system: System, limits: Limits, u_pred: np.ndarray, t: np.ndarray, J: np.ndarray | None, *,
+    secant: bool = False, fresh: bool = False,
 ) -> Correction:
     """Newton on G = 0 within the hyperplane τ · (u − u_pred) = 0, from the Jacobian ``J`` (scaled) of a nearby
-    point; Broyden-updated after each iterate (``secant``), recomputed where the contraction is slow."""
+    point, recomputed where the contraction is slow and Broyden-updated after each iterate (``secant``).
+    ``fresh``: a Jacobian at every iterate and twice the iterations (locating special points, where the
+    corrector should converge quadratically, to round-off, not just below the tolerance)."""
     S = np.asarray(system.scale, dtype=float)
     project = getattr(system, "project", None)
-    newton_max = limits.step.newton_max
+    newton_max = limits.step.newton_max * (2 if fresh else 1)
 
     def G(u: np.ndarray) -> np.ndarray:
         return np.asarray(system.residual(u * S), dtype=float)
@@ -197,7 +201,7 @@ def correct(
         return Correction(None, 0, left_domain=True)
     res = float(np.max(np.abs(r))) if r.size else 0.0
     first = res
-    Jk = np.array(J, dtype=float)
+    Jk = np.array(J, dtype=float) if J is not None and not fresh else None
     u_old: np.ndarray | None = None
     r_old: np.ndarray | None = None
     res_old = np.inf
@@ -207,16 +211,15 @@ def correct(
             return Correction(u, it, res)
         if it == newton_max:
             break
-        if u_old is not None and r_old is not None:
-            if res > CONTRACTION * res_old:
-                Jk = scaled_jacobian(system, u)
-                if not np.all(np.isfinite(Jk)):
-                    return Correction(None, it, res, left_domain=True)
-            elif secant:
-                step = u - u_old
-                ss = float(step @ step)
-                if ss > 0:
-                    Jk += np.outer((r - r_old) - Jk @ step, step) / ss
+        if Jk is None or fresh or (u_old is not None and res > CONTRACTION * res_old):
+            Jk = scaled_jacobian(system, u)
+            if not np.all(np.isfinite(Jk)):
+                return Correction(None, it, res, left_domain=True)
+        elif secant and u_old is not None and r_old is not None:
+            step = u - u_old
+            ss = float(step @ step)
+            if ss > 0:
+                Jk += np.outer((r - r_old) - Jk @ step, step) / ss
         A = np.vstack([Jk, t])
         rhs = -np.concatenate([r, [float(t @ (u - u_pred))]])
         try:
@@ -285,7 +288,7 @@ def locate(
     cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
 
     def solve(s: float) -> tuple[np.ndarray, np.ndarray]:
-        c = correct(system, limits, u_a + s * t_a, t_a, J_a, secant=False)
+        c = correct(system, limits, u_a + s * t_a, t_a, J_a, fresh=True)
         if c.u is None:
             raise _CorrectorFailed
         t = tangent(scaled_jacobian(system, c.u), t_a)
