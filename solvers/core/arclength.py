@@ -17,10 +17,9 @@ iterate: along a smooth curve a step then costs about one residual per iteration
 
 One way to find points on the curve (:func:`locate`): monitors are scalar functions of (z, τ) evaluated
 at every accepted point; a sign change between two points is located by Brent's method along the
-arclength, each evaluation a corrector solve on the hyperplane of the earlier point (Newton with a fresh
-Jacobian at every iterate: near a singular point a secant Jacobian could slide onto another branch, and a
-location is only as good as the solves it is made of), so the located point lies on the curve, not on its
-chord. A monitor marked ``stop``
+arclength, each evaluation a corrector solve on the hyperplane of the earlier point (never with secant
+updates, which near a singular point could slide onto another branch; by Newton with a fresh Jacobian at
+every iterate where the limits ask for round-off), so the located point lies on the curve, not on its chord. A monitor marked ``stop``
 ends the curve there; leaving the parameter box ends it on the box's edge, located the same way.
 """
 
@@ -64,15 +63,19 @@ class System(Protocol):
 @dataclass(frozen=True)
 class Limits:
     """What the iterator reads besides the system: the step control, the corrector's residual threshold at z
-    (max norm), the cap on the points of one run, and whether a step's corrector updates its Jacobian by
-    Broyden's rule (``secant``; else only recomputes it where the contraction is slow). Secant updates save
-    Jacobians along the curves of an expensive theory; a tracer that scans for branch points (where a secant
-    Jacobian can slide onto the crossing branch) leaves them off."""
+    (max norm), the cap on the points of one run, whether a step's corrector updates its Jacobian by Broyden's
+    rule (``secant``; else only recomputes it where the contraction is slow), and whether a monitor's zero is
+    solved by Newton with a fresh Jacobian at every iterate (``exact``: to round-off; else by the step's chord
+    corrector, to the tolerance). Secant updates save Jacobians along the curves of an expensive theory, whose
+    special points are then located exactly; a tracer that scans for branch points (where a secant Jacobian can
+    slide onto the crossing branch) leaves them off. A box edge is always located by the chord corrector (it is
+    placed on the edge to round-off whatever the solve's precision)."""
 
     step: ArclengthOptions
     tolerance: Callable[[np.ndarray], float]
     max_points: int
     secant: bool = False
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -273,12 +276,15 @@ def locate(
     g: Callable[[np.ndarray, np.ndarray], float],
     g_a: float,
     g_b: float | None = None,
+    *,
+    exact: bool = False,
 ) -> Found | None:
     """Zero of g(z, τ) on the curve between u_a and u_b (None if a corrector fails or g does not change sign).
 
     ``u_b`` was corrected on the hyperplane of (u_a, t_a) at s_b = t_a · (u_b − u_a), so ``g_b`` is its value
     there; without ``g_b`` the value at s_b is corrected afresh, and where it has not changed sign the bracket
-    is widened by 5 % once (a point not corrected from u_a lies near that hyperplane, not on it).
+    is widened by 5 % once (a point not corrected from u_a lies near that hyperplane, not on it). ``exact``: each
+    evaluation by Newton with a fresh Jacobian at every iterate (see :class:`Limits`).
     """
     S = np.asarray(system.scale, dtype=float)
     lam = np.asarray(system.lam_index)
@@ -288,7 +294,7 @@ def locate(
     cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
 
     def solve(s: float) -> tuple[np.ndarray, np.ndarray]:
-        c = correct(system, limits, u_a + s * t_a, t_a, J_a, fresh=True)
+        c = correct(system, limits, u_a + s * t_a, t_a, J_a, fresh=exact)
         if c.u is None:
             raise _CorrectorFailed
         t = tangent(scaled_jacobian(system, c.u), t_a)
@@ -441,7 +447,8 @@ def step(state: State) -> State:
                 ends.append((0.0, "domain", u, t, jump))
     for i, m in enumerate(monitors):
         if m.stop and _sign_change(vals[i], vals_new[i]):
-            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]))
+            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]),
+                           exact=state.limits.exact)
             if found is not None:
                 ends.append((found.s, m.name, found.u, found.t, 0.0))
             else:
@@ -449,7 +456,8 @@ def step(state: State) -> State:
     s_end = min((e[0] for e in ends), default=np.inf)
     for i, m in enumerate(monitors):
         if not m.stop and _sign_change(vals[i], vals_new[i]):
-            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]))
+            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]),
+                           exact=state.limits.exact)
             if found is not None and found.s <= s_end:
                 path.located.append(Located(m.name, found.u * S, found.t, len(path.z) - 1,
                                             uncertainty=found.uncertainty))

@@ -110,7 +110,7 @@ def curve_limits(options: SolverOptions) -> Limits:
     """The iterator's limits for a sweep's curves: its steps, the solves' residual tolerance, its step cap."""
     copt = options.continuation
     return Limits(copt, lambda z: options.tolerance(float(np.max(np.abs(z[:-1]))) if z.size > 1 else 0.0),
-                  copt.max_steps + 1, secant=True)
+                  copt.max_steps + 1, secant=True, exact=True)
 
 
 def curve_point(system: ProblemSystem, z: np.ndarray, tau: np.ndarray) -> CurvePoint:
@@ -142,7 +142,7 @@ def refine_between(
     J_a = arclength.scaled_jacobian(system, u_a)
     if not np.all(np.isfinite(J_a)):
         return None
-    found = arclength.locate(system, curve_limits(options), u_a, a.tangent, J_a, u_b, g, g_a)
+    found = arclength.locate(system, curve_limits(options), u_a, a.tangent, J_a, u_b, g, g_a, exact=True)
     if found is None:
         return None
     z = found.u * S
