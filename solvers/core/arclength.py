@@ -19,8 +19,9 @@ One way to find points on the curve (:func:`locate`): monitors are scalar functi
 at every accepted point; a sign change between two points is located by Brent's method along the
 arclength, each evaluation a corrector solve on the hyperplane of the earlier point (never with secant
 updates, which near a singular point could slide onto another branch; by Newton with a fresh Jacobian at
-every iterate where the limits ask for round-off), so the located point lies on the curve, not on its chord. A monitor marked ``stop``
-ends the curve there; leaving the parameter box ends it on the box's edge, located the same way.
+every iterate where the limits ask for round-off), so the located point lies on the curve, not on its chord.
+A monitor marked ``stop`` ends the curve there; leaving the parameter box ends it on the box's edge, located
+the same way.
 """
 
 from __future__ import annotations

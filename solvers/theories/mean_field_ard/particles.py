@@ -13,6 +13,10 @@ Outer unknown: f̄ on the P training points (equivalently the residual r = y −
 4. moves f̄ by Anderson mixing of R̃ while far from the fixed point, then by Robbins–Monro steps
    a_t R̃ with a_t ∝ t^{−0.6}, which average the Monte-Carlo noise out.
 
+Steps 2 and 4, the convergence test and the budget are the engine's noisy fixed-point driver
+(:mod:`solvers.core.stochastic_iteration`); this module supplies the estimate, the preconditioner and the
+precisions' move (:class:`_Particles`).
+
 For MF-ARD the precisions follow ρ ← (1 − η) ρ + η ρ_new(⟨w_j²⟩) after each outer step. Random
 numbers come from ``jax.random.fold_in(PRNGKey(seed), step)``: the same stream at every point of a
 sweep (common random numbers). Non-convergence within the budget is a result, never an exception.
@@ -28,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from solvers.core.stochastic_iteration import Estimate, StochasticSettings, iterate_noisy
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.particle_sampler import GROUPS, Physics, measure, run_chains
 from solvers.theories.mean_field_ard.spec import ParticleSpec
@@ -96,10 +101,6 @@ class ParticleResult:
         }
 
 
-def _rms(v: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(v * v))) if v.size else 0.0
-
-
 def ard_residual(ard: ARD, rho: np.ndarray, w2_groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The precisions' undamped residual log ρ_new − log ρ, its MC error, and a Newton-like step.
 
@@ -132,23 +133,6 @@ def _precondition(Phi: np.ndarray | None, v: np.ndarray) -> np.ndarray:
         return v
     A = np.eye(Phi.shape[0]) + Phi @ Phi.T
     return v - Phi.T @ np.linalg.solve(A, Phi @ v)
-
-
-def _anderson(history: list[tuple[np.ndarray, np.ndarray]], f: np.ndarray, R: np.ndarray, memory: int,
-              mixing: float = 1.0) -> np.ndarray:
-    """Type-II Anderson step on the preconditioned residual (Tikhonov-regularised least squares)."""
-    if memory == 0 or len(history) < 1:
-        return f + mixing * R
-    hist = history[-memory:]
-    dF = np.stack([f - h[0] for h in hist], axis=1)
-    dR = np.stack([R - h[1] for h in hist], axis=1)
-    G = dR.T @ dR
-    reg = 1e-8 * np.trace(G) / max(G.shape[0], 1) + 1e-300
-    try:
-        g = np.linalg.solve(G + reg * np.eye(G.shape[0]), dR.T @ R)
-    except np.linalg.LinAlgError:
-        return f + mixing * R
-    return f + mixing * R - (dF + mixing * dR) @ g
 
 
 def initial_particles(key: jax.Array, n: int, d: int, relevant: list[int], asymmetry: float | None) -> np.ndarray:
@@ -200,95 +184,92 @@ def solve(
         W = Z0 / np.sqrt(rho0)
         fbar = nngp_start(phys, W, X, y) if start == "symmetric" else np.zeros_like(y)
         eps = 0.5 / math.sqrt(d)
-    steps_done = 0
-    acceptance = float("nan")
+    particles = _Particles(phys, X, Xj, dtype, y, rho0, rho, W, eps, ard, settings, base)
     # ---- warm-up: tune one isotropic step size in whitened coordinates -----------------------------
     if warm is None:
-        # chunks as long as an outer step, so that one compiled kernel serves both phases
-        chunk = settings.inner_steps
-        for c in range(math.ceil(settings.warmup / chunk)):
-            out = run_chains(phys, jax.random.fold_in(base, 10_000 + c), jnp.asarray(W * np.sqrt(rho), dtype), Xj,
-                             jnp.asarray(y - fbar, dtype), jnp.asarray(np.sqrt(rho), dtype), jnp.asarray(eps, dtype),
-                             chunk, min(settings.average_steps, chunk))
-            acceptance = float(out["acceptance"])
-            W = np.asarray(out["Z"]) / np.sqrt(rho)
-            eps *= math.exp(min(max(2.0 * (acceptance - TARGET_ACCEPTANCE), -1.0), 1.0))
-            steps_done += chunk * n
-    # ---- outer iteration ----------------------------------------------------------------------------
-    # Unknowns v = (f̄ on the training set, log ρ for MF-ARD); both parts are judged on their undamped
-    # residuals against their Monte-Carlo errors.
-    history: list[tuple[np.ndarray, np.ndarray]] = []
-    record: list[tuple[float, float]] = []
-    window: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    Phi_prev: np.ndarray | None = _kernel_features(phys, W, X)
-    status, res, mc, rm_count = "max_iterations", float("inf"), float("inf"), 0
-    res_rho = mc_rho = 0.0
-    it = 0
-    for it in range(1, settings.outer_iterations + 1):
-        if time.perf_counter() > deadline:
-            status = "time_limit"
-            break
-        r = y - fbar
-        out = run_chains(phys, jax.random.fold_in(base, it), jnp.asarray(W * np.sqrt(rho), dtype), Xj,
-                         jnp.asarray(r, dtype), jnp.asarray(np.sqrt(rho), dtype), jnp.asarray(eps, dtype),
-                         settings.inner_steps, min(settings.average_steps, settings.inner_steps))
-        steps_done += settings.inner_steps * n
+        particles.warm_up(fbar)
+    # ---- outer iteration: the engine's noisy fixed-point driver --------------------------------------
+    # Unknowns: f̄ on the training set (moved by the driver) and, for MF-ARD, log ρ (moved here with the
+    # driver's gain); both are judged on their undamped residuals against their Monte-Carlo errors.
+    out = iterate_noisy(particles, fbar, StochasticSettings(
+        tolerances=(settings.tol,) if ard is None else (settings.tol, settings.tol_log_rho),
+        windows=(WINDOW,) if ard is None else (WINDOW, WINDOW_RHO),
+        max_iterations=settings.outer_iterations, anderson_memory=settings.anderson_memory,
+        time_limit=None if time_limit is None else max(0.0, deadline - time.perf_counter())))
+    res_rho, mc_rho = (out.residuals[1], out.errors[1]) if ard is not None else (0.0, 0.0)
+    state = ParticleState(W=particles.W, rho=particles.rho, fbar=out.x, step_size=particles.eps)
+    return ParticleResult(
+        fbar=out.x, converged=out.converged, residual=out.residuals[0], mc_error=out.errors[0],
+        iterations=out.iterations, state=state, acceptance=particles.acceptance, particle_steps=particles.steps_done,
+        seconds=time.perf_counter() - t0, status=out.status, history=out.history, residual_log_rho=res_rho,
+        mc_error_log_rho=mc_rho,
+    )
+
+
+class _Particles:
+    """The particle estimate of the mean-field map (a :class:`~solvers.core.stochastic_iteration.NoisyMap`): MALA
+    chains warm-started from the last positions, G(f̄) averaged over independent particle groups, the previous
+    step's particle kernel as preconditioner, and the MF-ARD precisions moved after each step."""
+
+    def __init__(self, phys: Physics, X: np.ndarray, Xj: jax.Array, dtype: object, y: np.ndarray, rho0: np.ndarray,
+                 rho: np.ndarray, W: np.ndarray, eps: float, ard: ARD | None, settings: ParticleSpec,
+                 base: jax.Array):
+        self.phys, self.X, self.Xj, self.dtype, self.y = phys, X, Xj, dtype, y
+        self.rho0, self.rho, self.W, self.eps = rho0, rho, W, eps
+        self.ard, self.settings, self.base = ard, settings, base
+        self.steps_done = 0
+        self.acceptance = float("nan")
+        self.Phi_prev: np.ndarray | None = None
+        self.pre_rho = np.zeros(0)
+
+    def _chains(self, key: jax.Array, r: np.ndarray, steps: int) -> dict:
+        out = run_chains(self.phys, key, jnp.asarray(self.W * np.sqrt(self.rho), self.dtype), self.Xj,
+                         jnp.asarray(r, self.dtype), jnp.asarray(np.sqrt(self.rho), self.dtype),
+                         jnp.asarray(self.eps, self.dtype), steps, min(self.settings.average_steps, steps))
+        self.steps_done += steps * self.settings.n
+        return out
+
+    def warm_up(self, fbar: np.ndarray) -> None:
+        """Tune the step size towards the target acceptance at f̄, in chunks as long as an outer step (so that
+        one compiled kernel serves both phases)."""
+        chunk = self.settings.inner_steps
+        r = self.y - fbar
+        for c in range(math.ceil(self.settings.warmup / chunk)):
+            out = self._chains(jax.random.fold_in(self.base, 10_000 + c), r, chunk)
+            self.acceptance = float(out["acceptance"])
+            self.W = np.asarray(out["Z"]) / np.sqrt(self.rho)
+            self.eps *= math.exp(min(max(2.0 * (self.acceptance - TARGET_ACCEPTANCE), -1.0), 1.0))
+
+    def estimate(self, fbar: np.ndarray, step: int) -> Estimate | None:
+        if self.Phi_prev is None:
+            self.Phi_prev = _kernel_features(self.phys, self.W, self.X)
+        out = self._chains(jax.random.fold_in(self.base, step), self.y - fbar, self.settings.inner_steps)
         fg = np.asarray(out["f_groups"], dtype=float)
         if not np.all(np.isfinite(fg)):
-            status = "nan"
-            break
-        W = np.asarray(out["Z"], dtype=float) / np.sqrt(rho)
-        acceptance = float(out["acceptance"])
-        G = fg.mean(axis=0)
+            return None
+        self.W = np.asarray(out["Z"], dtype=float) / np.sqrt(self.rho)
+        self.acceptance = float(out["acceptance"])
+        R = fg.mean(axis=0) - fbar
         se = fg.std(axis=0, ddof=1) / math.sqrt(GROUPS)
-        R = G - fbar
-        if ard is not None:
-            R_rho, se_rho, pre_rho = ard_residual(ard, rho, np.asarray(out["w2_groups"], dtype=float))
-        else:
-            R_rho = se_rho = pre_rho = np.zeros(0)
-        step_res, step_mc = _rms(R), _rms(se)
-        in_rm = rm_count > 0 or step_res <= 10.0 * (settings.tol + 3.0 * step_mc)
-        if in_rm:
-            # Robbins–Monro phase: judge the mean undamped residual of the last WINDOW steps against
-            # its own Monte-Carlo error (the steps' noises are independent: fresh MALA moves each time)
-            window = [*window[-(WINDOW_RHO - 1):], (R, se, R_rho, se_rho)]
-            last = window[-WINDOW:]
-            res = _rms(np.mean([w[0] for w in last], axis=0))
-            mc = _rms(np.sqrt(np.mean([w[1] ** 2 for w in last], axis=0) / len(last)))
-            if ard is not None:
-                res_rho = _rms(np.mean([w[2] for w in window], axis=0))
-                mc_rho = _rms(np.sqrt(np.mean([w[3] ** 2 for w in window], axis=0) / len(window)))
-        else:
-            res, mc = step_res, step_mc
-            res_rho, mc_rho = _rms(R_rho), _rms(se_rho)
-        record.append((res, mc))
-        done_f = res <= settings.tol + 3.0 * mc
-        done_rho = ard is None or res_rho <= settings.tol_log_rho + 3.0 * mc_rho
-        if in_rm and len(window) >= (WINDOW if ard is None else WINDOW_RHO) and done_f and done_rho:
-            status = "converged"
-            break
-        Rt = _precondition(Phi_prev, R)
-        Phi_prev = _kernel_features(phys, W, X)
-        if not in_rm:
-            fbar = _anderson(history, fbar, Rt, settings.anderson_memory)
-            history.append((fbar.copy(), Rt.copy()))
-            gain = 1.0
-        else:
-            rm_count += 1
-            fbar = fbar + Rt / rm_count**0.6
-            gain = 1.0 / rm_count**0.6
-        if ard is not None:
-            # bounded Newton-like steps: the linearisation ignores the data's feedback on ⟨w²⟩, which
-            # near a self-reinforcing branch can make the full step overshoot
-            step = gain * ard.ema * np.clip(pre_rho, -MAX_LOG_RHO_STEP, MAX_LOG_RHO_STEP)
-            log_rho = np.clip(np.log(rho) + step, np.log(rho0) - LOG_RHO_SPAN, np.log(rho0) + LOG_RHO_SPAN)
-            rho = np.exp(log_rho)
-    state = ParticleState(W=W, rho=rho, fbar=fbar, step_size=eps)
-    return ParticleResult(
-        fbar=fbar, converged=status == "converged", residual=res, mc_error=mc, iterations=it, state=state,
-        acceptance=acceptance, particle_steps=steps_done, seconds=time.perf_counter() - t0, status=status,
-        history=record, residual_log_rho=res_rho, mc_error_log_rho=mc_rho,
-    )
+        if self.ard is None:
+            return Estimate((R,), (se,))
+        R_rho, se_rho, self.pre_rho = ard_residual(self.ard, self.rho, np.asarray(out["w2_groups"], dtype=float))
+        return Estimate((R, R_rho), (se, se_rho))
+
+    def precondition(self, R: np.ndarray) -> np.ndarray:
+        """(I + M̂)⁻¹ R with the previous step's particle kernel (independent of this step's noise: no bias)."""
+        Rt = _precondition(self.Phi_prev, R)
+        self.Phi_prev = _kernel_features(self.phys, self.W, self.X)
+        return Rt
+
+    def move(self, gain: float) -> None:
+        if self.ard is None:
+            return
+        # bounded Newton-like steps: the linearisation ignores the data's feedback on ⟨w²⟩, which near a
+        # self-reinforcing branch can make the full step overshoot
+        step = gain * self.ard.ema * np.clip(self.pre_rho, -MAX_LOG_RHO_STEP, MAX_LOG_RHO_STEP)
+        log_rho = np.clip(np.log(self.rho) + step, np.log(self.rho0) - LOG_RHO_SPAN, np.log(self.rho0) + LOG_RHO_SPAN)
+        self.rho = np.exp(log_rho)
 
 
 def measurements(phys: Physics, state: ParticleState, X: np.ndarray, y: np.ndarray, X_eval: np.ndarray,
