@@ -285,7 +285,8 @@ def locate(
     ``u_b`` was corrected on the hyperplane of (u_a, t_a) at s_b = t_a · (u_b − u_a), so ``g_b`` is its value
     there; without ``g_b`` the value at s_b is corrected afresh, and where it has not changed sign the bracket
     is widened by 5 % once (a point not corrected from u_a lies near that hyperplane, not on it). ``exact``: each
-    evaluation by Newton with a fresh Jacobian at every iterate (see :class:`Limits`).
+    evaluation by Newton with a fresh Jacobian at every iterate (see :class:`Limits`), and a root found exactly
+    is probed at the tolerance on either side, so that its uncertainty says what the tolerance does.
     """
     S = np.asarray(system.scale, dtype=float)
     lam = np.asarray(system.lam_index)
@@ -319,7 +320,7 @@ def locate(
             if _same_sign(value(hi), g_a):
                 return None
         root = bracketed_root(value, 0.0, hi, xtol=1e-14 * max(1.0, s_b), rtol=4 * np.finfo(float).eps,
-                              failures=(_CorrectorFailed, np.linalg.LinAlgError))
+                              failures=(_CorrectorFailed, np.linalg.LinAlgError), probe=exact)
         s = root.x
         if s not in cache:
             if s == 0.0:

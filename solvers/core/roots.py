@@ -43,15 +43,16 @@ def final_bracket(x: float, evaluations: list[tuple[float, float]], lo: float, h
 
 def bracketed_root(
     f: Callable[[float], float], lo: float, hi: float, *, smooth: bool = True, xtol: float, rtol: float,
-    maxiter: int = 200, failures: tuple[type[BaseException], ...] = (),
+    maxiter: int = 200, failures: tuple[type[BaseException], ...] = (), probe: bool = True,
 ) -> Root:
     """A zero of f in [lo, hi] (f(lo) f(hi) < 0) by Brent's method (``smooth``) or bisection, with its bracket.
 
     A search that stops on an exact zero (a linear f meets its root in one secant step) has no bracket of its
     own near it: f is then evaluated at the tolerance on either side, so that the bracket says what the
-    tolerance does. ``failures``: exceptions of f that mean it cannot be evaluated at a point (such a probe is
-    skipped). Raises what the root finder raises (ValueError without a sign change, RuntimeError without
-    convergence) and whatever f raises during the search.
+    tolerance does (``probe`` false: not, for a caller that needs the root and not how well it is known).
+    ``failures``: exceptions of f that mean it cannot be evaluated at a point (such a probe is skipped). Raises
+    what the root finder raises (ValueError without a sign change, RuntimeError without convergence) and whatever
+    f raises during the search.
     """
     evaluations: list[tuple[float, float]] = []
 
@@ -63,7 +64,7 @@ def bracketed_root(
     x = float((brentq if smooth else bisect)(g, lo, hi, xtol=xtol, rtol=rtol, maxiter=maxiter))
     root = final_bracket(x, evaluations, lo, hi)
     tol = xtol + rtol * abs(x)
-    if root.uncertainty > 2 * tol:
+    if probe and root.uncertainty > 2 * tol:
         for q in (max(lo, x - tol), min(hi, x + tol)):
             with contextlib.suppress(*failures):
                 g(q)
