@@ -240,7 +240,9 @@ def correct(
         if not np.all(np.isfinite(r)):
             return Correction(None, it + 1, res, left_domain=True)
         res = float(np.max(np.abs(r))) if r.size else 0.0
-        if res > DIVERGED * max(first, tol):
+        if res > DIVERGED * max(first, tol) and not fresh:
+            # a chord step that throws the iterate this far is not converging; Newton near a singular point may
+            # take such a step and still converge
             return Correction(None, it + 1, res)
         if float(np.max(np.abs(du))) <= 1e-15 * (1.0 + float(np.max(np.abs(u)))) and res <= 100 * tol:
             return Correction(u, it + 1, res)  # at the residual's noise floor
@@ -449,8 +451,7 @@ def step(state: State) -> State:
                 ends.append((0.0, "domain", u, t, jump))
     for i, m in enumerate(monitors):
         if m.stop and _sign_change(vals[i], vals_new[i]):
-            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]),
-                           exact=state.limits.exact)
+            found = _locate_on_step(state, u_new, t_new, J_new, m, float(vals[i]), float(vals_new[i]))
             if found is not None:
                 ends.append((found.s, m.name, found.u, found.t, 0.0))
             else:
@@ -458,8 +459,7 @@ def step(state: State) -> State:
     s_end = min((e[0] for e in ends), default=np.inf)
     for i, m in enumerate(monitors):
         if not m.stop and _sign_change(vals[i], vals_new[i]):
-            found = locate(system, state.limits, u, t, J, u_new, m.value, float(vals[i]), float(vals_new[i]),
-                           exact=state.limits.exact)
+            found = _locate_on_step(state, u_new, t_new, J_new, m, float(vals[i]), float(vals_new[i]))
             if found is not None and found.s <= s_end:
                 path.located.append(Located(m.name, found.u * S, found.t, len(path.z) - 1,
                                             uncertainty=found.uncertainty))
@@ -492,6 +492,23 @@ def step(state: State) -> State:
         return state
     state.ds = next_step(ds, c.iterations, opt)
     return state
+
+
+def _locate_on_step(
+    state: State, u_new: np.ndarray, t_new: np.ndarray, J_new: np.ndarray, m: Monitor, g_a: float, g_b: float
+) -> Found | None:
+    """The zero of monitor ``m`` on the step from the state's point to ``u_new``, located from the step's start;
+    where the limits ask for exact locations and a corrector fails on the way (Newton converges slowly next to a
+    singular point, e.g. a fold at a branch point), located again from the step's end backwards."""
+    system, limits, u, t = state.system, state.limits, state.u, state.t
+    found = locate(system, limits, u, t, state.J, u_new, m.value, g_a, g_b, exact=limits.exact)
+    if found is not None or not limits.exact:
+        return found
+    S = np.asarray(system.scale, dtype=float)
+    back = locate(system, limits, u_new, -t_new, J_new, u, m.value, float(m.value(u_new * S, -t_new)), exact=True)
+    if back is None:
+        return None
+    return Found(back.u, -back.t, float(t @ (back.u - u)), back.uncertainty)
 
 
 def run(
