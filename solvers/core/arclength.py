@@ -90,10 +90,12 @@ class Monitor:
 
 @dataclass(frozen=True)
 class Box:
-    """Bounds of the parameters z[lam_index]."""
+    """Bounds of the parameters z[lam_index]. A curve that leaves the box ends on its edge, located along the
+    arclength (``exact``), or at its first point past the edge (a curve that needs only to cover the box)."""
 
     lo: np.ndarray
     hi: np.ndarray
+    exact: bool = True
 
 
 @dataclass
@@ -437,6 +439,9 @@ def step(state: State) -> State:
                 # step crosses (near a corner) lies beyond that.
                 path.end, path.detail = "domain", "the line starts on the edge of the box and leaves it"
                 return state
+            if not box.exact:
+                ends.append((float(t @ (u_new - u)), "domain", u_new, t_new, 0.0))
+                continue
 
             def edge(z: np.ndarray, tau: np.ndarray, idx: int = idx, bound: float = bound) -> float:
                 return float(z[idx] - bound)

@@ -5,7 +5,7 @@ arclength iterator (:mod:`solvers.core.arclength`) in scaled coordinates (x, p /
 sizes mean the same thing for every theory. Its bordered Jacobian [[F_x, F_p], [τᵀ]] stays regular at folds,
 where F_x alone is singular. A fold is a sign change of the tangent's p-component, a monitor that the iterator
 locates along the arclength (each evaluation a corrector solve), which places the fold parameter to round-off
-because p is quadratic in s there. The curve ends where it leaves the sweep's range (by 10⁻³ of it), where the
+because p is quadratic in s there. The curve ends at its first point past the sweep's range (by 10⁻³ of it), where the
 corrector fails at the smallest step (a domain boundary or a solver failure, said which), on the theory's
 singular edge, where it closes on itself, or at the step cap.
 """
@@ -165,7 +165,7 @@ def trace_curve(
     limits = curve_limits(options)
     n = system.n
     margin = RANGE_MARGIN * system.width
-    box = Box(np.array([p_lo - margin]), np.array([p_hi + margin]))
+    box = Box(np.array([p_lo - margin]), np.array([p_hi + margin]), exact=False)
     fold = Monitor("fold", lambda z, t: float(t[n]))
     z0 = np.concatenate([np.asarray(x0, dtype=float), [float(p0)]])
     seed_dir = np.zeros(n + 1)
