@@ -156,7 +156,8 @@ def test_agrees_with_the_population_theory_at_large_P() -> None:
 
 def test_size_limits_name_the_limit() -> None:
     """Sizes are limits of the instance (checked by the service against its settings), not of the spec."""
-    assert THEORY.size_limits == {"finite_sample_p": 5000, "finite_sample_p_test": 20000, "finite_sample_d": 20000}
+    assert THEORY.size_limits == {"finite_sample_p": 5000, "finite_sample_p_test": 20000, "finite_sample_d": 20000,
+                                  "finite_sample_particles": 6000}
     # The memory bound is a check of its own (tests/service/test_memory_estimates.py): off here.
     defaults = Settings(redis_url=None, api_keys=(), limits={}, max_solve_memory_bytes=0)
     check_sizes(spec(P=5000, P_test=20000, D=20000), defaults)
@@ -166,6 +167,13 @@ def test_size_limits_name_the_limit() -> None:
             check_sizes(too_big, defaults)
         (e,) = err.value.errors()
         assert e["loc"] == ["body", "model", field] and f"{limit}={THEORY.size_limits[limit]:g}" in e["msg"]
+    # the unreduced tree level's particle count (nodes × chains × samples) is limited too, and named by its block
+    many = spec(treatment="tree_level_unreduced", particles={"nodes": 25, "chains": 16, "samples": 16})
+    with pytest.raises(RequestValidationError) as err:
+        check_sizes(many, defaults)
+    (e,) = err.value.errors()
+    assert e["loc"] == ["body", "model", "particles"] and "finite_sample_particles=6000" in e["msg"]
+    check_sizes(spec(treatment="tree_level_unreduced", particles={"nodes": 25, "chains": 15, "samples": 16}), defaults)
     lowered = Settings(redis_url=None, api_keys=(), limits={"finite_sample_p": 100}, max_solve_memory_bytes=0)
     check_sizes(spec(P=100), lowered)
     with pytest.raises(RequestValidationError):

@@ -32,6 +32,15 @@ TREATMENT = (
     "−(s_a2/2) φᵀ(K + T I)⁻¹φ to the mean-field action; the same equations at every scaling (the scale enters "
     "through s_a2 and T), so scaling must stay mean_field with it."
 )
+FINITE_SAMPLE_TREATMENT = (
+    TREATMENT
+    + " On a training set (finite_sample) the tree level comes in two forms. tree_level: the fast approximation, "
+    "the single-neuron law reduced to the overlap ρ (|w⊥|² at its prior value, sample sums by population values, "
+    "one learnability for the D − 1 perpendicular modes); valid for P ≫ D ≫ 1 and κ = s_a2 P/(T D) ≪ 1. "
+    "tree_level_unreduced: the same tree level without the reduction, the law in all D input dimensions on the "
+    "actual inputs, solved on particles (settings in `particles`); its observables carry their Monte-Carlo "
+    "standard errors (R_stderr, b_stderr, …)."
+)
 
 
 def _positive_number(v: Any) -> bool:
@@ -113,7 +122,7 @@ class _NetworkSpec(BaseModel):
     @field_validator("treatment")
     @classmethod
     def _one_tree_level_form(cls, treatment: str, info: ValidationInfo) -> str:
-        if treatment == "tree_level" and info.data.get("scaling", "mean_field") != "mean_field":
+        if treatment.startswith("tree_level") and info.data.get("scaling", "mean_field") != "mean_field":
             raise ValueError(
                 "scaling chooses between the cavity forms; the tree-level treatment has one form at every scaling "
                 "(set by s_a2 and T), so give tree_level with scaling mean_field (the default)"
@@ -175,6 +184,37 @@ class SelfConsistentSpec(_NetworkSpec):
         return data
 
 
+class ParticleSettings(BaseModel):
+    """How the unreduced tree level's single-neuron law is represented: ρ = w·e on a grid of nodes, w⊥ by MALA."""
+
+    model_config = _BASE
+
+    rho_max: float = Field(
+        2.0, gt=0, le=100, description="Largest overlap ρ on the grid of nodes ρ_j = j ρ_max/(nodes − 1); the mass "
+        "of the last node is reported (monte_carlo.edge_mass) and must be negligible."
+    )
+    nodes: int = Field(21, ge=3, le=201, description="Nodes of the ρ grid (trapezoid rule on the whole line).")
+    chains: int = Field(8, ge=4, le=256, description="MALA chains per node (their groups give the standard errors).")
+    burn_in: int = Field(200, ge=10, le=100_000, description="MALA steps per chain before samples are kept.")
+    samples: int = Field(8, ge=1, le=1000, description="Particles kept per chain.")
+    thin: int = Field(10, ge=1, le=1000, description="MALA steps between kept particles.")
+    tempering: float = Field(
+        4.0, ge=1, le=1e3, description="The particles are drawn at the law of a likelihood variance this many times "
+        "the smallest T they serve (a broader law than the ones solved, so that reweighting to those keeps most "
+        "samples)."
+    )
+    stages: int = Field(
+        2, ge=1, le=10, description="Sample-then-solve stages at the tempered T: stage 1 samples at the NNGP kernel, "
+        "each later stage at the previous stage's solution; the last stage's particles are the ones solved on."
+    )
+    seed: int = Field(0, ge=0, le=MAX_EXACT_INT, description="Seed of the sampler (not of the inputs).")
+
+    @property
+    def count(self) -> int:
+        """Particles solved on (the closure's dimension)."""
+        return self.nodes * self.chains * self.samples
+
+
 class FiniteSampleSpec(_NetworkSpec):
     """The blog's self-consistency loop on an actual, seeded training set."""
 
@@ -209,6 +249,29 @@ class FiniteSampleSpec(_NetworkSpec):
         description="Seed of the training and test inputs (numpy.random.default_rng(seed)): an integer in "
         "[0, 2^53 − 1], the range JSON numbers represent exactly.",
     )
+    treatment: Literal["cavity", "tree_level", "tree_level_unreduced"] = Field(
+        "cavity", description=FINITE_SAMPLE_TREATMENT
+    )
+    particles: ParticleSettings | None = Field(
+        None,
+        description="Sampler settings of treatment tree_level_unreduced (null: the defaults); refused with any "
+        "other treatment.",
+    )
+
+    @field_validator("particles")
+    @classmethod
+    def _particles_need_the_unreduced_form(
+        cls, particles: ParticleSettings | None, info: ValidationInfo
+    ) -> ParticleSettings | None:
+        if particles is not None and info.data.get("treatment") != "tree_level_unreduced":
+            raise ValueError(
+                "particles set the sampler of treatment tree_level_unreduced; no other treatment uses them"
+            )
+        return particles
+
+    @property
+    def particle_settings(self) -> ParticleSettings:
+        return self.particles or ParticleSettings()
 
 
 RubinCavitySpec = Annotated[PotentialSpec | SelfConsistentSpec | FiniteSampleSpec, Field(discriminator="mode")]

@@ -3,7 +3,12 @@
 The evaluator (data set, kernel geometry, last state) is built once per problem. A single solve
 also reports the posterior mean's measured train and test errors (notes of the catalogue); a
 sweep does not, since each would cost a P_test x P kernel per point. The cavity treatment solves for
-x = (b, c); the tree level for (b, c) and the learnabilities of its variance term (:mod:`.tree_level`).
+x = (b, c); the tree level for (b, c) and the learnabilities of its variance term (:mod:`.tree_level`); the
+unreduced tree level for the exponents of its particles (:mod:`.unreduced.bound`).
+
+(b, c) is a least-squares projection of the mean residual on the sampled [H1, H3]: on a finite sample it may be
+negative (the linear part over-learnt on the training inputs, as the sampled network does at low T), so neither
+coordinate is projected onto a domain.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from solvers.theories.rubin_cavity.common.overlap_law import overlap_moments
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
 from solvers.theories.rubin_cavity.finite_sample import tree_level
 from solvers.theories.rubin_cavity.finite_sample.evaluator import Evaluator, evaluator, population_start
+from solvers.theories.rubin_cavity.finite_sample.unreduced.bound import unreduced_problem
 from solvers.theories.rubin_cavity.specs import FiniteSampleSpec
 
 BRANCH = "finite_sample"
@@ -69,7 +75,17 @@ def report(net: Network, x: np.ndarray, potential: OverlapPotential) -> Report:
     return Report({"rho_star": rho_star, "b": b, "c": c, "R": mom.R}, observables)
 
 
-def finite_sample_problem(spec: FiniteSampleSpec, parameter: str | None, options: SolverOptions) -> Problem:
+def finite_sample_problem(
+    spec: FiniteSampleSpec, parameter: str | None, options: SolverOptions,
+    pilot: tuple[float, float] | None = None,
+) -> Problem:
+    """The bound problem of the spec's treatment; ``pilot``: the control value at which the unreduced tree level
+    draws its particles and the smallest T they serve (default: the spec's own value and T)."""
+    if spec.treatment == "tree_level_unreduced":
+        if pilot is None:
+            p0 = float(getattr(spec, parameter)) if parameter else 0.0
+            pilot = (p0, network_of(spec, parameter, p0).T)
+        return unreduced_problem(spec, parameter, *pilot)
     ev: Evaluator
     if spec.treatment == "tree_level":
         form = TREE_LEVEL
@@ -77,6 +93,10 @@ def finite_sample_problem(spec: FiniteSampleSpec, parameter: str | None, options
     else:
         form = CAVITY
         ev = evaluator(spec, parameter, options)
+    return _bound(form, ev, options, parameter)
+
+
+def _bound(form: Treatment, ev: Evaluator, options: SolverOptions, parameter: str | None) -> Problem:
     dim = len(form.names)
 
     def notes(cat: Catalogue) -> Notes:
@@ -93,10 +113,9 @@ def finite_sample_problem(spec: FiniteSampleSpec, parameter: str | None, options
         jacobian=guarded(ev.jacobian, (dim, dim)),
         kind="saddle",
         label=lambda x, p, start: BRANCH,
-        # b is a residual fraction (no positive kernel over-learns); a learnability lies in [0, 1].
-        project=lambda x: np.array([max(x[0], 1e-12), *x[1:]]),
         scale=np.ones(dim),
         names=form.names,
         report=lambda x, p: report(ev.net(p), x, form.potential(ev.net(p), x)),
         notes=notes if parameter is None else None,
     )
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -11,8 +12,9 @@ from solvers.core.continuation import OnStep
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
-from solvers.core.sweep import OnPoint, Sweep
+from solvers.core.sweep import OnPoint, Sweep, run_sweep
 from solvers.theories.base import Example, Sizes, Theory
+from solvers.theories.rubin_cavity.common.network import network_of
 from solvers.theories.rubin_cavity.common.solving import auto_means_newton
 from solvers.theories.rubin_cavity.finite_sample.evaluator import LAW_NODES
 from solvers.theories.rubin_cavity.finite_sample.kernel import MAX_ORDER
@@ -30,6 +32,12 @@ MEMORY_PER_SAMPLE = 2.0 * (MAX_ORDER + 1) * LAW_NODES
 MEMORY_PER_PERP = 3.0
 #: Libraries' working buffers on top of the arrays.
 MEMORY_OVERHEAD = 64 * 2**20
+#: The unreduced tree level: the closure's n × n Jacobian and the bordered matrix of a continuation step with its
+#: factorisation (about 4 n²), the particles' features on the training and test inputs (n × (P + P_test)), and every
+#: post-burn-in state of the sampler (nodes × chains × samples × thin × D, the node weights' Bennett ratios).
+MEMORY_PER_PARTICLE2 = 4.0
+#: The particle count a single instance solves on by default at most (the closure is dense in the particles).
+MAX_PARTICLES = 6000
 
 
 class FiniteSampleTheory(ErfNetworkExperiment, Theory):
@@ -61,6 +69,23 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
             {
                 "theory": "rubin_cavity",
                 "mode": "finite_sample",
+                "treatment": "tree_level_unreduced",
+                "P": 20,
+                "D": 4,
+                "N": 20.0,
+                "s_a2": 1 / 20,
+                "T": 0.5,
+                "P_test": 20,
+                "particles": {"nodes": 9, "chains": 4, "samples": 4, "burn_in": 40, "thin": 2, "rho_max": 2.5},
+            },
+            "T",
+            (0.4, 0.5),
+            "grid",
+        ),
+        Example(
+            {
+                "theory": "rubin_cavity",
+                "mode": "finite_sample",
                 "treatment": "tree_level",
                 "P": 60,
                 "D": 10,
@@ -79,23 +104,39 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
         "finite_sample_p": 5000,
         "finite_sample_p_test": 20000,
         "finite_sample_d": 20000,
+        "finite_sample_particles": MAX_PARTICLES,
     }
 
     def sizes(self, spec: BaseModel) -> Sizes:
-        return {
+        out: Sizes = {
             "finite_sample_p": (("P",), float(spec.P)),  # type: ignore[attr-defined]
             "finite_sample_p_test": (("P_test",), float(spec.P_test)),  # type: ignore[attr-defined]
             "finite_sample_d": (("D",), float(spec.D)),  # type: ignore[attr-defined]
         }
+        if spec.treatment == "tree_level_unreduced":  # type: ignore[attr-defined]
+            out["finite_sample_particles"] = (("particles",), float(spec.particle_settings.count))  # type: ignore[attr-defined]
+        return out
+
+    def sweepable_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """The unreduced tree level's particles are drawn under the prior of w, so σ_w² is not swept there."""
+        if spec.treatment == "tree_level_unreduced":  # type: ignore[attr-defined]
+            return tuple(p for p in self.sweepable if p != "sigma_w2")
+        return self.sweepable
 
     def _memory_terms(self, spec: BaseModel) -> dict[tuple[str | int, ...], float]:
         P, Pt, D = float(spec.P), float(spec.P_test), float(spec.D)  # type: ignore[attr-defined]
-        tree_level = spec.treatment == "tree_level"  # type: ignore[attr-defined]
-        return {
+        tree_level = spec.treatment.startswith("tree_level")  # type: ignore[attr-defined]
+        terms = {
             ("P",): 8.0 * (MEMORY_PER_P2 * P * P + MEMORY_PER_SAMPLE * P),
             ("P_test",): 8.0 * (MEMORY_PER_P_PTEST * P * Pt + MEMORY_PER_SAMPLE * Pt),
             ("D",): 8.0 * (MEMORY_PER_INPUT * (P + Pt) * D + (MEMORY_PER_PERP * P * D if tree_level else 0.0)),
         }
+        if spec.treatment == "tree_level_unreduced":  # type: ignore[attr-defined]
+            ps = spec.particle_settings  # type: ignore[attr-defined]
+            n = float(ps.count)
+            states = float(ps.nodes * ps.chains * ps.samples * ps.thin)
+            terms[("particles",)] = 8.0 * (MEMORY_PER_PARTICLE2 * n * n + n * (P + Pt) + states * D)
+        return terms
 
     def memory_bytes(self, spec: BaseModel) -> int:
         """P×P and P_test×P kernels, P×D and P_test×D inputs, Hermite features per sample, order and node."""
@@ -123,15 +164,14 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
         on_step: OnStep | None = None,
         stored: Mapping[int, Catalogue] | None = None,
     ) -> Sweep:
-        """Always a warm-started grid with Newton: one branch and no special points to trace, and every
-        continuation step would cost a P x P kernel and factorisation."""
-        return super().sweep(
-            spec,
-            parameter,
-            values,
-            "grid",
-            auto_means_newton(options),
-            on_point=on_point,
-            on_step=on_step,
-            stored=stored,
-        )
+        """Newton for ``auto`` (a damped step costs a P x P solve). The unreduced tree level draws its particles once
+        for the whole sweep: tempered from the smallest T of a sweep in T, else at the middle of the range (geometric
+        for a positive parameter), and solves every value on them."""
+        options = auto_means_newton(options)
+        pilot = None
+        if spec.treatment == "tree_level_unreduced" and values:  # type: ignore[attr-defined]
+            lo, hi = min(values), max(values)
+            middle = lo if parameter == "T" else (math.sqrt(lo * hi) if lo > 0 else 0.5 * (lo + hi))
+            pilot = (middle, network_of(spec, parameter, middle).T)
+        problem = finite_sample_problem(spec, parameter, options, pilot)  # type: ignore[arg-type]
+        return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)

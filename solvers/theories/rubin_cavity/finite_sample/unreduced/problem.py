@@ -13,6 +13,8 @@ from the NNGP kernel flips between "all aligned" and "none"), it is a coordinate
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy.special import erf, logsumexp
 
@@ -29,6 +31,15 @@ class ParticleClosure:
         self.phi = erf(particles.W @ X.T)  # (n, P), fixed with the particles
         self.log_base = particles.log_base
         self.y, self.N, self.s_a2 = y, N, s_a2
+
+    def at(self, N: float, s_a2: float, y: np.ndarray) -> ParticleClosure:
+        """The closure of the same particles for another width, readout variance or target (the prior of w, which
+        the particles were drawn under, is unchanged)."""
+        if N == self.N and s_a2 == self.s_a2 and y is self.y:
+            return self
+        out = copy.copy(self)
+        out.N, out.s_a2, out.y = N, s_a2, y
+        return out
 
     def weights(self, x: np.ndarray) -> np.ndarray:
         lw = self.log_base + x

@@ -102,47 +102,65 @@ def observables(setting: Setting, data: Inputs, closure: ParticleClosure, x: np.
     }
 
 
-def monte_carlo_errors(setting: Setting, data: Inputs, closure: ParticleClosure, pilot: Couplings, x: np.ndarray,
-                       T: float) -> dict[str, float]:
-    """Standard errors from GROUPS disjoint groups of chains, each a complete estimate at the solution's exponents."""
+def group_log_bases(setting: Setting, data: Inputs, closure: ParticleClosure, pilot: Couplings) -> list[np.ndarray]:
+    """log c_i of each of GROUPS disjoint groups of chains (−∞ outside the group): each group's own node weights
+    (Bennett ratios from its chains alone) and reweighting from the pilot. They depend on the particles and the
+    pilot only, so one set serves every exponent vector x solved on these particles."""
     pts = closure.particles
     J = len(pts.rho_nodes)
-    values: list[dict[str, float]] = []
+    W_all, E_all, node_all, chain_all = pts.every
+    # the trapezoid weights (up to the common h) and the prior of ρ, then each group's own Z_j
+    log_prior = np.log(np.where(np.arange(J) == 0, 1.0, 2.0)) - 0.5 * pts.rho_nodes**2 * setting.D / setting.sigma_w2
+    out = []
     for g in range(GROUPS):
         mask = pts.chain % GROUPS == g
-        W_all, E_all, node_all, chain_all = pts.every
         sel = chain_all % GROUPS == g
         log_z = node_log_z(pilot, data.X, W_all[sel], node_all[sel], pts.rho_nodes, E_all[sel])
-        # the trapezoid weights (up to the common h) and the prior of ρ, then this group's own Z_j
-        log_node = np.log(np.where(np.arange(J) == 0, 1.0, 2.0)) - 0.5 * pts.rho_nodes**2 * setting.D / setting.sigma_w2
         counts = np.bincount(pts.node[mask], minlength=J)
-        log_w = np.full(len(x), -np.inf)
-        log_w[mask] = (log_node + log_z)[pts.node[mask]] - np.log(counts[pts.node[mask]]) - pts.E_pilot[mask] + x[mask]
-        values.append(observables(setting, data, closure, x, T, log_w))
+        base = np.full(len(pts.node), -np.inf)
+        base[mask] = (log_prior + log_z)[pts.node[mask]] - np.log(counts[pts.node[mask]]) - pts.E_pilot[mask]
+        out.append(base)
+    return out
+
+
+def monte_carlo_errors(setting: Setting, data: Inputs, closure: ParticleClosure, pilot: Couplings, x: np.ndarray,
+                       T: float, bases: list[np.ndarray] | None = None) -> dict[str, float]:
+    """Standard errors from GROUPS disjoint groups of chains, each a complete estimate at the solution's exponents
+    (``bases``: :func:`group_log_bases`, computed here when not given)."""
+    if bases is None:
+        bases = group_log_bases(setting, data, closure, pilot)
+    values = [observables(setting, data, closure, x, T, base + x) for base in bases]
     return {k: float(np.std([v[k] for v in values], ddof=1) / np.sqrt(GROUPS)) for k in values[0]}
 
 
 def free_entropy(setting: Setting, data: Inputs, closure: ParticleClosure, pilot: Couplings, x: np.ndarray,
-                 T: float, prior_draws: int = 4000) -> float:
+                 T: float, prior_draws: int = 4000, log_z0: float | None = None) -> float:
     """Ψ(K) = log N(y; 0, K + T) − Tr[G K] + N log z(K), G = ½(t̄t̄ᵀ − (K + T)⁻¹), z = ∫ p0 exp E: the tree level's
     log evidence at the solution's kernel. Its K-gradient vanishes exactly at the closure, and between solutions
     the equilibrium is the one with the larger Ψ. log z comes from the particles' node weights (relative to node 0)
-    and Z_0 of the pilot by importance sampling from the prior at ρ = 0, where E hardly varies."""
+    and Z_0 of the pilot (``log_z0``, :func:`pilot_log_z0` when not given)."""
     K = closure.kernel(x)
     cp = Couplings.of(K, data.y, T, setting.s_a2)
     M = K + T * np.eye(len(data.y))
     logdet = np.linalg.slogdet(M)[1]
     log_evidence = -0.5 * data.y @ cp.tbar - 0.5 * logdet - 0.5 * len(data.y) * np.log(2 * np.pi)
     trace_GK = 0.5 * (cp.tbar @ K @ cp.tbar - np.sum(cp.A * K))
+    if log_z0 is None:
+        log_z0 = pilot_log_z0(setting, data, pilot, prior_draws)
+    # log_base carries the trapezoid weight, −ρ²D/(2σ_w²) and log Z_j/Z_0 (see the sampler): add Z_0 and the
+    # normalisation of the prior of ρ
+    D = setting.D
+    log_z = float(logsumexp(closure.log_base + x)) + log_z0 - 0.5 * np.log(2 * np.pi * setting.sigma_w2 / D)
+    return float(log_evidence - trace_GK + setting.N * log_z)
+
+
+def pilot_log_z0(setting: Setting, data: Inputs, pilot: Couplings, prior_draws: int = 4000) -> float:
+    """log Z_0 of the pilot law (node ρ = 0) by importance sampling from the prior, where E hardly varies."""
     D = setting.D
     rng = np.random.default_rng(12345)
     W0 = np.zeros((prior_draws, D))
     W0[:, 1:] = np.sqrt(setting.sigma_w2 / D) * rng.standard_normal((prior_draws, D - 1))
-    log_z0 = float(logsumexp(pilot.exponent(erf(W0 @ data.X.T))) - np.log(prior_draws))
-    # log_base carries the trapezoid weight, −ρ²D/(2σ_w²) and log Z_j/Z_0 (see the sampler): add Z_0 and the
-    # normalisation of the prior of ρ
-    log_z = float(logsumexp(closure.log_base + x)) + log_z0 - 0.5 * np.log(2 * np.pi * setting.sigma_w2 / D)
-    return float(log_evidence - trace_GK + setting.N * log_z)
+    return float(logsumexp(pilot.exponent(erf(W0 @ data.X.T))) - np.log(prior_draws))
 
 
 def reweighting_ess(particles: Particles, x: np.ndarray, closure: ParticleClosure) -> float:
