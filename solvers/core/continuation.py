@@ -17,8 +17,9 @@ from collections.abc import Callable
 import numpy as np
 
 from solvers.core import arclength
-from solvers.core.arclength import Box, Limits, Monitor
+from solvers.core.arclength import Box, Monitor
 from solvers.core.catalogue import stability_margin
+from solvers.core.corrector import Limits, scaled_jacobian, tangent
 from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, Fold
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.newton import fd_jacobian
@@ -139,7 +140,7 @@ def refine_between(
     S = system.scale
     u_a = np.concatenate([a.x, [a.p]]) / S
     u_b = np.concatenate([b.x, [b.p]]) / S
-    J_a = arclength.scaled_jacobian(system, u_a)
+    J_a = scaled_jacobian(system, u_a)
     if not np.all(np.isfinite(J_a)):
         return None
     found = arclength.locate(system, curve_limits(options), u_a, a.tangent, J_a, u_b, g, g_a, exact=True)
@@ -170,8 +171,8 @@ def trace_curve(
     z0 = np.concatenate([np.asarray(x0, dtype=float), [float(p0)]])
     seed_dir = np.zeros(n + 1)
     seed_dir[n] = 1.0
-    J0 = arclength.scaled_jacobian(system, z0 / system.scale)
-    tau0 = arclength.tangent(J0, seed_dir)
+    J0 = scaled_jacobian(system, z0 / system.scale)
+    tau0 = tangent(J0, seed_dir)
     if tau0 is None or (abs(tau0[n]) < 1e-12 and np.allclose(tau0, seed_dir)):
         tau0 = seed_dir
     first = curve_point(system, z0, tau0)

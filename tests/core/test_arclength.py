@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from solvers.core import arclength
-from solvers.core.arclength import Box, Limits, Monitor
+from solvers.core.arclength import Box, Monitor
+from solvers.core.corrector import Limits, correct, scaled_jacobian
 from solvers.core.options import ArclengthOptions
 
 
@@ -101,8 +102,8 @@ def test_a_residual_that_cannot_be_evaluated_ends_the_curve_as_lost() -> None:
 def test_the_corrector_reaches_the_curve_on_the_hyperplane() -> None:
     circle, limits = Circle(), _limits()
     u0, t = np.array([1.0, 0.0]), np.array([0.0, 1.0])
-    J = arclength.scaled_jacobian(circle, u0)
+    J = scaled_jacobian(circle, u0)
     for secant in (False, True):
-        c = arclength.correct(circle, limits, u0 + 0.1 * t, t, J, secant=secant)
+        c = correct(circle, limits, u0 + 0.1 * t, t, J, secant=secant)
         assert c.u is not None and c.u[1] == pytest.approx(0.1, abs=1e-14)  # on τ · (u − u_pred) = 0
         assert c.u[0] == pytest.approx(np.sqrt(1 - 0.01), abs=1e-12)

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.core.arclength import Box, Monitor, correct, scaled_jacobian
+from solvers.core.arclength import Box, Monitor
+from solvers.core.corrector import correct, scaled_jacobian
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of

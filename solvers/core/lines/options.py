@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, field_validator
 
-from solvers.core.arclength import Limits
+from solvers.core.corrector import Limits
 from solvers.core.options import ArclengthOptions
 from solvers.core.special_points import SpecialKind
 

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from solvers.core.arclength import Box, Monitor, System, TwoWay, initial_tangent, trace_two_way
+from solvers.core.arclength import Box, Monitor, TwoWay, trace_two_way
+from solvers.core.corrector import System, initial_tangent
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint, EndKind, Formulation, Line, LineEnd
