@@ -11,6 +11,7 @@ unreduced tree level: R = E[ρ²], the training-set and fresh-input projections 
     python -m benchmarks.bench_rubin_cavity_standard_scaling --network-only   # the NUTS runs alone
     python -m benchmarks.bench_rubin_cavity_standard_scaling --retheory       # keep the draws, solve the theories
     python -m benchmarks.bench_rubin_cavity_standard_scaling --replot         # table and figure from docs/data
+    python -m benchmarks.bench_rubin_cavity_standard_scaling --curves         # each treatment swept in T, traced
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from benchmarks.showcase_common import load, save
 
 DATA, FIGURE = "docs/data/rubin_cavity_standard_scaling.json", "docs/img/rubin_cavity_standard_scaling.png"
 THEORY = "docs/data/rubin_cavity_standard_scaling_theory.json"
+CURVES = "docs/data/rubin_cavity_standard_scaling_curves.json"
 SIZE = {"N": 60, "P": 200, "D": 30, "s_a2": 1.0 / 60, "P_test": 500, "seed": 0, "scale": None}
 #: The decisive low temperatures first, so that a run cut short keeps them.
 TEMPERATURES = [0.2, 0.1, 0.5, 2.0, 0.15, 0.3, 1.0]
@@ -38,6 +40,8 @@ REDUCED = {
     "tree_level_reduced": {"treatment": "tree_level", "scaling": "mean_field"},
 }
 KEYS = ("R", "b", "c", "b_test", "c_test")
+#: Every finite_sample treatment, swept in T by continuation as a user would ("method": "continuation").
+TREATMENTS = {**REDUCED, "tree_level_unreduced": {"treatment": "tree_level_unreduced", "scaling": "mean_field"}}
 
 
 def network_points(stored: dict[str, Any], args: argparse.Namespace) -> None:
@@ -76,6 +80,29 @@ def reduced_treatments(temperatures: list[float]) -> dict[str, Any]:
             rows.append(row)
             print(f"{name} T = {T}: {row}", file=sys.stderr, flush=True)
         out[name] = rows
+    return out
+
+
+def treatment_curves(temperatures: list[float]) -> dict[str, Any]:
+    """Each treatment's T sweep by continuation over ``temperatures``, as served (points, curves with their ends)."""
+    import time
+
+    from benchmarks.bench_rubin_cavity_network import spec
+    from service.serialize import sweep_json
+    from solvers.core.options import SolverOptions
+    from solvers.theories import get
+
+    theory = get("rubin_cavity")
+    values = sorted(temperatures, reverse=True)
+    out: dict[str, Any] = {"values": values}
+    for name, fields in TREATMENTS.items():
+        t0 = time.perf_counter()
+        sweep = theory.sweep(spec(SIZE, values[0], "finite_sample", **fields), "T", values, "continuation",
+                             SolverOptions())
+        body = sweep_json("rubin_cavity", "T", sweep)
+        out[name] = {"seconds": time.perf_counter() - t0, "curves": body["curves"], "points": body["points"]}
+        ends = [(c["parameter"][0], c["parameter"][-1], c["message"], c["ends"]) for c in body["curves"] or []]
+        print(f"{name}: {out[name]['seconds']:.0f} s, curves {ends}", file=sys.stderr, flush=True)
     return out
 
 
@@ -123,12 +150,17 @@ def main() -> None:
     parser.add_argument("--theory-data", default=THEORY)
     parser.add_argument("--replicas", type=int, default=REPLICAS)
     parser.add_argument("--replot", action="store_true", help="table and figure from the stored results")
+    parser.add_argument("--curves", action="store_true",
+                        help="sweep every treatment in T by continuation into " + CURVES)
     parser.add_argument("--reduced-only", action="store_true",
                         help="solve the reduced treatments again into the stored theory results")
     args = parser.parse_args()
     if args.replot:
         print(table(load(args.data), load(args.theory_data)))
         figure(load(args.data), load(args.theory_data), args.figure)
+        return
+    if args.curves:
+        save(CURVES, {"sizes": SIZE, **treatment_curves(TEMPERATURES)})
         return
     if args.reduced_only:
         stored_theory = load(args.theory_data)
