@@ -35,7 +35,7 @@ from clients.from_arrays import open_netcdf as open_netcdf  # read back here, wh
 from clients.from_arrays import xarray_module
 from clients.names import GROUPS, flatten, is_number
 from clients.result import as_result
-from clients.tables import branch_names, branch_of, parameter_names
+from clients.tables import parameter_names
 
 #: Flags of a branch: boolean everywhere (False where the branch is absent or the flag unknown).
 FLAGS = ("stable", "converged")
@@ -177,11 +177,11 @@ def _dataset(variables: dict[str, Any], coords: dict[str, Any], labels: Labels,
     return label_all(ds, labels)
 
 
-def _branch_variables(points: list[Mapping[str, Any] | None], names: list[str], outer_dims: list[str],
+def _branch_variables(entries: list[Mapping[str, Any] | None], names: list[str], outer_dims: list[str],
                       outer: tuple[int, ...], labels: Labels) -> dict[str, Any]:
-    """``present``, ``stable``, ``free_entropy``, ``converged`` of each branch at each cell (cells × branches)."""
+    """``present``, ``stable``, ``free_entropy``, ``converged`` of each branch at each cell, from the branches with
+    complete tables (``entries``: cells × branches, None where a branch is absent)."""
     out = {}
-    entries = [branch_of(pt, b) if pt is not None else None for pt in points for b in names]
     present, _ = _array([e is not None for e in entries], (*outer, len(names)), "bool")
     out["present"] = ([*outer_dims, "branch"], present, {"quantity": "present"})
     for key in ("stable", "free_entropy", "converged"):
@@ -199,11 +199,12 @@ def _branch_variables(points: list[Mapping[str, Any] | None], names: list[str], 
 def solve_dataset(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """A single solve along ``branch``: every quantity of every branch, ``present``, ``stable``, ``free_entropy``,
     ``converged``; attributes: theory, equilibrium, converged, spec_hash, model, quantities, provenance."""
-    labels = as_result(result, quantities).labels
-    names = [b["name"] for b in result.get("branches", [])]
-    point = {**result}
-    variables = _variables([branch_of(point, b) for b in names], ["branch"], (len(names),), labels, {})
-    variables.update(_branch_variables([point], names, [], (), labels))
+    result = as_result(result, quantities)
+    labels = result.labels
+    names = list(result.branches_at[0])
+    entries = [result.branch(0, b) for b in names]
+    variables = _variables(entries, ["branch"], (len(names),), labels, {})
+    variables.update(_branch_variables(entries, names, [], (), labels))
     return _dataset(variables, {"branch": names}, labels,
                     _attrs(result, ("theory", "equilibrium", "converged", "spec_hash", "cached", "model",
                                     "quantities", "provenance")))
@@ -278,18 +279,20 @@ def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) 
     xr, np = xarray_module(), _np()
     if result.get("method") == "boundary":
         return boundary_tree(result, quantities)
-    labels = as_result(result, quantities).labels
+    result = as_result(result, quantities)
+    labels = result.labels
     names, axes = _grid(result)
     shape = tuple(len(a) for a in axes)
-    cell: list[Mapping[str, Any] | None] = [None] * int(np.prod(shape))
-    for pt in result["points"]:
+    at: list[int | None] = [None] * int(np.prod(shape))  # each cell's point (its index), None where none
+    for i, pt in enumerate(result.points):
         coords = pt["parameter"] if isinstance(pt["parameter"], list) else [pt["parameter"]]
-        cell[int(np.ravel_multi_index([axes[k].index(v) for k, v in enumerate(coords)], shape))] = pt
-    branches = branch_names(result)
+        at[int(np.ravel_multi_index([axes[k].index(v) for k, v in enumerate(coords)], shape))] = i
+    cell = [result.points[i] if i is not None else None for i in at]
+    branches = result.branch_names
     sizes: dict[str, int] = {}
-    per_branch = [branch_of(pt, b) if pt is not None else None for pt in cell for b in branches]
+    per_branch = [result.branch(i, b) if i is not None else None for i in at for b in branches]
     variables = _variables(per_branch, [*names, "branch"], (*shape, len(branches)), labels, sizes)
-    variables.update(_branch_variables(cell, branches, names, shape, labels))
+    variables.update(_branch_variables(per_branch, branches, names, shape, labels))
     eq, _ = _array([pt.get("equilibrium") if pt is not None else None for pt in cell], shape, "str")
     conv, _ = _array([pt.get("converged") if pt is not None else None for pt in cell], shape, "bool")
     variables["equilibrium_branch"] = (names, eq, {"quantity": "equilibrium_branch"})
