@@ -246,10 +246,11 @@ def branch_diagram(
 def _default_learning_quantity(result: Mapping[str, Any], labels: Symbols) -> str:
     """The theory's headline quantity (``role: headline`` in the result's ``quantities`` or in ``symbols=``) if it
     varies along the equilibrium, else the first order parameter that does (a constant curve says nothing)."""
+    result = as_result(result)
     points = result.get("points") or []
     candidates = [*labels.headlines(), *((points[0].get("order_parameters") or {}) if points else {})]
     for name in candidates:
-        if varies([value_of(pt, name) for pt in points]):
+        if varies(result.values(name)):
             return name
     raise ValueError(f"no quantity among {', '.join(candidates)} varies along this sweep; pass quantity=")
 

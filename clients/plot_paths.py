@@ -19,7 +19,6 @@ from typing import Any
 
 from clients.names import is_number
 from clients.result import as_result
-from clients.tables import value_of
 
 #: Two parameter values closer than this fraction of the swept range are the same point.
 SAME = 1e-9
@@ -210,9 +209,9 @@ def _point_stretches(result: Mapping[str, Any], quantity: str, branch: str) -> l
     result = as_result(result)
     out: list[Stretch] = []
     current: Stretch | None = None
-    for k, pt in enumerate(result.points):
+    for k, (pt, value) in enumerate(zip(result.points, result.values(quantity, branch), strict=True)):
         b = result.branch(k, branch)
-        y = _number(value_of(b, quantity)) if b is not None and b.get("converged") else None
+        y = _number(value) if b is not None and b.get("converged") else None
         if y is None:
             current = None
             continue
@@ -325,9 +324,10 @@ def _rows(result: Mapping[str, Any], quantity: str, branch: str, lo: float, hi: 
 
 def _requested(result: Mapping[str, Any], quantity: str, seg: _Segment) -> list[tuple[float, float]]:
     """The equilibrium's values at the requested values of a segment (no curve carries its branch)."""
+    result = as_result(result)
     out = []
-    for pt in result["points"]:
-        y = _number(value_of(pt, quantity))
+    for pt, value in zip(result.points, result.values(quantity), strict=True):
+        y = _number(value)
         if pt.get("equilibrium") == seg.branch and float(pt["parameter"]) in seg.xs and y is not None:
             out.append((float(pt["parameter"]), y))
     return sorted(out)

@@ -85,13 +85,25 @@ class Result(Mapping[str, Any]):
         return self.branches_at[index].get(name)
 
     @cached_property
+    def tables_at(self) -> list[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+        """Per point, (its quantities by dotted name, each branch's quantities by dotted name): the equilibrium's
+        and every branch's values, keyed by quantity (:func:`clients.names.quantities_of`)."""
+        return [(quantities_of(pt), {name: quantities_of(b) for name, b in self.branches_at[k].items()})
+                for k, pt in enumerate(self.points)]
+
+    def values(self, quantity: str, branch: str | None = None) -> list[Any]:
+        """``quantity`` (dotted name) at every point: the point's (the equilibrium's), or ``branch``'s; None where
+        that branch is absent or does not report it."""
+        return [(own if branch is None else mine.get(branch, {})).get(quantity) for own, mine in self.tables_at]
+
+    @cached_property
     def quantity_names(self) -> list[str]:
         """Every quantity the result reports anywhere (a point's tables or a branch's), by dotted name, sorted."""
         names: set[str] = set()
-        for pt in self.points:
-            names.update(quantities_of(pt))
-            for b in pt.get("branches", []):
-                names.update(quantities_of(b))
+        for own, mine in self.tables_at:
+            names.update(own)
+            for table in mine.values():
+                names.update(table)
         return sorted(names)
 
     @cached_property

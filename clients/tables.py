@@ -58,9 +58,9 @@ def check_scalar(result: Mapping[str, Any], name: str) -> None:
     """:func:`check_quantity`, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
     result = as_result(result)
     check_quantity(result, name)
-    for pt in result.points:
-        for entry in [pt, *pt.get("branches", [])]:
-            if isinstance(quantities_of(entry).get(name), list):
+    for own, branches in result.tables_at:
+        for table in (own, *branches.values()):
+            if isinstance(table.get(name), list):
                 raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
 
 
@@ -80,11 +80,9 @@ def series(result: Mapping[str, Any], quantity: str, branch: str | None = None) 
     check_quantity(result, quantity)
     if branch is not None and branch not in branch_names(result):
         raise KeyError(f"no branch {branch!r} in this sweep; branches: {', '.join(branch_names(result))}")
-    xs, ys = [], []
-    for k, pt in enumerate(result.points):
-        value = value_of(pt if branch is None else result.branch(k, branch), quantity)
-        xs.append(pt["parameter"])
-        ys.append(None if isinstance(value, bool) or not (is_number(value) or isinstance(value, list)) else value)
+    xs = [pt["parameter"] for pt in result.points]
+    ys = [None if isinstance(value, bool) or not (is_number(value) or isinstance(value, list)) else value
+          for value in result.values(quantity, branch)]
     return xs, ys
 
 
