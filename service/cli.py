@@ -137,7 +137,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", default=None, help="JSON file with line options (method boundary)")
     p.add_argument("--solver", default=None, help="JSON file with solver options")
     p.add_argument("--format", choices=["json", "csv", "netcdf"], default="json",
-                   help=f"output format (default: json); {NETCDF_HELP}")
+                   help=f"output format (default: json); csv opens with '# units: {{...}}' and '# symbols: {{...}}' "
+                   f"lines (pandas.read_csv(path, comment='#')); {NETCDF_HELP}")
     p.add_argument("--branch", default=None,
                    help=f"CSV: columns of this branch instead of the equilibrium; '{ALL_BRANCHES}': every branch, one "
                    "row per point and branch")
@@ -160,7 +161,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--network-seed", type=int, default=None, help="seed of the teacher and data (default 0)")
     _axis_options(p, "a learning curve in this field")
     p.add_argument("--format", choices=["json", "csv", "netcdf"], default="json",
-                   help=f"csv: one row per point and observable; {NETCDF_HELP} (the ArviZ DataTree)")
+                   help=f"csv: one row per point and observable, with its units and symbol; {NETCDF_HELP} (the ArviZ "
+                   "DataTree)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--detach", action="store_true", help="print the job id and return without waiting")
     _client_options(p)
