@@ -100,7 +100,9 @@ def treatment_curves(temperatures: list[float]) -> dict[str, Any]:
         sweep = theory.sweep(spec(SIZE, values[0], "finite_sample", **fields), "T", values, "continuation",
                              SolverOptions())
         body = sweep_json("rubin_cavity", "T", sweep)
-        out[name] = {"seconds": time.perf_counter() - t0, "curves": body["curves"], "points": body["points"]}
+        points = [{k: pt[k] for k in ("parameter", "converged", "order_parameters", "observables")}
+                  for pt in body["points"]]  # the equilibrium's values (its branches again are left out)
+        out[name] = {"seconds": time.perf_counter() - t0, "curves": body["curves"], "points": points}
         ends = [(c["parameter"][0], c["parameter"][-1], c["message"], c["ends"]) for c in body["curves"] or []]
         print(f"{name}: {out[name]['seconds']:.0f} s, curves {ends}", file=sys.stderr, flush=True)
     return out
