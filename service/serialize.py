@@ -129,10 +129,14 @@ def branch_json(b: Branch, path: str, bad: list[str]) -> dict[str, Any]:
     ))
 
 
+def noted(fields: dict[str, Any], notes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``fields`` with a theory's notes (its own diagnostics or fields) laid over them: a note of the same name wins."""
+    return {**fields, **(notes or {})}
+
+
 def catalogue_diagnostics(cat: Catalogue, bad: list[str]) -> SolveDiagnostics:
     ref = cat.reference
-    return build(
-        SolveDiagnostics, "diagnostics", bad,
+    computed = dict(
         residual=ref.result.residual if ref else None,
         iterations=cat.iterations,
         method=ref.result.method if ref else None,
@@ -140,8 +144,8 @@ def catalogue_diagnostics(cat: Catalogue, bad: list[str]) -> SolveDiagnostics:
         status=cat.status.value,
         message=cat.message,
         complete=cat.complete,
-        **(cat.notes.diagnostics if cat.notes is not None else {}),
     )
+    return build(SolveDiagnostics, "diagnostics", bad, **noted(computed, cat.notes and cat.notes.diagnostics))
 
 
 def catalogue_tables(cat: Catalogue, bad: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -172,10 +176,11 @@ def solution_json(theory: str, cat: Catalogue) -> dict[str, Any]:
     adds)."""
     bad: list[str] = []
     branches, order, observables = catalogue_tables(cat, bad)
-    body = SolveBody(theory=theory, converged=cat.converged, order_parameters=order, observables=observables,
-                     branches=branches, equilibrium=cat.equilibrium, search=search_json(cat.search),
-                     diagnostics=catalogue_diagnostics(cat, bad),
-                     **json_safe_at(dict(cat.notes.fields) if cat.notes is not None else {}, "", bad))
+    fields = json_safe_at(dict(cat.notes.fields) if cat.notes is not None else {}, "", bad)
+    body = SolveBody(**noted(dict(theory=theory, converged=cat.converged, order_parameters=order,
+                                  observables=observables, branches=branches, equilibrium=cat.equilibrium,
+                                  search=search_json(cat.search), diagnostics=catalogue_diagnostics(cat, bad)),
+                             fields))
     return wire(body) | _non_finite(bad)
 
 
@@ -351,22 +356,21 @@ def no_curves_reason(sweep: Sweep, method: str) -> str:
 
 def sweep_diagnostics(sweep: Sweep, bad: list[str]) -> SweepDiagnostics:
     resumed = {"reused": len(sweep.reused), "computed": len(sweep.values) - len(sweep.reused)}
-    return build(
-        SweepDiagnostics, "diagnostics", bad, sweep,  # converged, complete, residual, … by their names
-        curves=[CurveCount(name=c.name, points=len(c.points), message=c.message) for c in sweep.curves],
-        **({"resumed": resumed} if sweep.reused else {}),
-        **(sweep.notes.diagnostics if sweep.notes is not None else {}),
-    )
+    computed = dict(curves=[CurveCount(name=c.name, points=len(c.points), message=c.message) for c in sweep.curves],
+                    **({"resumed": resumed} if sweep.reused else {}))
+    # converged, complete, residual, … read from the sweep by their names
+    notes = sweep.notes and sweep.notes.diagnostics
+    return build(SweepDiagnostics, "diagnostics", bad, sweep, **noted(computed, notes))
 
 
 def sweep_summary(theory: str, parameter: str, sweep: Sweep) -> dict[str, Any]:
     """Everything of a sweep's result but its points and curves."""
     bad: list[str] = []
     fields = json_safe_at(dict(sweep.notes.fields) if sweep.notes is not None else {}, "", bad)
-    summary = SweepSummary(theory=theory, parameter=parameter, method=sweep.method,
-                           transitions=[special_point_out(sp, f"transitions[{i}]", bad)
-                                        for i, sp in enumerate(sweep.special_points)],
-                           diagnostics=sweep_diagnostics(sweep, bad), **fields)
+    summary = SweepSummary(**noted(dict(theory=theory, parameter=parameter, method=sweep.method,
+                                        transitions=[special_point_out(sp, f"transitions[{i}]", bad)
+                                                     for i, sp in enumerate(sweep.special_points)],
+                                        diagnostics=sweep_diagnostics(sweep, bad)), fields))
     return json_safe(wire(summary) | _non_finite(bad))  # the typed numbers (a transition's parameter) checked here
 
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from service.jsonsafe import json_safe
-from service.serialize import POINT_KEYS, branch_tables, dumps, point_json, point_text
+from service.serialize import POINT_KEYS, branch_tables, dumps, point_json, point_text, solution_json
 from solvers.core.catalogue import solve_catalogue
 from solvers.core.options import SolverOptions
 from solvers.core.results import Catalogue, Notes, Report
@@ -76,3 +76,12 @@ def test_a_points_text_holds_the_same_numbers_as_the_standard_library_writes() -
     point["observables"]["small"] = [1e-5, 4.80030012113275e-05, 1e22, -0.0, 5e-324, 1.7976931348623157e308]
     assert json.loads(point_text(point)) == json.loads(dumps(point))
     assert json.loads(point_text({"big": 2**70})) == {"big": 2**70}  # beyond 64 bits: written by json
+
+
+def test_a_theorys_notes_win_over_the_computed_fields_of_the_same_name() -> None:
+    cat = _catalogue()
+    cat = cat.replace(notes=Notes(diagnostics={"method": "the theory's", "stationary_points": 2},
+                                  fields={"equilibrium": "noted"}))
+    body = solution_json("t", cat)
+    assert body["diagnostics"]["method"] == "the theory's" and body["diagnostics"]["stationary_points"] == 2
+    assert body["equilibrium"] == "noted" and body["diagnostics"]["complete"] is True
