@@ -1,6 +1,6 @@
 """The records of a one-parameter sweep: traced curves (points, folds), their tables, and the sweep itself.
 
-They live apart from the driver (:mod:`solvers.core.sweep`) and the corrector
+They live apart from the driver (:mod:`solvers.core.sweep`) and the continuation
 (:mod:`solvers.core.continuation`) so that a :class:`~solvers.core.problem.Problem` can name the sweep it
 describes without importing the code that runs it.
 """

@@ -1,6 +1,6 @@
 """The traced curves of a continuation as bounded tables of solutions, with the special points on them.
 
-A :class:`~solvers.core.continuation.Curve` is what the continuation stepped through: points a few
+A :class:`~solvers.core.curve_results.Curve` is what the continuation stepped through: points a few
 percent of the range apart, running past the ends of the range, its folds between two of its points.
 What a user draws is a table per curve (:class:`CurveTable`), made here:
 
