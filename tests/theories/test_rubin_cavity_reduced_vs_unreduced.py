@@ -85,3 +85,26 @@ def test_reduced_sweep_by_continuation_traces_through_b_equal_zero() -> None:
     # b falls with T along the curve (more is learnt as the noise falls)
     order = np.argsort(T)
     assert np.all(np.diff(b[order]) > 0)
+
+
+def test_a_folding_reduced_sweep_reports_both_folds_as_the_ends_of_its_branches() -> None:
+    """Mean field on a small training set (P = 40, D = 8, N = 10, s_a2 = 0.1) has an S-shaped T-curve: the traced
+    curve turns at two folds (measured T = 0.23524 and 0.24693), reported as ends of kind ``fold`` naming the branch
+    the curve continues on. Between them three solutions coexist, outside one: Newton-polished fixed points at the
+    requested values, each with its own R."""
+    spec = FiniteSampleSpec.model_validate({**BASE, "treatment": "cavity", "P": 40, "D": 8, "N": 10.0, "s_a2": 0.1,
+                                            "T": 0.24, "seed": 0})
+    values = [0.25, 0.24, 0.23]
+    sweep = THEORY.sweep(spec, "T", values, "continuation", SolverOptions())
+    (table,) = sweep.tables
+    folds = sorted({e.parameter for e in table.ends if e.kind == "fold"})
+    assert len(folds) == 2 and all(e.kind == "fold" and e.partner for e in table.ends)
+    assert 0.23 < folds[0] < 0.24 < folds[1] < 0.25
+    counts = [sum(b.converged for b in cat.branches) for cat in sweep.catalogues]
+    assert counts == [1, 3, 1]
+    problem = THEORY.problem(spec, "T", SolverOptions())
+    between = [b for b in sweep.catalogues[1].branches if b.converged]
+    for b in between:  # each is a fixed point of the map itself, not only a point of the curve
+        assert np.max(np.abs(problem.F(np.asarray(b.x), 0.24))) < 1e-9
+    R = sorted(b.report.order_parameters["R"] for b in between)
+    assert R[1] > 1.05 * R[0] and R[2] > 1.05 * R[1]
