@@ -70,8 +70,8 @@ from clients.plot_style import (
     transition_style,
 )
 from clients.plot_unexplained import draw_unexplained
-from clients.result import as_result
-from clients.tables import branch_names, check_scalar, parameter_names, series, value_of
+from clients.result import Line, Result, as_result
+from clients.tables import check_scalar, series
 
 __all__ = [
     "Symbols",
@@ -110,8 +110,8 @@ def _colors() -> list[str]:
     return list(_pyplot().rcParams["axes.prop_cycle"].by_key().get("color", ["C0"]))
 
 
-def _one_parameter(result: Mapping[str, Any]) -> str:
-    names = parameter_names(result)
+def _one_parameter(result: Result) -> str:
+    names = result.parameters
     if len(names) != 1:
         raise ValueError("this plot takes a one-parameter sweep; use phase_diagram() for two parameters")
     return names[0]
@@ -127,7 +127,7 @@ def _wrap(ax: Any, text: str) -> str:
     return textwrap.fill(text, _caption_width(ax))
 
 
-def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequence[str], show: Caption,
+def _caption(ax: Any, model: Mapping[str, Any] | None, symbols: Symbols, swept: Sequence[str], show: Caption,
              note: str | None = None) -> None:
     """The caption line(s) under the axes' x label, left-aligned with the axes and broken to their width, and
     ``note`` (a line that says what the figure draws differently, e.g. which points did not converge) after
@@ -136,7 +136,7 @@ def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequen
     if show is False:
         return
     swept = [*swept, *(() if show is True else show)]
-    text = caption(result.get("model"), symbols, tuple(swept), width=_caption_width(ax))
+    text = caption(model, symbols, tuple(swept), width=_caption_width(ax))
     if note:
         text = "\n".join(filter(None, (text, _wrap(ax, note))))
     if text:
@@ -146,16 +146,15 @@ def _caption(ax: Any, result: Mapping[str, Any], symbols: Symbols, swept: Sequen
                     annotation_clip=False)
 
 
-def _first_order_parameter(result: Mapping[str, Any]) -> str | None:
-    points = result.get("points") or []
-    for pt in points:
-        for name in (pt.get("order_parameters") or {}):
-            if is_number(value_of(pt, name)) and not isinstance(value_of(pt, name), bool):
+def _first_order_parameter(result: Result) -> str | None:
+    for k in range(len(result.points)):
+        for name in result.names_in("order_parameters", k):
+            if is_number(result.value_at(k, name)):
                 return name
     return None
 
 
-def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Sequence[str], prefix: str = "",
+def _draw_branches(ax: Any, result: Result, quantity: str, names: Sequence[str], prefix: str = "",
                    linewidth: float = 1.4, color: str | None = None, label_branches: bool = True,
                    equilibrium_too: bool = True) -> None:
     """Each traced branch's stretches: the equilibrium and other stable stretches solid (a metastable one, stable
@@ -164,7 +163,7 @@ def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Seq
     branch is drawn in one colour; ``label_branches`` False: only the style entries. ``equilibrium_too`` False:
     the equilibrium's own stretches are left to the caller."""
     colors = _colors()
-    titles = list(dict.fromkeys(branch_title(b) for b in branch_names(result)))
+    titles = list(dict.fromkeys(branch_title(b) for b in result.branch_names))
     color_of = {t: color or colors[k % len(colors)] for k, t in enumerate(titles)}
     drawn = stretches(result, quantity, names)
     alone = color is not None and len({branch_title(s.branch) for s in drawn}) == 1 and prefix
@@ -195,9 +194,9 @@ def _draw_branches(ax: Any, result: Mapping[str, Any], quantity: str, names: Seq
         style_entry(ax, METASTABLE, linestyle=STABILITY_STYLE[True], linewidth=linewidth * METASTABLE_WIDTH)
 
 
-def _jumps(path: EquilibriumPath, result: Mapping[str, Any]) -> list[float]:
+def _jumps(path: EquilibriumPath, result: Result) -> list[float]:
     """The transitions of a result where its drawn equilibrium jumps (an event elsewhere is a continuous onset)."""
-    at = [float(t["parameter"]) for t in result.get("transitions", []) if is_number(t.get("parameter"))]
+    at = [t.parameter for t in result.transitions if t.parameter is not None]
     return jumps_of(path, at)
 
 
@@ -228,27 +227,25 @@ def branch_diagram(
     check_scalar(result, quantity)
     labels = result.symbols(symbols)
     ax = _axes(ax)
-    _draw_branches(ax, result, quantity, branch_names(result))
+    _draw_branches(ax, result, quantity, result.branch_names)
     path = equilibrium_path(result, quantity)
     if equilibrium:
         _draw_equilibrium(ax, path)
     if transitions:
         jumps = _jumps(path, result)
         mark_on_curves(ax, curve_marks(result, quantity), jumps=jumps)
-        mark_transitions(ax, result.get("transitions", []), jumps=jumps)
+        mark_transitions(ax, result.transitions, jumps=jumps)
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
-    _caption(ax, result, labels, [parameter], caption)
+    _caption(ax, result.model, labels, [parameter], caption)
     place_legend(ax)
     return ax
 
 
-def _default_learning_quantity(result: Mapping[str, Any], labels: Symbols) -> str:
+def _default_learning_quantity(result: Result, labels: Symbols) -> str:
     """The theory's headline quantity (``role: headline`` in the result's ``quantities`` or in ``symbols=``) if it
     varies along the equilibrium, else the first order parameter that does (a constant curve says nothing)."""
-    result = as_result(result)
-    points = result.get("points") or []
-    candidates = [*labels.headlines(), *((points[0].get("order_parameters") or {}) if points else {})]
+    candidates = [*labels.headlines(), *result.names_in("order_parameters")]
     for name in candidates:
         if varies(result.values(name)):
             return name
@@ -282,21 +279,21 @@ def learning_curve(
         path = equilibrium_path(result, quantity)
         (line,) = ax.plot(path.x, path.y, label=label or "equilibrium", gid="equilibrium", color=color)
         # every other traced stretch in the same colour: metastable thinner, unstable dashed
-        _draw_branches(ax, result, quantity, branch_names(result), linewidth=line.get_linewidth(),
+        _draw_branches(ax, result, quantity, result.branch_names, linewidth=line.get_linewidth(),
                        color=line.get_color(), label_branches=False, equilibrium_too=False)
     else:
         xs, ys = series(result, quantity)
         (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], marker=".", label=label or "equilibrium",
                           gid="equilibrium", color=color)
     if transitions:
-        mark_transitions(ax, result.get("transitions", []), color=line.get_color() if color is not None else None,
+        mark_transitions(ax, result.transitions, color=line.get_color() if color is not None else None,
                          jumps=jumps)
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
     tidy_log_ticks(ax)
     ax.set_xlabel(labels(parameter))
     ax.set_ylabel(labels(quantity))
-    _caption(ax, result, labels, [parameter], caption)
+    _caption(ax, result.model, labels, [parameter], caption)
     place_legend(ax)
     return ax
 
@@ -370,33 +367,30 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
         _room_below(ax, lowest)
     ax.set_xlabel(labels("rho"))
     ax.set_ylabel(labels("potential_curve.value"))
-    _caption(ax, data, labels, (), caption)
+    _caption(ax, data.model, labels, (), caption)
     place_legend(ax)
     return ax
 
 
-def _line_xy(line: Mapping[str, Any], p1: str, p2: str) -> tuple[list[float], list[float]]:
-    """(p2 values, p1 values) of a line: [p1, p2] pairs (traced) or {p1: …, p2: …} records (a grid's rows)."""
-    pts = line["points"]
-    if pts and isinstance(pts[0], Mapping):
-        return [q[p2] for q in pts], [q[p1] for q in pts]
-    return [q[1] for q in pts], [q[0] for q in pts]
+def _line_xy(line: Line) -> tuple[list[float], list[float]]:
+    """(p2 values, p1 values) of a line."""
+    return [q[1] for q in line.points], [q[0] for q in line.points]
 
 
-def _grid_line_type(result: Mapping[str, Any], line: Mapping[str, Any]) -> str | None:
+def _grid_line_type(result: Result, line: Line) -> str | None:
     """A grid line's transition type (fold, bifurcation, …), from the row transitions it joins."""
-    branches = sorted(line.get("name", "").split(":", 1)[-1].split("/")) if ":" in line.get("name", "") else []
-    for tr in result.get("transitions", []):
-        if tr["kind"] == line["kind"] and sorted(tr.get("branches") or []) == branches:
-            return tr.get("type")
+    branches = sorted(line.name.split(":", 1)[-1].split("/")) if ":" in line.name else []
+    for tr in result.transitions:
+        if tr.kind == line.kind and sorted(tr.branches) == branches:
+            return tr.type
     return None
 
 
-def region_of(point: Mapping[str, Any]) -> str | None:
-    """The name of a grid point's phase: the theory's ``phase`` observable where it reports one (GFL, GMFL-II;
+def regions_of(result: Result) -> list[str | None]:
+    """The name of each grid point's phase: the theory's ``phase`` observable where it reports one (GFL, GMFL-II;
     universal, specialized), else its equilibrium branch."""
-    phase = value_of(point, "phase")
-    return phase if isinstance(phase, str) else point.get("equilibrium")
+    return [phase if isinstance(phase, str) else eq
+            for phase, eq in zip(result.values("phase"), result.equilibria, strict=True)]
 
 
 def _region_anchor(xs: list[float], ys: list[float], others: list[tuple[float, float]],
@@ -429,13 +423,12 @@ def _region_names_on(ax: Any) -> set[str]:
     return {t.get_text() for t in ax.texts if t.get_gid() == "region-name"}
 
 
-def _draw_regions(ax: Any, result: Mapping[str, Any], names: bool) -> None:
+def _draw_regions(ax: Any, result: Result, names: bool) -> None:
     groups: dict[str, tuple[list[float], list[float]]] = {}
-    for pt in result.get("points", []):
-        key = region_of(pt) or "no equilibrium"
-        xs, ys = groups.setdefault(key, ([], []))
-        xs.append(pt["parameter"][1])
-        ys.append(pt["parameter"][0])
+    for region, at in zip(regions_of(result), result.parameter_values, strict=True):
+        xs, ys = groups.setdefault(region or "no equilibrium", ([], []))
+        xs.append(at[1])
+        ys.append(at[0])
     if not groups:
         return
     all_x = [x for xs, _ in groups.values() for x in xs]
@@ -453,18 +446,18 @@ def _draw_regions(ax: Any, result: Mapping[str, Any], names: bool) -> None:
             _name_region(ax, x, y, name, colors[k % len(colors)])
 
 
-def _name_probed_regions(ax: Any, result: Mapping[str, Any]) -> None:
+def _name_probed_regions(ax: Any, result: Result) -> None:
     """A boundary job's phases, each named once at the probe (a solve beside a line) farthest from the probes of the
     other phases."""
     groups: dict[str, tuple[list[float], list[float]]] = {}
-    for probe in result.get("regions") or []:
-        xs, ys = groups.setdefault(probe.get("phase") or "no equilibrium", ([], []))
-        xs.append(probe["point"][1])
-        ys.append(probe["point"][0])
+    for probe in result.probes:
+        xs, ys = groups.setdefault(probe.label or "no equilibrium", ([], []))
+        xs.append(probe.point[1])
+        ys.append(probe.point[0])
     if not groups:
         return
-    box = result.get("box") or {}
-    p1, p2 = result["parameters"]
+    box = result.box or {}
+    p1, p2 = result.parameters
     (x_lo, x_hi), (y_lo, y_hi) = box.get(p2, (0.0, 1.0)), box.get(p1, (0.0, 1.0))
     scale = ((x_hi - x_lo) or 1.0, (y_hi - y_lo) or 1.0)
     colors = _colors()
@@ -499,18 +492,18 @@ def phase_diagram(
     draw both on one ``ax`` to compare them.
     """
     result = as_result(result)
-    names = parameter_names(result)
+    names = result.parameters
     if len(names) != 2:
         raise ValueError("phase_diagram() takes a two-parameter result")
     p1, p2 = names
     labels = result.symbols(symbols)
     ax = _axes(ax)
-    boundary = result.get("method") == "boundary"
+    boundary = result.is_boundary
     if points and not boundary:
         _draw_regions(ax, result, regions)
     if boundary and regions:
         _name_probed_regions(ax, result)
-    box = result.get("box") if boundary else None
+    box = result.box
     if box and p1 in box and p2 in box:
         # the whole box the job searched (where no line is drawn, there is none), with matplotlib's usual margin so
         # that a grid diagram's points on the box's edge stay whole
@@ -519,30 +512,30 @@ def phase_diagram(
             setter(lo - pad, hi + pad)
     if lines:
         labelled: set[str] = set()
-        for line in result.get("lines", []):
-            xs, ys = _line_xy(line, p1, p2)
+        for line in result.lines:
+            xs, ys = _line_xy(line)
             if boundary:
-                name = line_name(line["kind"], line.get("type"), line.get("branches"))
+                name = line_name(line.kind, line.type, line.branches)
                 style = transition_style(name.split(" (")[0])
-                ax.plot(xs, ys, linewidth=1.6, gid=f"line:{line['kind']}",
+                ax.plot(xs, ys, linewidth=1.6, gid=f"line:{line.kind}",
                         label=None if name in labelled else f"{name}, traced", **style)
             else:
                 # A row locates each transition between its grid values and cannot tell which line a point
                 # belongs to (a branch's birth and death are one "line" here): markers only, named by kind.
-                name = transition_name(line["kind"], _grid_line_type(result, line))
+                name = transition_name(line.kind, _grid_line_type(result, line))
                 style = {**transition_style(name), "linestyle": "none"}
-                ax.plot(xs, ys, marker="x", markersize=5, gid=f"line:{line['kind']}",
+                ax.plot(xs, ys, marker="x", markersize=5, gid=f"line:{line.kind}",
                         label=None if name in labelled else f"{name}, per row", **style)
             labelled.add(name)
-        critical = result.get("critical_points", [])
+        critical = result.critical_points
         if critical:
-            ax.plot([c["point"][1] for c in critical], [c["point"][0] for c in critical], marker="*",
+            ax.plot([c.point[1] for c in critical], [c.point[0] for c in critical], marker="*",
                     markersize=11, linestyle="none", color="k", label="critical point", gid="critical")
         if boundary:
             draw_unexplained(ax, result)
     ax.set_xlabel(labels(p2))
     ax.set_ylabel(labels(p1))
-    _caption(ax, result, labels, names, caption)
+    _caption(ax, result.model, labels, names, caption)
     place_legend(ax, fontsize="x-small", below=True)
     return ax
 
@@ -612,6 +605,7 @@ def theory_vs_experiment(
         raise UnknownQuantity(observable, estimated)
     quantity = sweep_quantity or observable
     if sweep is not None:
+        sweep = as_result(sweep)
         check_scalar(sweep, quantity)
     first = next(iter(runs.values()))
     theory = (sweep or {}).get("theory") or (first.get("theory") or {}).get("name") or \
@@ -621,13 +615,13 @@ def theory_vs_experiment(
     ax = _axes(ax)
     colors = _colors()
     if sweep is not None:
-        wanted = [b for b in branch_names(sweep) if branches is None or b in branches]
+        wanted = [b for b in sweep.branch_names if branches is None or b in branches]
         _draw_branches(ax, sweep, quantity, wanted, prefix=f"{theory_label}: ", linewidth=1.3, color=color)
         path = equilibrium_path(sweep, quantity)
         if equilibrium:
             _draw_equilibrium(ax, path)
         if transitions:
-            mark_transitions(ax, sweep.get("transitions", []), jumps=_jumps(path, sweep))
+            mark_transitions(ax, sweep.transitions, jumps=_jumps(path, sweep))
     else:
         lines: dict[str, tuple[list[float], list[float]]] = {}
         for pt in points_of(first):
@@ -643,7 +637,7 @@ def theory_vs_experiment(
             ax.plot([xs[i] for i in order], [ys[i] for i in order], color=color or colors[k % len(colors)],
                     linewidth=1.3, label=f"{theory_label}: {name}", gid=f"branch:{name}")
     markers = ["o", "s", "^", "D", "v"]
-    parameter = first.get("parameter") or (parameter_names(sweep)[0] if sweep is not None else "parameter")
+    parameter = first.get("parameter") or (sweep.parameters[0] if sweep is not None else "parameter")
     unconverged: dict[str, list[Unconverged]] = {}
     for k, (label, result) in enumerate(runs.items()):
         rows: dict[bool, tuple[list[float], list[float], list[float]]] = {True: ([], [], []), False: ([], [], [])}
@@ -692,7 +686,7 @@ def theory_vs_experiment(
         else:
             written.set_text(f"{old}\n{_wrap(ax, note)}")
     else:
-        _caption(ax, {"model": model}, labels, [parameter], caption, note)
+        _caption(ax, model, labels, [parameter], caption, note)
     # experiments are scattered over the whole axes: a long legend would cover some of them
     place_legend(ax, below=len(ax.get_legend_handles_labels()[0]) > LEGEND_INSIDE)
     return ax

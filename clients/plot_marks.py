@@ -8,13 +8,13 @@ can find what was drawn.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from clients.names import is_number
 from clients.plot_labels import transition_name, value_label
 from clients.plot_paths import CurveMark
 from clients.plot_style import MARKERS, transition_style
+from clients.result import Transition
 
 LABEL, PLACER = "transition-label", "transition-label-placer"
 #: Pixels kept free between two value labels of one row.
@@ -110,16 +110,15 @@ def _style_of(name: str) -> dict[str, Any]:
     return transition_style(_kind_of(name))
 
 
-def _continuous(tr: Mapping[str, Any], jumps: Sequence[float] | None) -> bool | None:
-    """Whether the drawn quantity is continuous at a transition (None: not known): it is wherever the equilibrium
-    path drawn for it has no jump."""
-    if jumps is None or not is_number(tr.get("parameter")):
+def _continuous(x: float | None, jumps: Sequence[float] | None) -> bool | None:
+    """Whether the drawn quantity is continuous at a transition at ``x`` (None: not known): it is wherever the
+    equilibrium path drawn for it has no jump."""
+    if jumps is None or x is None:
         return None
-    x = float(tr["parameter"])
     return not any(abs(j - x) <= 1e-9 * max(1.0, abs(x)) for j in jumps)
 
 
-def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, values: bool = True,
+def mark_transitions(ax: Any, transitions: Sequence[Transition], *, values: bool = True,
                      legend: bool = True, color: str | None = None, jumps: Sequence[float] | None = None) -> int:
     """A thin vertical line at each transition, styled by its kind, and (``values``) its value just above the
     axes, over its line; the values of every result drawn on these axes are placed together, and the axes' titles
@@ -131,21 +130,21 @@ def mark_transitions(ax: Any, transitions: Sequence[Mapping[str, Any]], *, value
     seen = {str(ln.get_label()) for ln in ax.get_lines() if str(ln.get_gid()).startswith("transition:")}
     labels = [t for t in ax.texts if t.get_gid() == LABEL]
     for tr in transitions:
-        x = tr.get("parameter")
-        if not is_number(x):
+        x = tr.parameter
+        if x is None:
             continue
-        name = special_name(tr["kind"], tr.get("type"), tr.get("event"), _continuous(tr, jumps))
+        name = special_name(tr.kind, tr.type, tr.event, _continuous(x, jumps))
         style = _style_of(name)
         if color is not None:
             if legend and name not in seen:  # the kind's entry in a neutral colour: the colour is the curve's
-                ax.plot([], [], linewidth=0.7, label=name, gid=f"transition:{tr['kind']}",
+                ax.plot([], [], linewidth=0.7, label=name, gid=f"transition:{tr.kind}",
                         **{**style, "color": "0.35"})
             style["color"] = color
-        ax.axvline(x, linewidth=0.7, alpha=0.55, zorder=1, gid=f"transition:{tr['kind']}",
+        ax.axvline(x, linewidth=0.7, alpha=0.55, zorder=1, gid=f"transition:{tr.kind}",
                    label=name if legend and name not in seen and color is None else None, **style)
         seen.add(name)
         if values:
-            labels.append(ax.annotate(value_label(float(x)), (x, 1.0), xycoords=ax.get_xaxis_transform(),
+            labels.append(ax.annotate(value_label(x), (x, 1.0), xycoords=ax.get_xaxis_transform(),
                                       xytext=(0.0, ROW_OFFSET), textcoords="offset points", ha="center",
                                       va="bottom", fontsize="x-small", color=style["color"],
                                       gid=LABEL, annotation_clip=False))
@@ -161,7 +160,7 @@ def mark_on_curves(ax: Any, marks: Sequence[CurveMark], jumps: Sequence[float] |
     """Each special point where it lies on its curve: a fold at its turning point, a stability loss on the branch
     that loses it, a first-order point at both ends of its jump."""
     for m in marks:
-        name = special_name(m.kind, m.type, m.event, _continuous({"parameter": m.parameter}, jumps))
+        name = special_name(m.kind, m.type, m.event, _continuous(m.parameter, jumps))
         style = _style_of(name)
         ax.plot([m.parameter], [m.y], linestyle="none", marker=MARKERS[_kind_of(name)], markersize=4.5,
                 markerfacecolor="white" if _kind_of(name) == "spinodal" else style["color"],

@@ -1,11 +1,11 @@
 """What a figure of a sweep draws, as plain data (no matplotlib): each branch's stretches of one stability, the
 equilibrium path with its jumps, and where each special point lies on its curve.
 
-A continuation result serves the curves it traced (``result["curves"]``, ``docs/architecture.md``): every row a
-solution, folds as turning points shared by the two branches that meet there, each special point a row of the
-curves it involves. Figures are drawn from them, so folds close and jumps sit at their refined values. A result
-without curves (a grid sweep) is drawn from its requested values only, and nothing is drawn between them that was
-not computed.
+A continuation result serves the curves it traced (:attr:`clients.result.Result.curves`,
+``docs/architecture.md``): every row a solution, folds as turning points shared by the two branches that meet there,
+each special point a row of the curves it involves. Figures are drawn from them, so folds close and jumps sit at their
+refined values. A result without curves (a grid sweep) is drawn from its requested values only, and nothing is drawn
+between them that was not computed.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from clients.names import is_number
-from clients.result import as_result
+from clients.result import Curve, Result, Transition
 
 #: Two parameter values closer than this fraction of the swept range are the same point.
 SAME = 1e-9
@@ -50,22 +50,18 @@ def _number(v: Any) -> float | None:
     return float(v) if is_number(v) and math.isfinite(v) else None
 
 
-def curve_values(curve: Mapping[str, Any], quantity: str) -> list[Any] | None:
-    """The column of ``quantity`` (dotted name) on a traced curve, None if the curve does not carry it."""
-    for group in ("order_parameters", "observables"):
-        column = (curve.get(group) or {}).get(quantity)
-        if column is not None:
-            return list(column)
-    return None
-
-
-def traced(result: Mapping[str, Any], quantity: str) -> list[Mapping[str, Any]]:
+def traced(result: Result, quantity: str) -> list[Curve]:
     """The traced curves of a one-parameter result that carry ``quantity`` (none for a grid sweep)."""
-    return [c for c in result.get("curves") or [] if curve_values(c, quantity) is not None]
+    return [c for c in result.curves if c.values(quantity) is not None]
 
 
-def _span(result: Mapping[str, Any]) -> float:
-    xs = [p["parameter"] for p in result.get("points", []) if is_number(p.get("parameter"))]
+def _requested_values(result: Result) -> list[float]:
+    """The swept values that are one number each (a sweep's), in the points' order."""
+    return [x for x in result.parameter_values if is_number(x)]
+
+
+def _span(result: Result) -> float:
+    xs = _requested_values(result)
     return (max(xs) - min(xs)) if len(xs) > 1 else 1.0
 
 
@@ -119,12 +115,12 @@ def _smooth(rows: list[Row], scale: tuple[float, float]) -> list[Row]:
     return out
 
 
-def _pieces(curve: Mapping[str, Any], quantity: str) -> list[list[Row]]:
+def _pieces(curve: Curve, quantity: str) -> list[list[Row]]:
     """A curve's unbroken runs of rows (a row without a value breaks it), a row repeated at the same point (a fold's,
     written once per branch) kept once, each run drawn smooth through its rows."""
-    ys = curve_values(curve, quantity) or []
+    ys = curve.values(quantity) or []
     runs: list[list[Row]] = [[]]
-    for branch, x, y, stable in zip(curve["branch"], curve["parameter"], ys, curve["stable"], strict=True):
+    for branch, x, y, stable in zip(curve.branch, curve.parameter, ys, curve.stable, strict=True):
         y = _number(y)
         if y is None or x is None:
             runs.append([])
@@ -141,7 +137,7 @@ def _pieces(curve: Mapping[str, Any], quantity: str) -> list[list[Row]]:
     return [_smooth(run, scale) for run in runs if run]
 
 
-def _curve_stretches(curve: Mapping[str, Any], quantity: str) -> list[Stretch]:
+def _curve_stretches(curve: Curve, quantity: str) -> list[Stretch]:
     """A curve's stretches of one (branch, stability) in the order traced, drawn smooth through its rows; each
     starts where the last one ended, so the curve stays one line."""
     out: list[Stretch] = []
@@ -204,28 +200,27 @@ def _without_retraces(pieces: list[Stretch], tol_x: float, tol_y: float) -> list
     return [pieces[i] for i in sorted(kept)]
 
 
-def _point_stretches(result: Mapping[str, Any], quantity: str, branch: str) -> list[Stretch]:
+def _point_stretches(result: Result, quantity: str, branch: str) -> list[Stretch]:
     """A branch at the requested values only (a grid sweep): consecutive values where it exists."""
-    result = as_result(result)
     out: list[Stretch] = []
     current: Stretch | None = None
-    for k, (pt, value) in enumerate(zip(result.points, result.values(quantity, branch), strict=True)):
-        b = result.branch(k, branch)
-        y = _number(value) if b is not None and b.get("converged") else None
-        if y is None:
+    for x, value, state in zip(result.parameter_values, result.values(quantity, branch), result.states(branch),
+                               strict=True):
+        y = _number(value) if state is not None and state.converged else None
+        if y is None or state is None:
             current = None
             continue
-        stable = b.get("stable") if b is not None else None
+        stable = state.stable
         if current is None or stable != current.stable:
             start = ([current.x[-1]], [current.y[-1]]) if current is not None else ([], [])
             current = Stretch(branch, stable, *start)
             out.append(current)
-        current.x.append(float(pt["parameter"]))
+        current.x.append(float(x))
         current.y.append(y)
     return out
 
 
-def stretches(result: Mapping[str, Any], quantity: str, branches: Sequence[str]) -> list[Stretch]:
+def stretches(result: Result, quantity: str, branches: Sequence[str]) -> list[Stretch]:
     """Every branch's stretches of one stability: from the traced curves, else from the requested values."""
     curves = traced(result, quantity)
     if curves:
@@ -238,26 +233,25 @@ def stretches(result: Mapping[str, Any], quantity: str, branches: Sequence[str])
     return [s for name in branches for s in _point_stretches(result, quantity, name)]
 
 
-def curve_marks(result: Mapping[str, Any], quantity: str) -> list[CurveMark]:
+def curve_marks(result: Result, quantity: str) -> list[CurveMark]:
     """The special points on the traced curves, each once per (kind, parameter, value)."""
     seen: set[tuple[str, float, float]] = set()
     out: list[CurveMark] = []
     # an engine event filed under a kind (plain mean field's alignment onset as first_order) is named by its
     # transition; the curves' rows of it do not repeat the event
-    events = {(t["kind"], round(float(t["parameter"]), 9)): t["event"] for t in result.get("transitions") or []
-              if t.get("event") and is_number(t.get("parameter"))}
+    events = {(t.kind, round(t.parameter, 9)): t.event for t in result.transitions
+              if t.event and t.parameter is not None}
     for curve in traced(result, quantity):
-        ys = curve_values(curve, quantity) or []
-        for sp in curve.get("special") or []:
-            y = _number(ys[sp["index"]]) if 0 <= sp["index"] < len(ys) else None
+        ys = curve.values(quantity) or []
+        for sp in curve.special:
+            y = _number(ys[sp.index]) if 0 <= sp.index < len(ys) else None
             if y is None:
                 continue
-            key = (sp["kind"], round(sp["parameter"], 9), round(y, 9))
+            key = (sp.kind, round(sp.parameter, 9), round(y, 9))
             if key not in seen:
                 seen.add(key)
-                out.append(CurveMark(sp["kind"], sp.get("type"), float(sp["parameter"]), y,
-                                     tuple(sp.get("branches") or ()),
-                                     sp.get("event") or events.get((sp["kind"], round(float(sp["parameter"]), 9)))))
+                out.append(CurveMark(sp.kind, sp.type, sp.parameter, y, sp.branches,
+                                     sp.event or events.get((sp.kind, round(sp.parameter, 9)))))
     return out
 
 
@@ -271,47 +265,45 @@ class _Segment:
     xs: list[float]  # requested values where this branch is the equilibrium
 
 
-def _segments(result: Mapping[str, Any]) -> list[_Segment | None]:
+def _segments(result: Result) -> list[_Segment | None]:
     """Runs of requested values with one equilibrium branch (None: a value without an equilibrium)."""
     out: list[_Segment | None] = []
-    for pt in sorted(result["points"], key=lambda p: p["parameter"]):
-        eq = pt.get("equilibrium")
+    for x, eq in sorted(zip(result.parameter_values, result.equilibria, strict=True), key=lambda r: r[0]):
         if eq is None:
             if out and out[-1] is not None:
                 out.append(None)
             continue
         last = out[-1] if out else None
         if last is not None and last.branch == eq:
-            last.xs.append(float(pt["parameter"]))
+            last.xs.append(float(x))
         else:
-            out.append(_Segment(eq, [float(pt["parameter"])]))
+            out.append(_Segment(eq, [float(x)]))
     return out
 
 
-def _boundary(result: Mapping[str, Any], a: _Segment, b: _Segment) -> Mapping[str, Any] | None:
+def _boundary(result: Result, a: _Segment, b: _Segment) -> Transition | None:
     """The transition between two consecutive equilibria: in the interval between them, involving both (a
     first-order point preferred), else one of them; None when the result reports none there."""
     lo, hi = a.xs[-1], b.xs[0]
     tol = SAME * _span(result)
-    inside = [t for t in result.get("transitions", [])
-              if is_number(t.get("parameter")) and lo - tol <= t["parameter"] <= hi + tol]
-    both = [t for t in inside if {a.branch, b.branch} <= set(t.get("branches") or ())]
-    either = [t for t in inside if {a.branch, b.branch} & set(t.get("branches") or ())]
+    inside = [t for t in result.transitions if t.parameter is not None and lo - tol <= t.parameter <= hi + tol]
+    both = [t for t in inside if {a.branch, b.branch} <= set(t.branches)]
+    either = [t for t in inside if {a.branch, b.branch} & set(t.branches)]
     for group in (both, either):
-        group.sort(key=lambda t: t["kind"] != "first_order")
+        group.sort(key=lambda t: t.kind != "first_order")
         if group:
             return group[0]
     return None
 
 
-def _rows(result: Mapping[str, Any], quantity: str, branch: str, lo: float, hi: float) -> list[tuple[float, float]]:
+def _rows(result: Result, quantity: str, branch: str, lo: float, hi: float) -> list[tuple[float, float]]:
     """(parameter, value) of ``branch`` on the traced curves within [lo, hi], in increasing parameter, one row per
     parameter (stable rows first: the equilibrium is a stable branch)."""
     tol = SAME * _span(result)
     rows: list[tuple[bool, float, float]] = []
     for curve in traced(result, quantity):
-        ys = curve_values(curve, quantity) or []
-        for name, x, y, stable in zip(curve["branch"], curve["parameter"], ys, curve["stable"], strict=True):
+        ys = curve.values(quantity) or []
+        for name, x, y, stable in zip(curve.branch, curve.parameter, ys, curve.stable, strict=True):
             y = _number(y)
             if name == branch and y is not None and x is not None and lo - tol <= x <= hi + tol:
                 rows.append((stable is False, float(x), y))
@@ -322,14 +314,13 @@ def _rows(result: Mapping[str, Any], quantity: str, branch: str, lo: float, hi: 
     return out
 
 
-def _requested(result: Mapping[str, Any], quantity: str, seg: _Segment) -> list[tuple[float, float]]:
+def _requested(result: Result, quantity: str, seg: _Segment) -> list[tuple[float, float]]:
     """The equilibrium's values at the requested values of a segment (no curve carries its branch)."""
-    result = as_result(result)
     out = []
-    for pt, value in zip(result.points, result.values(quantity), strict=True):
+    for x, eq, value in zip(result.parameter_values, result.equilibria, result.values(quantity), strict=True):
         y = _number(value)
-        if pt.get("equilibrium") == seg.branch and float(pt["parameter"]) in seg.xs and y is not None:
-            out.append((float(pt["parameter"]), y))
+        if eq == seg.branch and float(x) in seg.xs and y is not None:
+            out.append((float(x), y))
     return sorted(out)
 
 
@@ -343,7 +334,7 @@ class EquilibriumPath:
     jumps: list[float]
 
 
-def equilibrium_path(result: Mapping[str, Any], quantity: str) -> EquilibriumPath:
+def equilibrium_path(result: Result, quantity: str) -> EquilibriumPath:
     """The equilibrium branch's ``quantity`` from the traced curves, changing branch at the reported transitions:
     vertically at a first-order point (both sides' values at its parameter), continuously at a stability loss
     or a fold. Where a result has no curve of the equilibrium branch, its requested values stand in, and where
@@ -362,8 +353,8 @@ def equilibrium_path(result: Mapping[str, Any], quantity: str) -> EquilibriumPat
         after = segments[i + 1] if i + 1 < len(segments) else None
         left = _boundary(result, before, seg) if before is not None else None
         right = _boundary(result, seg, after) if after is not None else None
-        lo = float(left["parameter"]) if left is not None else seg.xs[0]
-        hi = float(right["parameter"]) if right is not None else seg.xs[-1]
+        lo = left.parameter if left is not None and left.parameter is not None else seg.xs[0]
+        hi = right.parameter if right is not None and right.parameter is not None else seg.xs[-1]
         rows = _rows(result, quantity, seg.branch, lo, hi) if have_curves else []
         tol = SAME * _span(result)
         continued = _continued(result, quantity, seg, before, hi, xs, ys) if left is None and have_curves else []
@@ -376,15 +367,15 @@ def equilibrium_path(result: Mapping[str, Any], quantity: str) -> EquilibriumPat
         if xs and not meet:
             xs.append(math.nan)  # two equilibria meet at no point that both reach: do not join them
             ys.append(math.nan)
-        elif meet and left is not None and left["kind"] == "first_order":
-            jumps.append(float(left["parameter"]))
+        elif meet and left is not None and left.kind == "first_order":
+            jumps.append(lo)
         for x, y in rows:
             xs.append(x)
             ys.append(y)
     return EquilibriumPath(xs, ys, jumps)
 
 
-def _continued(result: Mapping[str, Any], quantity: str, seg: _Segment, before: _Segment | None, hi: float,
+def _continued(result: Result, quantity: str, seg: _Segment, before: _Segment | None, hi: float,
                xs: list[float], ys: list[float]) -> list[tuple[float, float]]:
     """``seg``'s rows from where the equilibrium before it ended, when no transition separates them and a curve of
     ``seg``'s branch passes through that very point (same parameter, same value): one solution whose name changed
@@ -404,7 +395,7 @@ def varies(values: Sequence[Any]) -> bool:
     return bool(numbers) and max(numbers) - min(numbers) > 1e-12 * max(1.0, max(abs(v) for v in numbers))
 
 
-def equilibrium_spans(result: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+def equilibrium_spans(result: Result) -> list[tuple[str, float, float]]:
     """(branch, from, to): where each branch is the equilibrium, from transition to transition (the requested
     values' ends where the result reports none between two equilibria)."""
     segments = _segments(result)
@@ -416,37 +407,36 @@ def equilibrium_spans(result: Mapping[str, Any]) -> list[tuple[str, float, float
         after = segments[i + 1] if i + 1 < len(segments) else None
         left = _boundary(result, before, seg) if before is not None else None
         right = _boundary(result, seg, after) if after is not None else None
-        lo = float(left["parameter"]) if left is not None else _reach(result, seg, -1)
-        hi = float(right["parameter"]) if right is not None else _reach(result, seg, +1)
+        lo = left.parameter if left is not None and left.parameter is not None else _reach(result, seg, -1)
+        hi = right.parameter if right is not None and right.parameter is not None else _reach(result, seg, +1)
         out.append((seg.branch, lo, hi))
     return out
 
 
-def _reach(result: Mapping[str, Any], seg: _Segment, side: int) -> float:
+def _reach(result: Result, seg: _Segment, side: int) -> float:
     """How far an equilibrium reaches beyond its last (``side`` +1) or first (-1) requested value where no other
     equilibrium follows: to its own transition (a stability loss, a fold) before the next requested value, else
     that requested value itself."""
     edge = seg.xs[-1] if side > 0 else seg.xs[0]
-    xs = sorted(float(p["parameter"]) for p in result.get("points", []) if is_number(p.get("parameter")))
+    xs = sorted(float(x) for x in _requested_values(result))
     beyond = [x for x in xs if (x - edge) * side > 0]
     if not beyond:
         return edge
     limit = beyond[0] if side > 0 else beyond[-1]
-    own = [float(t["parameter"]) for t in result.get("transitions", [])
-           if seg.branch in (t.get("branches") or ()) and is_number(t.get("parameter"))
-           and min(edge, limit) < t["parameter"] <= max(edge, limit)]
+    own = [t.parameter for t in result.transitions if seg.branch in t.branches and t.parameter is not None
+           and min(edge, limit) < t.parameter <= max(edge, limit)]
     if not own:
         return edge
     return min(own) if side > 0 else max(own)
 
 
-def split_metastable(result: Mapping[str, Any], pieces: Sequence[Stretch]) -> list[tuple[Stretch, bool]]:
+def split_metastable(result: Result, pieces: Sequence[Stretch]) -> list[tuple[Stretch, bool]]:
     """Each stable stretch cut where its branch stops or starts being the equilibrium: (piece, True) where it is
     the equilibrium, (piece, False) where it is stable but not the equilibrium (metastable); unstable stretches and
     those of unknown stability come back whole, with False. A cut falls at the transition's parameter, the value
     there interpolated between the rows on either side. A result without traced curves (a grid sweep) is not cut:
     nothing is drawn between its requested values that was not computed."""
-    if not result.get("curves"):
+    if not result.curves:
         return [(p, p.stable is True) for p in pieces]
     spans = equilibrium_spans(result)
     tol = SAME * _span(result)

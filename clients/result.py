@@ -12,17 +12,121 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from clients.array_labels import Labels
 from clients.from_arrays import from_xarray, is_arrays, open_netcdf
-from clients.names import GROUPS, quantities_of
+from clients.names import GROUPS, flatten, is_number, quantities_of
 from clients.plot_labels import Symbols
 
 #: A quantity table: dotted name -> {"symbol", "long_name", "units", "role", ...}.
 Table = Mapping[str, Mapping[str, Any]]
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A special point of a sweep (``transitions``) or a phase diagram's row: its kind (first_order, spinodal,
+    stability_loss, …), how it was found (``type``), where (``parameter``; None where it is not one number), the
+    branches it involves and the engine event it is (if any)."""
+
+    kind: str
+    parameter: float | None
+    type: str | None = None
+    branches: tuple[str, ...] = ()
+    event: str | None = None
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Transition:
+        return cls(record["kind"], _float(record.get("parameter")), record.get("type"),
+                   tuple(record.get("branches") or ()), record.get("event"))
+
+
+@dataclass(frozen=True)
+class Special:
+    """A special point where it lies on a traced curve: row ``index`` of the curve."""
+
+    kind: str
+    parameter: float
+    index: int
+    type: str | None = None
+    branches: tuple[str, ...] = ()
+    event: str | None = None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A curve the continuation traced: per row its branch, parameter value and stability, each quantity's column
+    by dotted name (an order parameter's before an observable's of the same name), and its special points."""
+
+    branch: list[str]
+    parameter: list[float | None]
+    stable: list[bool | None]
+    columns: dict[str, list[Any]] = field(default_factory=dict)
+    special: list[Special] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Curve:
+        columns: dict[str, list[Any]] = {}
+        for group in GROUPS:
+            for name, column in (record.get(group) or {}).items():
+                if column is not None:
+                    columns.setdefault(name, list(column))
+        special = [Special(sp["kind"], float(sp["parameter"]), int(sp["index"]), sp.get("type"),
+                           tuple(sp.get("branches") or ()), sp.get("event")) for sp in record.get("special") or []]
+        return cls(list(record["branch"]), list(record["parameter"]), list(record["stable"]), columns, special)
+
+    def values(self, quantity: str) -> list[Any] | None:
+        """The column of ``quantity`` (dotted name), None if the curve does not carry it."""
+        return self.columns.get(quantity)
+
+
+Pair = tuple[Any, Any]  # a point (p1, p2) of the parameter plane
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of a phase diagram in the (p1, p2) plane: traced by a boundary job, or located row by row on a grid
+    (``name``: ``kind:branch/branch``)."""
+
+    kind: str
+    points: list[Pair]
+    type: str | None = None
+    branches: tuple[str, ...] = ()
+    name: str = ""
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any], parameters: list[str]) -> Line:
+        p1, p2 = parameters[:2]
+        # a traced line's points are [p1, p2] pairs, a grid's rows {p1: …, p2: …, "refined", …} records
+        points = [(q[p1], q[p2]) if isinstance(q, Mapping) else (q[0], q[1]) for q in record.get("points") or []]
+        return cls(record["kind"], points, record.get("type"), tuple(record.get("branches") or ()),
+                   record.get("name", ""))
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A point of the parameter plane a boundary job reports: a critical point, a probe beside a line (``label``: its
+    phase), or a special point it saw but no traced line explains (``label``: its kind, ``type``)."""
+
+    point: Pair
+    label: str | None = None
+    type: str | None = None
+
+
+@dataclass(frozen=True)
+class BranchState:
+    """What a branch is at one point besides its quantities."""
+
+    converged: bool | None
+    stable: bool | None
+    free_entropy: float | None
 
 
 class Result(Mapping[str, Any]):
@@ -70,6 +174,72 @@ class Result(Mapping[str, Any]):
         return list(points) if points is not None else [self.data]
 
     @cached_property
+    def parameter_values(self) -> list[Any]:
+        """Each point's swept value: a number (a sweep) or a list of them (a phase diagram's [p1, p2])."""
+        return [pt.get("parameter") for pt in self.points]
+
+    @cached_property
+    def equilibria(self) -> list[str | None]:
+        """Each point's equilibrium branch (None where there is none)."""
+        return [pt.get("equilibrium") for pt in self.points]
+
+    @cached_property
+    def converged(self) -> list[bool | None]:
+        """Whether each point's solve converged."""
+        return [pt.get("converged") for pt in self.points]
+
+    @property
+    def model(self) -> Mapping[str, Any] | None:
+        """The model the result was computed for (its fixed parameters)."""
+        return self.data.get("model")
+
+    @property
+    def is_boundary(self) -> bool:
+        return self.kind == "boundary"
+
+    @cached_property
+    def transitions(self) -> list[Transition]:
+        """The special points the result located (a sweep's, or a phase diagram's per row)."""
+        return [Transition.of(t) for t in self.data.get("transitions") or []]
+
+    @cached_property
+    def curves(self) -> list[Curve]:
+        """The curves the continuation traced (none for a grid sweep)."""
+        return [Curve.of(c) for c in self.data.get("curves") or []]
+
+    @property
+    def box(self) -> Mapping[str, Any] | None:
+        """The box a boundary job searched: parameter -> [low, high]."""
+        return self.data.get("box") if self.is_boundary else None
+
+    @cached_property
+    def lines(self) -> list[Line]:
+        """A phase diagram's lines: a boundary job's traced ones, or a grid's located row by row."""
+        return [Line.of(line, self.parameters) for line in self.data.get("lines") or []]
+
+    @cached_property
+    def critical_points(self) -> list[Marked]:
+        return [Marked(tuple(c["point"][:2])) for c in self.data.get("critical_points") or []]
+
+    @cached_property
+    def probes(self) -> list[Marked]:
+        """A boundary job's solves beside its lines, each with its phase (None: no equilibrium)."""
+        return [Marked(tuple(p["point"][:2]), p.get("phase")) for p in self.data.get("regions") or []]
+
+    @cached_property
+    def unexplained(self) -> list[Marked]:
+        """Special points a boundary job saw that no traced line passes through, with their kind and type."""
+        return [Marked(tuple(u["point"][:2]), u["kind"], u.get("type")) for u in self.data.get("unexplained") or []]
+
+    def states(self, branch: str) -> list[BranchState | None]:
+        """``branch``'s convergence, stability and free entropy at every point; None where it does not exist."""
+        out: list[BranchState | None] = []
+        for at in self.branches_at:
+            b = at.get(branch)
+            out.append(None if b is None else BranchState(b.get("converged"), b.get("stable"), b.get("free_entropy")))
+        return out
+
+    @cached_property
     def branch_names(self) -> list[str]:
         """Every branch that appears anywhere in the result, in order of first appearance."""
         names = {b["name"]: None for pt in self.points for b in pt.get("branches", [])}
@@ -91,10 +261,21 @@ class Result(Mapping[str, Any]):
         return [(quantities_of(pt), {name: quantities_of(b) for name, b in self.branches_at[k].items()})
                 for k, pt in enumerate(self.points)]
 
+    def value_at(self, index: int, quantity: str, branch: str | None = None) -> Any:
+        """``quantity`` at point ``index``: the point's (the equilibrium's), or ``branch``'s; None where absent."""
+        own, mine = self.tables_at[index]
+        return (own if branch is None else mine.get(branch, {})).get(quantity)
+
     def values(self, quantity: str, branch: str | None = None) -> list[Any]:
         """``quantity`` (dotted name) at every point: the point's (the equilibrium's), or ``branch``'s; None where
         that branch is absent or does not report it."""
         return [(own if branch is None else mine.get(branch, {})).get(quantity) for own, mine in self.tables_at]
+
+    def names_in(self, group: str, index: int = 0) -> list[str]:
+        """The dotted names of ``group`` (``order_parameters``, ``observables``) at point ``index``, in order."""
+        if not self.points:
+            return []
+        return list(flatten(self.points[index].get(group)))
 
     @cached_property
     def quantity_names(self) -> list[str]:
