@@ -13,7 +13,7 @@ from typing import Any
 
 def run(request: dict[str, Any], label: str, workers: int = 2) -> dict[str, Any]:
     """One experiment request through the service's own planning and in-process executor, with progress on stderr."""
-    from service.experiments.local import run_experiment
+    from service.experiments.in_process import run_experiment
 
     t0 = time.perf_counter()
     last = [-1]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import sys
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
@@ -119,6 +120,23 @@ def ensure_source_unchanged(states: Iterable[FileState] = SOURCE_STATES) -> None
     names = changed_files(states)
     if names:
         raise SourceChanged(names)
+
+
+class SourceWatch:
+    """:func:`ensure_source_unchanged` within a long computation, at a cost of O(1) per call while nothing new is
+    imported: the code in memory is what the fingerprint read, except a module imported since start, so the files
+    are looked at again only when ``sys.modules`` has grown since the last look (a solve imported a module lazily).
+    A line or a chain calls it before storing each point or block: what a module edited after the line started
+    computed is never stored under the old fingerprint."""
+
+    def __init__(self) -> None:
+        self._seen = -1
+
+    def __call__(self) -> None:
+        modules = len(sys.modules)
+        if modules != self._seen:
+            ensure_source_unchanged(SOURCE_STATES)
+            self._seen = modules
 
 
 def _version(name: str) -> str | None:

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.cache import Cache, MemoryCache, RedisCache
-from service.experiments.owned import MemoryHoldings, OwnedExperiments, RedisHoldings
-from service.jobs.local import LocalJobs
+from service.experiments.local_kind import LocalChains
+from service.jobs.local_kind import LocalLines
+from service.kernel.local import LocalBackend
 from service.kernel.waiting import HeldRequests
 from service.redis_health import RedisHealth
 from service.redis_link import RedisLink
@@ -43,17 +44,15 @@ class AppState:
         jobs: Any
         experiments: Any
         if link is not None:
-            from service.experiments.rq_backend import RQExperiments  # lazily: the embedded default needs no RQ
-            from service.jobs.rq_backend import RQJobs
+            from service.experiments.rq_kind import EXPERIMENT_CHAINS  # lazily: the embedded default needs no RQ
+            from service.jobs.rq_kind import SWEEP_LINES
+            from service.kernel.rq_backend import RQBackend
 
-            jobs = RQJobs(link, settings, secret)
-            holdings = RedisHoldings(link.client, settings.result_ttl)
-            experiments = OwnedExperiments(RQExperiments(link, settings), holdings, secret)
+            jobs = RQBackend(SWEEP_LINES, link, settings, secret)
+            experiments = RQBackend(EXPERIMENT_CHAINS, link, settings, secret)
         else:
-            from service.experiments.local import LocalExperiments
-
-            jobs = LocalJobs(settings.local_workers, secret, settings)
-            experiments = OwnedExperiments(LocalExperiments(solver, settings.local_workers), MemoryHoldings(), secret)
+            jobs = LocalBackend(LocalLines(settings), settings.local_workers, secret, settings)
+            experiments = LocalBackend(LocalChains(solver), settings.local_workers, secret, settings)
         return cls(settings, link, cache, solver, jobs, secret, RedisHealth(link) if link else None, experiments,
                    HeldRequests(settings.max_waits_per_key))
 

@@ -15,7 +15,7 @@ import importlib
 from solvers.theories import registry
 
 #: Where the children's entry points live (a solve's answer, a job line of the embedded backend).
-for module in ("service.solving", "service.jobs.local"):
+for module in ("service.solving", "service.jobs.local_kind"):
     importlib.import_module(module)
 registry()
 gc.freeze()

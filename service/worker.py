@@ -21,7 +21,7 @@ A thin wrapper over :class:`rq.Worker` (one forked work horse per line of a job)
   record, so that the healthcheck (:mod:`service.worker_health`) recognises a dead worker's record;
 - Redis going away (a restart, a full memory) does not end the worker: while a line runs, missed
   heartbeats are logged and the line carries on (its writes wait for Redis, see
-  :mod:`service.jobs.task`); when RQ's loop ends on a Redis error, the worker waits for Redis with
+  :mod:`service.kernel.unit_task`); when RQ's loop ends on a Redis error, the worker waits for Redis with
   a bounded exponential backoff and starts its loop again, under the same name;
 - a stop never waits on redis-py's pubsub thread without a bound (``SaddleLabWorker.unsubscribe``; written for
   rq 3 and redis-py 8.2+, the versions pyproject.toml allows);
@@ -239,7 +239,7 @@ def build_worker(url: str, knobs: WorkerSettings | None = None, name: str | None
 
 def preload() -> None:
     """Import the job tasks, the engine and every theory once, so each forked work horse starts warm."""
-    import service.jobs.task  # noqa: F401
+    import service.jobs.rq_kind  # noqa: F401
     from solvers.theories import registry
 
     try:

@@ -13,7 +13,7 @@ Keys, all with the instance's ``result_ttl``:
   limit), which keeps them for a later submission to resume; ``…:points`` (set): the assembled points;
 - ``…:result`` (string): the result (``complete`` in the record says whether every draw was made);
   ``…:log`` (list): one record per start and end of a chain's execution;
-- who holds the experiment (jobs of API keys): :class:`service.experiments.owned.RedisHoldings`.
+- who holds the experiment (jobs of API keys): the kernel's (:mod:`service.kernel.rq_backend`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
-
-import redis
 
 from service.kernel.records import RecordKeys, RedisRecord, text
 from service.serialize import dumps as _dumps
@@ -81,12 +79,7 @@ class RedisStore(RedisRecord):
     """:class:`~service.experiments.store.ExperimentStore` in Redis; used by the API and inside the workers."""
 
     KEYS = ExperimentKeys
-
-    def __init__(self, client: redis.Redis, ttl: int):
-        super().__init__(client, ttl)
-        self._finish = client.register_script(_FINISH)
-        self._save_chain = client.register_script(_SAVE_CHAIN)
-        self._put_point = client.register_script(_PUT_POINT)
+    SCRIPTS = (("_finish", _FINISH), ("_save_chain", _SAVE_CHAIN), ("_put_point", _PUT_POINT))
 
     # ---- the record -------------------------------------------------------------------------
     def mark_started(self, job_id: str) -> float:

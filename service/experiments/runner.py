@@ -29,7 +29,7 @@ from service.experiments.chain_watch import ChainOverran, watched
 from service.experiments.store import ExperimentStore
 from service.kernel.stops import Cancelled
 from service.keys import spec_hash
-from service.provenance import check_source, provenance, seeds_in
+from service.provenance import SourceWatch, check_source, provenance, seeds_in
 from service.schemas import ModelSpec
 from service.serialize import comparison_json, draws_series_json, experiment_point_json
 from service.settings import get_settings
@@ -174,6 +174,8 @@ def run_chain(
     who = {"point": point, "chain": chain, **(who or {})}
     store.record(job_id, {**who, "event": "started", "resumed_from": resumed_from})
 
+    unchanged = SourceWatch()  # a module imported lazily, edited since start: no block stored from it
+
     def check() -> None:
         if should_stop is not None and should_stop():
             raise Cancelled()
@@ -192,6 +194,7 @@ def run_chain(
             start = 0 if checkpoint is None else checkpoint.draws_done
             checkpoint = step.checkpoint
             block = None if step.block is None else (start, step.block.to_bytes())
+            unchanged()
             store.save_chain(job_id, point, chain, checkpoint.to_bytes(), checkpoint.draws_done, block,
                              checkpoint.warmup.steps + checkpoint.draws_done)
             check()

@@ -1,8 +1,11 @@
-"""Jobs: sweeps and phase diagrams cut into lines, run by a :class:`~service.jobs.backend.JobBackend`.
+"""Sweep lines: sweeps, phase diagrams (one line per row) and boundary jobs as a kind of the job kernel
+(:mod:`service.kernel`), which owns, queues, runs, stops and reports them.
 
-- :mod:`service.jobs.lines` — running one line (shared by every backend) and assembling results;
-- :mod:`service.jobs.local` — the in-process executor of the embedded default;
-- :mod:`service.jobs.store` — SaddleLab's job state in Redis (keys, Lua scripts);
-- :mod:`service.jobs.rq_backend` — the API side of the RQ backend (submit, status, cancel);
-- :mod:`service.jobs.task` — the task an RQ worker runs.
+- :mod:`service.jobs.shape` — how a sweep is cut into lines, and the points it stores;
+- :mod:`service.jobs.lines` — running one line (on every backend) and assembling results;
+- :mod:`service.jobs.rq_kind` — the kind on RQ: its state in Redis (:mod:`service.jobs.store`), a line in a
+  work horse;
+- :mod:`service.jobs.local_kind` — the kind on the embedded executor: its state in memory, a line in a child
+  process;
+- :mod:`service.jobs.in_process` — a whole job computed in this process, without a backend.
 """

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from service.describe import merged, result_quantities
 from service.jobs.boundary import run_boundary
 from service.kernel.stops import Cancelled
-from service.provenance import check_source, provenance, seeds_in
+from service.provenance import SourceWatch, check_source, provenance, seeds_in
 from service.schemas import ModelSpec
 from service.serialize import catalogue_from_json, curves_fields, point_json, sweep_summary
 from solvers.core.options import SolverOptions
@@ -102,9 +102,11 @@ def run_line(
         return {**result, **stamp, "quantities": result_quantities(theory.name, **described),
                 "points": [], "reused": 0, "computed": 0}
     new: dict[int, dict[str, Any]] = {}
+    unchanged = SourceWatch()  # a module the solve imported lazily, edited since start: no point stored from it
 
     def take(index: int, cat: Catalogue) -> None:
         check()
+        unchanged()
         new[index] = point_json(values[index], cat)
         if on_point is not None:
             on_point(index, new[index])

@@ -71,11 +71,13 @@ end
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return -1
 """
-# Store a point once, counting its bytes. KEYS: the line's points, the computation's byte count. ARGV: index, text,
-# ttl. Returns the computation's bytes after it, or -1 when the point was stored already.
+# Store a point once, counting it and its bytes. KEYS: the line's points, the computation's byte count, its point
+# count. ARGV: index, text, ttl. Returns the computation's bytes after it, or -1 when the point was stored already.
 _ADD_POINT = """
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return -1 end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('INCR', KEYS[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
 local total = redis.call('INCRBY', KEYS[2], string.len(ARGV[2]))
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return total
@@ -84,20 +86,6 @@ return total
 COPY_CHUNK = 32
 #: Seconds a staged result lives if its assembly is abandoned.
 STAGED_TTL = 3600
-# One owner withdraws from an active computation; it is cancelled when no owner is left.
-# KEYS: meta, owners, handle. ARGV: owner tag, time. Returns -1 (not active: nothing changes), 0 (others
-# still want it), 1 (cancelled).
-_WITHDRAW = """
-local cur = redis.call('HGET', KEYS[1], 'status')
-if cur ~= 'queued' and cur ~= 'running' then return -1 end
-redis.call('HSET', KEYS[3], 'cancelled', '1')
-redis.call('SREM', KEYS[2], ARGV[1])
-if redis.call('SCARD', KEYS[2]) > 0 then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
-return 1
-"""
-
-
 # ---------------------------------------------------------------------------------------------
 # keys
 # ---------------------------------------------------------------------------------------------
@@ -116,6 +104,8 @@ class JobKeys(RecordKeys):
         self.result_points = self.part("result", "points")
         self.result_curves = self.part("result", "curves")
         self.done = self.part("done")
+        #: How many points are stored (one counter for the whole computation: progress in O(1)).
+        self.stored = self.part("stored")
 
     def points(self, line: int) -> str:
         return self.part("points", line)
@@ -131,13 +121,7 @@ class JobStore(RedisRecord):
     """Reads and writes one instance's job state; used by the API and inside the workers."""
 
     KEYS = JobKeys
-
-    def __init__(self, client: redis.Redis, ttl: int, retry_seconds: float = 0.0):
-        super().__init__(client, ttl, retry_seconds)
-        self._finish = client.register_script(_FINISH)
-        self._withdraw = client.register_script(_WITHDRAW)
-        self._copy = client.register_script(_COPY)
-        self._add_point = client.register_script(_ADD_POINT)
+    SCRIPTS = (("_finish", _FINISH), ("_copy", _COPY), ("_add_point", _ADD_POINT))
 
     # ---- reading ----------------------------------------------------------------------------
     def handle(self, job_id: str) -> dict[str, str] | None:
@@ -169,8 +153,12 @@ class JobStore(RedisRecord):
         """Points stored of one line."""
         return int(self.r.hlen(JobKeys(key).points(line)))
 
-    def stored_count(self, key: str, lines: int) -> int:
-        return sum(self.line_counts(key, lines))
+    def stored_count(self, key: str) -> int:
+        """Points stored over every line, from the computation's counter (one read, whatever its lines)."""
+        return int(self.r.get(JobKeys(key).stored) or 0)
+
+    def lines_done_count(self, key: str) -> int:
+        return int(self.r.scard(JobKeys(key).done))
 
     def result_page(self, key: str, offset: int, limit: int, curve_offset: int = 0, curve_limit: int = 0,
                     max_bytes: int = 0) -> tuple[str, list[str], int, list[str], int] | None:
@@ -213,23 +201,19 @@ class JobStore(RedisRecord):
         return out
 
     # ---- writing ----------------------------------------------------------------------------
-    def withdraw(self, key: str, job_id: str, tag: str) -> int:
-        """One owner cancels: -1 nothing to cancel, 0 others still want it, 1 the computation is cancelled."""
-        keys = JobKeys(key)
-        return int(self._withdraw(keys=[keys.meta, keys.owners, JobKeys.handle(job_id)], args=[tag, time.time()]))
-
     def free_points(self, key: str, lines: int, keep_log: bool = False) -> None:
         """Drop every stored point of a computation (DEL works even when Redis is full), and its execution log
         unless ``keep_log``."""
         keys = JobKeys(key)
-        self.r.delete(*(keys.points(c) for c in range(lines)), keys.part("bytes"), *(() if keep_log else (keys.log,)))
+        self.r.delete(*(keys.points(c) for c in range(lines)), keys.part("bytes"), keys.stored,
+                      *(() if keep_log else (keys.log,)))
 
     def add_point(self, key: str, line: int, index: int, point: dict[str, Any], limit: float = 0,
                   points: int = 0) -> None:
         """Store a point once (a resumed line's points are counted once); :class:`StoredBytesExceeded` when the
         computation's ``points`` would pass ``limit`` bytes (:mod:`service.kernel.stored_bytes`)."""
         keys, stored = JobKeys(key), point_text(point)
-        total = int(self.write(lambda: self._add_point(keys=[keys.points(line), keys.part("bytes")],
+        total = int(self.write(lambda: self._add_point(keys=[keys.points(line), keys.part("bytes"), keys.stored],
                                                         args=[index, stored, self.ttl])))
         if total >= 0:
             check(limit, total, len(stored) if total == len(stored) else None, points)
@@ -292,7 +276,7 @@ class JobStore(RedisRecord):
                                  args=[dumps(summary), self.ttl, time.time(), "0" if traced is None else "1"]))
         if done:
             # The result holds every point now; the per-point hashes are no longer needed.
-            self.r.delete(*(keys.points(c) for c in range(n)), keys.part("bytes"))
+            self.r.delete(*(keys.points(c) for c in range(n)), keys.part("bytes"), keys.stored)
         else:
             self.r.delete(staged, staged_curves)
         return done

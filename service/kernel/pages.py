@@ -8,6 +8,7 @@ read so far, so that the reading process never holds much more than the page its
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from service.kernel.records import text
@@ -64,3 +65,50 @@ def read_points(client: Any, name: str, indices: list[int], max_bytes: int = 0, 
             break
         at += n
     return out
+
+
+class RawJSON(str):
+    """JSON text passed through to the response as it is (a stored result page)."""
+
+
+
+
+#: Largest offset, page size or point index a request may name (far beyond any result a limit admits): Redis takes
+#: list indices as 64-bit integers, so an unbounded offset would reach it as an error rather than an empty page.
+MAX_INDEX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Page:
+    """Which points of a result (or of the partial points) one response carries."""
+
+    offset: int = 0
+    limit: int = 5000
+    #: Most bytes of point (or curve) text the page carries beyond its first item (0: no bound).
+    max_bytes: int = 0
+
+    def take(self, texts: list[str]) -> list[str]:
+        """The page of a list of texts held in memory."""
+        out: list[str] = []
+        size = 0
+        for t in texts[self.offset:self.offset + self.limit]:
+            if self.max_bytes and out and size + len(t) > self.max_bytes:
+                break
+            out.append(t)
+            size += len(t)
+        return out
+
+    def describe(self, total: int, returned: int, of: str) -> dict[str, Any]:
+        end = self.offset + returned
+        return {"of": of, "offset": self.offset, "limit": self.limit, "returned": returned, "total": total,
+                "next": end if end < total and self.limit > 0 else None}
+
+
+def with_points(summary: str, points: list[str], curves: list[str] | None = None) -> RawJSON:
+    """A stored result summary (JSON text of an object) with a page of stored point texts spliced in, and a page of
+    stored curve texts where the result keeps its curves apart (None: it has none, its summary says why)."""
+    head = summary[:-1] + ("," if summary != "{}" else "")
+    tail = '"points":[' + ",".join(points) + "]"
+    if curves is not None:
+        tail += ',"curves":[' + ",".join(curves) + "]"
+    return RawJSON(head + tail + "}")

@@ -75,9 +75,13 @@ class RedisRecord:
         self.ttl = int(ttl)
         self.retry_seconds = float(retry_seconds)
         self._set_status = client.register_script(SET_STATUS)
+        for name, source in self.SCRIPTS:
+            setattr(self, name, client.register_script(source))
 
     #: The kind's keys.
     KEYS: type[RecordKeys] = RecordKeys
+    #: The kind's Lua scripts, each registered as an attribute of the store: (attribute, source) pairs.
+    SCRIPTS: tuple[tuple[str, str], ...] = ()
 
     def record_key(self, key: str) -> str:
         return self.KEYS(key).meta

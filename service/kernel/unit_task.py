@@ -5,12 +5,16 @@
   from what it stored.
 - **Hard clock**: RQ's job timeout ends a unit that outlives ``job_timeout``; the computation fails with that.
 - **Failures**: any other exception fails the computation with its reason (:func:`run_unit`).
+
+:func:`run_task` is the RQ task of every kind: it reads the computation's record, then runs the kind's unit
+through :func:`run_unit`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -19,10 +23,14 @@ from rq import Queue, get_current_job
 from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException
 
+from service.kernel.kind import RedisKind
+from service.kernel.ownership import ACTIVE
 from service.kernel.records import RedisRecord
+from service.kernel.rq_backend import enqueue
 from service.kernel.rq_units import QUEUE
-from service.kernel.stops import Cancelled, HandedOff
+from service.kernel.stops import Cancelled, HandedOff, stop_poll
 from service.redis_link import RedisUnavailable, retrying
+from service.settings import get_settings
 
 log = logging.getLogger("saddlelab.jobs")
 
@@ -88,3 +96,32 @@ def run_unit(store: RedisRecord, key: str, label: str, where: dict[str, Any], jo
         store.fail(key, f"{label}: {type(exc).__name__}: {exc}")
         store.record(key, {**where, "event": "failed", "error": f"{type(exc).__name__}: {exc}"})
         return {"outcome": "failed"}
+
+
+def run_task(kind: RedisKind, key: str, unit: str) -> dict[str, Any]:
+    """Run (or finish) one unit of a computation of ``kind`` in this work horse (the RQ task of every kind)."""
+    current = get_current_job()
+    client = worker_client()
+    settings = get_settings()
+    outage = settings.redis_outage_seconds if kind.rides_outages else 0.0
+    store = kind.store(client, 0, outage)
+    meta = store.write(lambda: store.meta(key))
+    if meta is None:
+        return {"outcome": "expired"}
+    store.ttl = int(meta["ttl"])  # the API's result_ttl, recorded with the computation
+    if meta["status"] not in ACTIVE:
+        return {"outcome": meta["status"]}
+    payload = store.payload(meta)
+    who = {**kind.where(unit), "rq_job": current.id if current is not None else None,
+           "worker": os.environ.get("RQ_WORKER_ID") or socket.gethostname(), "pid": os.getpid()}
+    should_stop = stop_poll(client, store.record_key(key), tolerate_outage=kind.rides_outages)
+    timeout = int(meta.get("job_timeout", 3600))
+
+    def requeue() -> dict[str, Any]:
+        rid = hand_back(client, store, key, unit, lambda queue, pipe: enqueue(kind, queue, key, unit, timeout, pipe),
+                        outage)
+        return {**kind.handed_back(store, key, unit), "next_rq_job": rid}
+
+    return run_unit(store, key, kind.label(unit), who, meta.get("job_timeout"),
+                    lambda: kind.run(store, client, key, unit, payload, meta, should_stop, who), requeue,
+                    on_full=kind.on_full(store, key, unit, meta))

@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse, Response
 from service.deps import get_state
 from service.experiments.plan import plan
 from service.experiments.schemas import ExperimentAccepted, ExperimentRequest, ExperimentStatus
-from service.jobs.backend import MAX_INDEX
 from service.kernel.ownership import QueueUnavailable
+from service.kernel.pages import MAX_INDEX
 from service.routers import job_http
 from service.state import AppState
 
@@ -69,7 +69,7 @@ def experiment(job_id: str, request: Request, detail: bool = DETAIL, state: AppS
 )
 def draws(job_id: str, request: Request, point: int = POINT, state: AppState = Depends(get_state)) -> Any:
     try:
-        text = state.experiments.series(job_id, point, job_http.owner(request))
+        text = state.experiments.read(job_id, job_http.owner(request), lambda store, key: store.series_text(key, point))
     except QueueUnavailable as exc:
         raise job_http.unavailable(exc) from None
     if text is None:

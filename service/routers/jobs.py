@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from service.deps import get_state
-from service.jobs.backend import MAX_INDEX, Page, RawJSON
 from service.kernel.ownership import QueueUnavailable
+from service.kernel.pages import MAX_INDEX, Page, RawJSON
 from service.kernel.waiting import until_ended
 from service.routers import job_http
 from service.schemas import JobAccepted, JobStatus, SweepRequest

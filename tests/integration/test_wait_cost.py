@@ -12,10 +12,12 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 
 from service.app import create_app
+from service.kernel import rq_units
 from tests.integration.conftest import POTENTIAL, app_settings
 from tests.redis_server import RedisServer
 
@@ -49,6 +51,22 @@ def test_a_held_request_costs_the_same_for_a_job_of_one_line_and_one_of_400(fres
     # Two seconds of looks (about ten, a few commands each) besides the one full status read of each request.
     assert 0 < looks["small"] < 80, looks
     assert looks["large"] < looks["small"] + 20, looks
+
+
+def test_an_answered_status_read_costs_the_same_for_a_job_of_one_line_and_one_of_400(
+        fresh_redis: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer itself reads progress from the computation's counters, not a count per line (a 400-line job
+    cost 400 more commands). The reconciliation with RQ, at most once per job in ``RECONCILE_EVERY``, is kept out
+    by making that interval long: only each job's first read makes one."""
+    monkeypatch.setattr(rq_units, "RECONCILE_EVERY", 1e9)
+    r = fresh_redis.client()
+    with TestClient(create_app(app_settings(fresh_redis.url))) as c:
+        costs = {}
+        for name, body in (("small", SMALL), ("large", LARGE)):
+            job_id = c.post("/v1/sweeps", json=body).json()["job_id"]
+            _cost(c, r, job_id, 0)  # the reconciliation
+            costs[name] = _cost(c, r, job_id, 0)
+    assert costs["large"] <= costs["small"] + 2, costs
 
 
 def test_a_key_holds_at_most_max_waits_per_key_requests(fresh_redis: RedisServer) -> None:

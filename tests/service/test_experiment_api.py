@@ -131,7 +131,7 @@ def test_a_time_limited_experiment_is_answered_but_never_final(api: TestClient) 
     """A run its time limit cut short is answered (status time_limit, ``complete: false``) but is not the
     experiment: the same request resumes its chains from their checkpoints and, with time enough, finishes with
     every draw — exactly those of an uninterrupted run — and only then is it shared as final."""
-    from service.experiments.local import run_experiment
+    from service.experiments.in_process import run_experiment
 
     request = {"model": HCIZ, "sizes": SIZES, "sampler": {**SAMPLER, "seed": 7}}
     first = wait(api, submit(api, sampler={**SAMPLER, "seed": 7, "time_limit": 1e-3})["job_id"])
@@ -268,7 +268,7 @@ def test_a_cancelled_experiment_stops_and_resumes_its_chains_when_submitted_agai
 
 def test_run_experiment_in_process_gives_the_api_result(finished: dict[str, Any]) -> None:
     """The scripts' entry point (no server) plans and runs the same experiment: the same key, the same draws."""
-    from service.experiments.local import run_experiment
+    from service.experiments.in_process import run_experiment
 
     seen: list[str] = []
     result = run_experiment({"model": HCIZ, "sizes": SIZES, "sampler": SAMPLER}, settings=settings(), poll=0.05,

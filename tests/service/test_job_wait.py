@@ -13,8 +13,10 @@ from fastapi.testclient import TestClient
 
 import clients.client as client_module
 from clients import Client
-from service.jobs import local
+from service.jobs import local_kind
+from service.jobs.local_kind import LocalLines
 from service.kernel import waiting
+from service.kernel.local import LocalBackend
 from service.schemas import SweepRequest
 from service.sweep_plan import plan
 from tests.service.conftest import POTENTIAL, settings
@@ -79,9 +81,9 @@ def test_the_client_waits_with_the_server_and_polls_one_that_answers_at_once(
 def test_a_lines_process_sends_its_points_in_batches_and_loses_none(monkeypatch: pytest.MonkeyPatch) -> None:
     payload = plan(SweepRequest.model_validate(SWEEP), settings())
     for every, most in ((1e9, 1), (0.0, 9)):  # one batch at the end; one message per point
-        monkeypatch.setattr(local, "SEND_EVERY", every)
+        monkeypatch.setattr(local_kind, "SEND_EVERY", every)
         sent: list[list[tuple[int, str]]] = []
-        local._line_in_child(sent.append, payload, 0, {})
+        local_kind.line_in_child(sent.append, payload, 0, {})
         assert len(sent) == most and all(isinstance(batch, list) for batch in sent)
         assert sorted(i for batch in sent for i, _ in batch) == list(range(9))
 
@@ -110,7 +112,8 @@ def test_a_held_request_wakes_when_told_the_job_ended_right_after_its_look(monke
 
 
 def test_the_embedded_executor_announces_every_end() -> None:
-    jobs = local.LocalJobs(workers=1, settings=settings(solve_processes=0))
+    embedded = settings(solve_processes=0)
+    jobs = LocalBackend(LocalLines(embedded), workers=1, settings=embedded)
     calls: list[int] = []
     stop = jobs.on_end(lambda: calls.append(1))
     try:

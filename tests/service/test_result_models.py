@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
 from service.app import create_app
-from service.jobs.backend import RawJSON
+from service.kernel.pages import RawJSON
 from service.result_schemas import BoundaryJobResult, JobResult, PhaseDiagramResult, SolveResponse, SweepResult
 from service.settings import Settings
 from tests.contract.declared_fields import undeclared
