@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from service.result_schemas import ExperimentResultOut
-from service.schemas import ModelSpec, Values
+from service.schemas import JobAccepted, ModelSpec, Values
 from solvers.core.options import SolverOptions
 from solvers.experiments.options import SamplerOptions
 
@@ -38,13 +38,13 @@ class ExperimentRequest(BaseModel):
         return self
 
 
-class ExperimentAccepted(BaseModel):
-    job_id: str = Field(description="The experiment's id: the hash of spec, sizes, seeds, sampler and solver options.")
-    status_url: str
-    status: str = "queued"
+class ExperimentAccepted(JobAccepted):
+    job_id: str = Field(description="Your experiment's id: a keyed hash of your API key and the experiment (spec, "
+                                    "sizes, seeds, sampler and solver options). Only your key sees or cancels it.")
     deduplicated: bool = Field(
-        False, description="True when an identical experiment was already queued, running or finished with every "
-        "draw: this is it. One that finished cut short by its time limit (complete: false) is resumed instead."
+        False, description="True when an identical experiment (yours or another key's) was already queued, running "
+        "or finished with every draw: your job shares it. One that finished cut short by its time limit "
+        "(complete: false) is resumed instead."
     )
 
 

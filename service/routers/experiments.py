@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from service.deps import get_state
 from service.experiments.plan import plan
@@ -27,18 +27,13 @@ POINT = Query(0, ge=0, le=MAX_INDEX,
     status_code=202,
     response_model=ExperimentAccepted,
     summary="Sample the finite network of a spec (or a learning curve of them) as a job, beside the theory",
-    responses={
-        422: {"description": "Invalid spec, sizes or sampler options, a theory without a network, or a size above "
-                             "the instance's limit; the error names the field."},
-        429: {"description": "The API key already has max_jobs_per_key unfinished experiments."},
-        503: {"description": "The job queue (Redis) cannot be reached."},
-    },
+    responses={422: {"description": "Invalid spec, sizes or sampler options, a theory without a network, or a size "
+                                    "above the instance's limit; the error names the field."},
+               **job_http.REFUSALS},
 )
 def submit_experiment(req: ExperimentRequest, request: Request, state: AppState = Depends(get_state)) -> Any:
-    payload = plan(req, state.settings)
-    job_id, dedup = job_http.submit(state.experiments, payload, request, state.settings.max_jobs_per_key)
-    body = ExperimentAccepted(job_id=job_id, status_url=f"/v1/experiments/{job_id}", deduplicated=dedup)
-    return JSONResponse(status_code=202, content=body.model_dump())
+    return job_http.accepted(state.experiments, plan(req, state.settings), request,
+                             state.settings.max_jobs_per_key, "/v1/experiments", ExperimentAccepted)
 
 
 @router.api_route(

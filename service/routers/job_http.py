@@ -1,10 +1,13 @@
-"""What every job route shares: the owner of a request, and the kernel's refusals as HTTP errors."""
+"""What every job route shares: the owner of a request, the answer to a submission, and the kernel's refusals as
+HTTP errors."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from service.kernel.ownership import JobLimitExceeded, QueueUnavailable
 
@@ -27,3 +30,19 @@ def submit(backend: Any, payload: dict[str, Any], request: Request, limit: int) 
         raise HTTPException(429, detail=str(exc)) from None
     except QueueUnavailable as exc:
         raise unavailable(exc) from None
+
+
+#: What a submission may be refused with besides its own 422, for every kind of job.
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    429: {"description": "The API key already has max_jobs_per_key unfinished jobs (of this kind)."},
+    503: {"description": "The job queue (Redis) cannot be used: unreachable, or full. The message says which."},
+}
+
+
+def accepted(backend: Any, payload: dict[str, Any], request: Request, limit: int, status_url: str,
+             model: type[BaseModel]) -> JSONResponse:
+    """202: the request owner's job for ``payload`` (``model``: its kind's answer; its status at
+    ``<status_url>/<job id>``)."""
+    job_id, dedup = submit(backend, payload, request, limit)
+    body = model(job_id=job_id, status_url=f"{status_url}/{job_id}", deduplicated=dedup)
+    return JSONResponse(status_code=202, content=body.model_dump())

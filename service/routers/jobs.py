@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from service.deps import get_state
@@ -48,17 +48,12 @@ WAIT = Query(0.0, ge=0, le=MAX_WAIT, description="GET: seconds the answer may be
     status_code=202,
     response_model=JobAccepted,
     summary="Start a sweep (one parameter) or a phase diagram (two parameters) as a job",
-    responses={
-        422: {"description": "Invalid spec, parameter or values; the error names the field."},
-        429: {"description": "The API key already has max_jobs_per_key unfinished jobs."},
-        503: {"description": "The job queue (Redis) cannot be used: unreachable, or full. The message says which."},
-    },
+    responses={422: {"description": "Invalid spec, parameter or values; the error names the field."},
+               **job_http.REFUSALS},
 )
 def submit_sweep(req: SweepRequest, request: Request, state: AppState = Depends(get_state)) -> Any:
-    payload = plan(req, state.settings)
-    job_id, dedup = job_http.submit(state.jobs, payload, request, state.settings.max_jobs_per_key)
-    body = JobAccepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", deduplicated=dedup)
-    return JSONResponse(status_code=202, content=body.model_dump())
+    return job_http.accepted(state.jobs, plan(req, state.settings), request, state.settings.max_jobs_per_key,
+                             "/v1/jobs", JobAccepted)
 
 
 # One route for both methods, so that a 405 on this path lists both in its Allow header.
