@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -90,28 +89,21 @@ async def job(job_id: str, request: Request, detail: bool = DETAIL, offset: int 
     return Response(content=body, media_type="application/json")
 
 
-#: Status bodies read and built at once. A page of points can be result_page_bytes of text, read, spliced and
-#: validated in several copies while holding the interpreter's lock: more at once would not finish sooner, only
-#: take the event loop's turns (health checks, every other request) and hold more pages in memory; the others
-#: wait for a turn without using the CPU. (A status without points takes milliseconds.)
-_BUILDS = threading.BoundedSemaphore(4)
-
-
 def _body(state: AppState, job_id: str, owner: str | None, detail: bool, page: Page,
           curve_page: Page) -> bytes | None:
     """The job's status as the response's bytes, read and built in the thread pool (a page of a large result is
     megabytes: never on the event loop); None when the owner has no such job. A result page is stored as the JSON
     this route returns: spliced in, never parsed into objects, and validated from the text all the same (a
-    response that is not a JobStatus is a bug, answered 500)."""
-    with _BUILDS:
-        status = state.jobs.status(job_id, owner, detail=detail, page=page, curve_page=curve_page)
-        if status is None:
-            return None
-        raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
-        head = dumps({k: v for k, v in status.items() if k not in raw})
-        body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
-        JobStatus.model_validate_json(body)
-        return body.encode()
+    response that is not a JobStatus is a bug, answered 500). At most two are built at once
+    (``AppState.status_builds``)."""
+    status = state.jobs.status(job_id, owner, detail=detail, page=page, curve_page=curve_page)
+    if status is None:
+        return None
+    raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
+    head = dumps({k: v for k, v in status.items() if k not in raw})
+    body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
+    JobStatus.model_validate_json(body)
+    return body.encode()
 
 
 async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: float) -> None:
