@@ -132,6 +132,25 @@ def start_worker(fresh_redis: RedisServer, tmp_path: Path) -> Iterator[Callable[
 
 
 @pytest.fixture()
+def start_workers(fresh_redis: RedisServer, tmp_path: Path) -> Iterator[Callable[..., list[WorkerProcess]]]:
+    """Factory: start several workers at once (each loads every theory: seconds of a loaded machine's time, spent
+    side by side rather than one after the other) and wait until all are registered; all are killed at the end."""
+    started: list[WorkerProcess] = []
+    client = fresh_redis.client()
+
+    def start(*names: str) -> list[WorkerProcess]:
+        workers = [WorkerProcess(fresh_redis.url, name, tmp_path) for name in names]
+        started.extend(workers)
+        for w in workers:
+            w.wait_registered(client)
+        return workers
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+@pytest.fixture()
 def api(fresh_redis: RedisServer) -> Iterator[TestClient]:
     with TestClient(create_app(app_settings(fresh_redis.url))) as c:
         yield c

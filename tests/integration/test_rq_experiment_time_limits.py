@@ -65,9 +65,8 @@ def _api(redis: RedisServer, cap: float) -> TestClient:
                                               experiment_kill_grace=GRACE)))
 
 
-def test_a_time_limited_experiment_is_never_served_as_final(fresh_redis: RedisServer, start_worker) -> None:
-    start_worker("w1")
-    start_worker("w2")
+def test_a_time_limited_experiment_is_never_served_as_final(fresh_redis: RedisServer, start_workers) -> None:
+    start_workers("w1", "w2")
     with _api(fresh_redis, cap=1e-3) as api:  # a limit no chain can sample within, on any machine
         job_a = _submit(api, A)["job_id"]
         cut = _wait(api, job_a, A)
@@ -102,8 +101,9 @@ def _elapsed(body: dict[str, Any]) -> float:
     return end - start
 
 
-def test_the_time_limit_is_hard_inside_a_warmup_a_block_and_a_draw(fresh_redis: RedisServer, start_worker) -> None:
-    workers = [start_worker("w1"), start_worker("w2")]
+def test_the_time_limit_is_hard_inside_a_warmup_a_block_and_a_draw(fresh_redis: RedisServer,
+                                                                    start_workers) -> None:
+    workers = start_workers("w1", "w2", "w3")  # one each for the three experiments: the three limits run at once
     with _api(fresh_redis, cap=CAP) as api:
         jobs = {name: _submit(api, A, {"model": HCIZ, "sizes": BIG, "sampler": sampler})["job_id"]
                 for name, sampler in (("warmup", LONG_WARMUP), ("block", HUGE_BLOCK), ("draw", ONE_LONG_DRAW))}

@@ -41,8 +41,8 @@ def _wait(api: TestClient, job_id: str, done: Any, timeout: float = 180) -> dict
         time.sleep(0.05)
 
 
-def test_a_killed_workers_chain_resumes_from_its_last_block(api: TestClient, start_worker, fresh_redis) -> None:
-    workers = {name: start_worker(name) for name in ("a", "b")}
+def test_a_killed_workers_chain_resumes_from_its_last_block(api: TestClient, start_workers, fresh_redis) -> None:
+    workers = {w.name: w for w in start_workers("a", "b")}
     job_id = api.post("/v1/experiments", json=REQUEST).json()["job_id"]
     redis = fresh_redis.client()
     computation = _status(api, job_id)["experiment_hash"]  # the key's job id is not the computation's key

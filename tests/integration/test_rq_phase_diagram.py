@@ -18,9 +18,8 @@ B_ROWS = [0.25, 0.28, 0.3, 0.33]
 U_NUM = 41
 
 
-def test_phase_diagram_in_b_and_u_assembles_from_one_job_per_row(api: TestClient, start_worker) -> None:
-    for name in ("a", "b"):
-        start_worker(name)
+def test_phase_diagram_in_b_and_u_assembles_from_one_job_per_row(api: TestClient, start_workers) -> None:
+    start_workers("a", "b")
     req = {"model": POTENTIAL, "parameter": ["b", "u"], "values": [B_ROWS, {"start": 20, "stop": 40, "num": U_NUM}]}
     r = api.post("/v1/sweeps", json=req)
     assert r.status_code == 202, r.text

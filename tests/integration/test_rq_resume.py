@@ -49,8 +49,8 @@ def _check_complete(job: dict, num: int) -> None:
         assert any(u == pytest.approx(t["parameter"], abs=1e-8) for u in marked), t
 
 
-def test_sigkilled_worker_the_sweep_resumes_on_another_worker(api: TestClient, start_worker) -> None:
-    workers = {name: start_worker(name) for name in ("a", "b")}
+def test_sigkilled_worker_the_sweep_resumes_on_another_worker(api: TestClient, start_workers) -> None:
+    workers = {w.name: w for w in start_workers("a", "b")}
     job_id = api.post("/v1/sweeps", json=sweep_request(NUM, D=150)).json()["job_id"]
     wait_until(api, job_id, lambda b: b["progress"]["done"] >= 30)
     started = events(api, job_id, "started")
@@ -86,8 +86,8 @@ def test_sigkilled_worker_the_sweep_resumes_on_another_worker(api: TestClient, s
     ]
 
 
-def test_stopped_worker_hands_its_line_back_after_the_current_point(api: TestClient, start_worker) -> None:
-    workers = {name: start_worker(name) for name in ("a", "b")}
+def test_stopped_worker_hands_its_line_back_after_the_current_point(api: TestClient, start_workers) -> None:
+    workers = {w.name: w for w in start_workers("a", "b")}
     job_id = api.post("/v1/sweeps", json=sweep_request(NUM - 1, D=150)).json()["job_id"]
     wait_until(api, job_id, lambda b: b["progress"]["done"] >= 30)
     owner = workers[events(api, job_id, "started")[0]["worker"]]
