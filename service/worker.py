@@ -1,9 +1,10 @@
-"""``python -m service.worker``: an RQ worker for SaddleLab's sweeps and phase diagrams.
+"""``python -m service.worker``: an RQ worker for SaddleLab's jobs (sweep lines, experiment chains).
 
-A thin wrapper over :class:`rq.Worker` (one forked work horse per line of a job):
+A thin wrapper over :class:`rq.Worker` (one forked work horse per unit of a job, a line of a sweep or a chain of
+an experiment: :mod:`service.kernel.unit_task`):
 
-- JSON serialisation (``rq.serializers.JSONSerializer``): a job is ``(job id, line)``, its state
-  lives in SaddleLab's own keys (:mod:`service.jobs.store`);
+- JSON serialisation (``rq.serializers.JSONSerializer``): an RQ job is ``(computation key, unit)``, its state
+  lives in SaddleLab's own keys (:mod:`service.jobs.store`, :mod:`service.experiments.redis_store`);
 - the job timeout is the instance's ``job_timeout``, set on every job when it is enqueued;
 - a short heartbeat: RQ declares a line abandoned when its worker has not reported for
   ``heartbeat + heartbeat_grace`` seconds (RQ's default adds a fixed minute), and idle workers look

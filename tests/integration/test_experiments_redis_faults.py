@@ -1,7 +1,7 @@
 """Experiments while Redis is down or full: every route answers 503 naming the cause (or, for a read of a full
 Redis, its answer), never 500, and works again when Redis is back.
 
-Regression: the API's records of who holds an experiment (``service/experiments/owned.py``) were read and written
+Regression: the API's records of who holds an experiment (a module of their own then) were read and written
 outside the guard that turns Redis errors into 503s: GET, DELETE and ``/draws`` of ``/v1/experiments/{id}`` and
 POST ``/v1/experiments`` answered 500.
 """
