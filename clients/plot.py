@@ -330,18 +330,17 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
     are its ``potential_wells`` and ``barriers``, listed at ρ ≥ 0 (the potential is even in ρ).
     """
     data = as_result(data)
-    obs = data.get("observables", data)
-    curve = obs.get("potential_curve")
-    if not curve:
+    rho, value = data.value_at(0, "potential_curve.rho"), data.value_at(0, "potential_curve.value")
+    if not rho:
         raise ValueError("no potential curve in these results: solve rubin_cavity with mode 'potential' and "
                          "\"potential_samples\": 201 (observables.potential_curve)")
     labels = data.symbols(symbols)
     ax = _axes(ax)
     ax.axhline(0.0, color="0.75", linewidth=0.6, zorder=0)
-    ax.plot(curve["rho"], curve["value"], color="C0", label="potential", gid="potential")
+    ax.plot(rho, value, color="C0", label="potential", gid="potential")
     named: set[str] = set()
     lowest = math.inf
-    for w in obs.get("potential_wells") or []:
+    for w in data.records("potential_wells"):
         level = _level(w)
         if level is None:
             continue
@@ -350,12 +349,12 @@ def potential(data: Mapping[str, Any], ax: Any = None, *, symbols: Any = None, c
         ax.plot(xs, [level] * len(xs), marker="v", markersize=7, linestyle="none", color="C3", gid="well",
                 label=None if "wells" in named else "wells")
         named.add("wells")
-        text = w.get("kind", "well")
+        text = w.get("kind") or "well"
         if is_number(w.get("weight")):
             text += f" (weight {w['weight']:.2g})"
         ax.annotate(text, (w["rho"], level), xytext=(0, -WELL_NAME_OFFSET), textcoords="offset points",
                     fontsize="x-small", ha="center", va="top", gid=WELL_NAME)
-    for b in obs.get("barriers") or []:
+    for b in data.records("barriers"):
         level = _level(b)
         if level is None:
             continue
@@ -540,12 +539,13 @@ def phase_diagram(
     return ax
 
 
-def _x_of(point: Mapping[str, Any], x: float | None) -> float:
+def _x_of(value: Any, x: float | None) -> float:
+    """Where an experiment's point is drawn: ``x`` if given, else its parameter ``value``."""
     if x is not None:
         return float(x)
-    if point.get("parameter") is None:
+    if value is None:
         raise ValueError("a single experiment has no parameter value; pass x= or run a learning curve")
-    return float(point["parameter"])
+    return float(value)
 
 
 def _component(value: Any, component: int | None) -> float | None:
@@ -597,10 +597,9 @@ def theory_vs_experiment(
     parameter values (from each point's ``theory.comparison``). An observable the experiment does not estimate,
     or a quantity the sweep does not report, raises :class:`~clients.names.UnknownQuantity`.
     """
-    from clients.experiments import points_of
-
-    runs = dict(results) if isinstance(results, Mapping) and "kind" not in results else {"experiment": results}
-    estimated = sorted({n for r in runs.values() for pt in points_of(r) for n in (pt.get("observables") or {})})
+    given = dict(results) if isinstance(results, Mapping) and "kind" not in results else {"experiment": results}
+    runs = {label: as_result(r) for label, r in given.items()}
+    estimated = sorted({n for r in runs.values() for n in r.estimated})
     if observable not in estimated:
         raise UnknownQuantity(observable, estimated)
     quantity = sweep_quantity or observable
@@ -608,9 +607,9 @@ def theory_vs_experiment(
         sweep = as_result(sweep)
         check_scalar(sweep, quantity)
     first = next(iter(runs.values()))
-    theory = (sweep or {}).get("theory") or (first.get("theory") or {}).get("name") or \
+    theory = (sweep.theory_name if sweep is not None else None) or first.theory_name or \
         (_experiment_model(first) or {}).get("theory")
-    carried = {**(first.get("quantities") or {}), **((sweep or {}).get("quantities") or {})}
+    carried = {**first.quantities, **(sweep.quantities if sweep is not None else {})}
     labels = Symbols.of(symbols, theory if isinstance(theory, str) else None, carried)
     ax = _axes(ax)
     colors = _colors()
@@ -624,34 +623,35 @@ def theory_vs_experiment(
             mark_transitions(ax, sweep.transitions, jumps=_jumps(path, sweep))
     else:
         lines: dict[str, tuple[list[float], list[float]]] = {}
-        for pt in points_of(first):
-            for name, rows in (pt.get("theory", {}).get("comparison") or {}).items():
+        for at, compared in zip(first.parameter_values, first.comparisons_at, strict=True):
+            for name, rows in compared.items():
                 if branches is not None and name not in branches:
                     continue
-                value = _component((rows.get(observable) or {}).get("theory"), component)
+                row = rows.get(observable)
+                value = _component(row.theory if row is not None else None, component)
                 xs, ys = lines.setdefault(name, ([], []))
-                xs.append(_x_of(pt, x))
+                xs.append(_x_of(at, x))
                 ys.append(math.nan if value is None else value)
         for k, (name, (xs, ys)) in enumerate(lines.items()):
             order = sorted(range(len(xs)), key=xs.__getitem__)
             ax.plot([xs[i] for i in order], [ys[i] for i in order], color=color or colors[k % len(colors)],
                     linewidth=1.3, label=f"{theory_label}: {name}", gid=f"branch:{name}")
     markers = ["o", "s", "^", "D", "v"]
-    parameter = first.get("parameter") or (sweep.parameters[0] if sweep is not None else "parameter")
+    parameter = first.parameter or (sweep.parameters[0] if sweep is not None else "parameter")
     unconverged: dict[str, list[Unconverged]] = {}
     for k, (label, result) in enumerate(runs.items()):
         rows: dict[bool, tuple[list[float], list[float], list[float]]] = {True: ([], [], []), False: ([], [], [])}
-        for pt in points_of(result):
-            est = (pt.get("observables") or {}).get(observable)
+        for at, estimates in zip(result.parameter_values, result.estimates_at, strict=True):
+            est = estimates.get(observable)
             if est is None:
                 continue
-            mean, err = _component(est["mean"], component), _component(est["stderr"], component)
+            mean, err = _component(est.mean, component), _component(est.stderr, component)
             if mean is None:
                 continue
-            rhat, ess = _component(est.get("rhat"), component), _component(est.get("ess"), component)
+            rhat, ess = _component(est.rhat, component), _component(est.ess, component)
             ok = passes(rhat, ess)
             xs, ys, es = rows[ok]
-            xs.append(_x_of(pt, x))
+            xs.append(_x_of(at, x))
             ys.append(mean)
             es.append(sigmas * (err or 0.0))
             if not ok:
@@ -671,7 +671,7 @@ def theory_vs_experiment(
     ax.set_xlabel(labels(parameter))
     ylabel = labels(observable)
     ax.set_ylabel(ylabel if component is None else f"{ylabel} [{component}]")
-    model = (sweep or {}).get("model") or _experiment_model(first)
+    model = (sweep.model if sweep is not None else None) or _experiment_model(first)
     note = unconverged_note(unconverged, labels(parameter)) if unconverged else None
     written = next((t for t in ax.texts if t.get_gid() == CAPTION), None)
     if caption is False and note and written is not None:
@@ -730,7 +730,8 @@ def specialisation_map(
     plt = _pyplot()
     if layer not in (1, 2):
         raise ValueError("layer must be 1 or 2")
-    carried = next((p["quantities"] for p in theory_points if p.get("quantities")), None)
+    theory = {id(p): as_result(p) for p in theory_points}
+    carried = next((r.quantities for r in theory.values() if r.quantities), None)
     labels = Symbols.of(symbols, "hciz_mlp", carried)
     experiment_points = experiment_points or []
     rows = sorted(theory_points, key=lambda p: _alpha_of(p) or 0.0)
@@ -741,16 +742,16 @@ def specialisation_map(
     overlap = labels(f"Q{layer}")
     for r, point in enumerate(rows):
         alpha = _alpha_of(point)
-        op = point.get("order_parameters") or {}
-        if "v2" not in op or "Q1" not in op:
+        v2, q1, q2, v = (theory[id(point)].value_at(0, name) for name in ("v2", "Q1", "Q2", "v"))
+        if v2 is None or q1 is None:
             raise ValueError("theory points need order_parameters v2, Q1 and Q2 (two-hidden-layer hciz_mlp)")
         left, right = axes[r][0], axes[r][1]
         if layer == 1:
-            left.plot(op["v2"], op["Q1"], marker="o", color="C0")
+            left.plot(v2, q1, marker="o", color="C0")
         else:
-            for v, row in zip(op.get("v") or [1.0], op["Q2"], strict=True):
-                left.plot(op["v2"], row, marker="o", label=f"|v| = {v:.3g}")
-            if len(op["Q2"]) > 1:
+            for readout, row in zip(v or [1.0], q2, strict=True):
+                left.plot(v2, row, marker="o", label=f"|v| = {readout:.3g}")
+            if len(q2) > 1:
                 left.legend(fontsize=7, loc="best")
         left.set_ylabel(f"{overlap}" + (f"  ({labels('alpha')} = {alpha:g})" if alpha is not None else ""))
         exp = next((e for e in experiment_points if alpha is not None and _alpha_of(e) is not None

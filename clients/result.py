@@ -121,6 +121,31 @@ class Marked:
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """An experiment's estimate of one observable at one point, with its Monte-Carlo error and diagnostics (a vector
+    observable's are lists)."""
+
+    mean: Any
+    stderr: Any = None
+    ess: Any = None
+    ess_tail: Any = None
+    rhat: Any = None
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Estimate:
+        return cls(record.get("mean"), record.get("stderr"), record.get("ess"), record.get("ess_tail"),
+                   record.get("rhat"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The theory's value of an observable on one branch beside the experiment's estimate, and their z-score."""
+
+    theory: Any
+    z: Any = None
+
+
+@dataclass(frozen=True)
 class BranchState:
     """What a branch is at one point besides its quantities."""
 
@@ -189,6 +214,20 @@ class Result(Mapping[str, Any]):
         return [pt.get("converged") for pt in self.points]
 
     @property
+    def parameter(self) -> str | None:
+        """The swept field of a sweep or learning curve (None where nothing is swept: a single experiment)."""
+        p = self.data.get("parameter")
+        return p if isinstance(p, str) else None
+
+    @property
+    def theory_name(self) -> str | None:
+        """The theory's identifier (a sweep's ``theory``, an experiment point's ``theory.name`` or ``theory_name``)."""
+        theory = self.data.get("theory")
+        if isinstance(theory, Mapping):
+            theory = theory.get("name")
+        return theory if isinstance(theory, str) else self.data.get("theory_name")
+
+    @property
     def model(self) -> Mapping[str, Any] | None:
         """The model the result was computed for (its fixed parameters)."""
         return self.data.get("model")
@@ -231,6 +270,29 @@ class Result(Mapping[str, Any]):
         """Special points a boundary job saw that no traced line passes through, with their kind and type."""
         return [Marked(tuple(u["point"][:2]), u["kind"], u.get("type")) for u in self.data.get("unexplained") or []]
 
+    @cached_property
+    def estimates_at(self) -> list[dict[str, Estimate]]:
+        """An experiment's estimates at each point (one for a single experiment), by observable."""
+        return [{name: Estimate.of(est) for name, est in (pt.get("observables") or {}).items()}
+                for pt in self.points]
+
+    @cached_property
+    def estimated(self) -> list[str]:
+        """Every observable an experiment estimates at some point, in order of first appearance."""
+        return list({name: None for at in self.estimates_at for name in at})
+
+    @cached_property
+    def comparisons_at(self) -> list[dict[str, dict[str, Comparison]]]:
+        """An experiment's comparison with the theory at each point: branch -> observable -> theory's value, z."""
+        return [{branch: {name: Comparison(row.get("theory"), row.get("z")) for name, row in (rows or {}).items()}
+                 for branch, rows in ((pt.get("theory") or {}).get("comparison") or {}).items()}
+                for pt in self.points]
+
+    @cached_property
+    def statuses(self) -> list[str | None]:
+        """Each experiment point's status (converged, not_converged, …)."""
+        return [pt.get("status") for pt in self.points]
+
     def states(self, branch: str) -> list[BranchState | None]:
         """``branch``'s convergence, stability and free entropy at every point; None where it does not exist."""
         out: list[BranchState | None] = []
@@ -265,6 +327,15 @@ class Result(Mapping[str, Any]):
         """``quantity`` at point ``index``: the point's (the equilibrium's), or ``branch``'s; None where absent."""
         own, mine = self.tables_at[index]
         return (own if branch is None else mine.get(branch, {})).get(quantity)
+
+    def records(self, table: str, index: int = 0) -> list[dict[str, Any]]:
+        """The records of a table-valued quantity (``potential_wells``: one per well) at point ``index``, rebuilt from
+        its columns (``potential_wells.rho``, …); a field a record lacks is None."""
+        own = self.tables_at[index][0] if self.points else {}
+        columns = {name[len(table) + 1:]: v for name, v in own.items()
+                   if name.startswith(table + ".") and isinstance(v, list)}
+        n = max((len(v) for v in columns.values()), default=0)
+        return [{c: (v[k] if k < len(v) else None) for c, v in columns.items()} for k in range(n)]
 
     def values(self, quantity: str, branch: str | None = None) -> list[Any]:
         """``quantity`` (dotted name) at every point: the point's (the equilibrium's), or ``branch``'s; None where
