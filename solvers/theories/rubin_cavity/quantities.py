@@ -144,6 +144,8 @@ QUANTITIES = table(
     Quantity("monte_carlo.edge_mass", r"$p(\rho_{\max})$", "mass of the last ρ node (negligible when ρ_max suffices)"),
     Quantity("monte_carlo.particles", r"$n$", "particles the closure is solved on"),
     Quantity("monte_carlo.groups", r"$n_{\mathrm{groups}}$", "disjoint groups of chains behind the standard errors"),
+    Quantity("monte_carlo.groups_refit", r"$n_{\mathrm{refit}}$",
+             "groups whose own fixed point converged (the others are taken at the full solution's exponents)"),
     Quantity("monte_carlo.min_acceptance", r"$a_{\min}$", "smallest MALA acceptance rate over the ρ nodes"),
     Quantity("monte_carlo.pilot_T", r"$T_{\mathrm{pilot}}$",
              "likelihood variance of the law the particles were drawn at"),

@@ -14,6 +14,7 @@ from the NNGP kernel flips between "all aligned" and "none"), it is a coordinate
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import erf, logsumexp
@@ -39,6 +40,15 @@ class ParticleClosure:
             return self
         out = copy.copy(self)
         out.N, out.s_a2, out.y = N, s_a2, y
+        return out
+
+    def subset(self, mask: np.ndarray, log_base: np.ndarray) -> ParticleClosure:
+        """The closure on the particles selected by ``mask`` alone, with their own base weights (a complete estimate
+        of the law from part of the chains, for batch-means errors)."""
+        out = copy.copy(self)
+        p = self.particles
+        out.particles = replace(p, W=p.W[mask], node=p.node[mask], chain=p.chain[mask], E_pilot=p.E_pilot[mask])
+        out.phi, out.log_base = self.phi[mask], log_base[mask]
         return out
 
     def weights(self, x: np.ndarray) -> np.ndarray:
