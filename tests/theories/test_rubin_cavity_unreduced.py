@@ -4,7 +4,8 @@
   the entries of K, against the particle solver (stratified MALA, Bennett node weights, Newton on exponents);
 * the GP limit (N → ∞ at fixed N s_a2): the law is the prior, the kernel Williams' arcsin kernel, the predictor the
   GP's;
-* the single-neuron expectations at a fixed kernel, against the same grid.
+* the single-neuron expectations at a fixed kernel, against the same grid;
+* the served treatment's stated standard errors against the spread over independent particle sets.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import pytest
 from scipy.optimize import root
 from scipy.special import erf
 
+from solvers.core.options import SolverOptions
+from solvers.theories import get
+from solvers.theories.rubin_cavity import FiniteSampleSpec
 from solvers.theories.rubin_cavity.finite_sample.unreduced.law import Couplings, nngp_kernel
 from solvers.theories.rubin_cavity.finite_sample.unreduced.problem import ParticleClosure
 from solvers.theories.rubin_cavity.finite_sample.unreduced.sampler import SamplerSettings, sample
@@ -138,3 +142,27 @@ def test_gp_limit_is_the_arcsin_kernel_and_its_predictor() -> None:
     b_gp, c_gp = np.linalg.lstsq(np.column_stack([z, z**3 - 3 * z]), rbar, rcond=None)[0]
     assert pt.observables["b"] == pytest.approx(b_gp, rel=0.02)
     assert pt.observables["c"] == pytest.approx(c_gp, rel=0.02)
+
+
+def test_served_standard_errors_match_the_spread_over_sampler_seeds() -> None:
+    """``treatment: "tree_level_unreduced"`` states batch-means errors (four groups of chains, each group's fixed point
+    re-solved). Ten independent particle sets (sampler seeds) give the actual spread of R and b, which the stated
+    errors must match within a factor 2 (measured ratios 1.02 for R and 1.40 for b; ten seeds know a spread to about
+    ±25 % and four groups an error to about ±40 %, averaged over ten to ±15 %)."""
+    theory = get("rubin_cavity")
+    R, b, R_se, b_se = [], [], [], []
+    for seed in range(10):
+        spec = FiniteSampleSpec.model_validate({
+            "theory": "rubin_cavity", "mode": "finite_sample", "treatment": "tree_level_unreduced", "P": 20, "D": 4,
+            "N": 20.0, "s_a2": 0.05, "T": 0.3, "P_test": 20, "seed": 3,
+            "particles": {"nodes": 9, "chains": 8, "samples": 4, "burn_in": 40, "thin": 2, "rho_max": 2.5,
+                          "seed": seed}})
+        eq = theory.solve(spec, SolverOptions()).equilibrium_branch
+        assert eq is not None and eq.converged
+        R.append(eq.report.order_parameters["R"])
+        b.append(eq.report.order_parameters["b"])
+        R_se.append(eq.report.observables["R_stderr"])
+        b_se.append(eq.report.observables["b_stderr"])
+    for values, errors in ((R, R_se), (b, b_se)):
+        ratio = np.std(values, ddof=1) / np.sqrt(np.mean(np.square(errors)))
+        assert 0.5 < ratio < 2.0, ratio
