@@ -33,9 +33,8 @@ from typing import Any
 from clients.array_labels import Labels, Quantities, label_all
 from clients.from_arrays import open_netcdf as open_netcdf  # read back here, where it is written
 from clients.from_arrays import xarray_module
-from clients.names import GROUPS, flatten, is_number
-from clients.result import as_result
-from clients.tables import parameter_names
+from clients.names import GROUPS, is_number
+from clients.result import BranchState, Keyed, as_result
 
 #: Flags of a branch: boolean everywhere (False where the branch is absent or the flag unknown).
 FLAGS = ("stable", "converged")
@@ -116,15 +115,16 @@ def _array(values: list[Any], outer: tuple[int, ...], kind: str | None = None) -
 
 
 def _variables(
-    entries: list[Mapping[str, Any] | None], outer_dims: Sequence[str], outer: tuple[int, ...], labels: Labels,
+    entries: list[Keyed | None], outer_dims: Sequence[str], outer: tuple[int, ...], labels: Labels,
     sizes: dict[str, int],
 ) -> dict[str, Any]:
-    """Every quantity of ``entries`` (one per outer cell; None where absent) as (dims, array, attrs) triples; a
-    quantity with no value anywhere (an empty list at every cell) is left out.
+    """Every quantity of ``entries`` (one per outer cell, each a point's or branch's quantities as the result keys
+    them, :attr:`clients.result.Result.keyed_at`; None where absent) as (dims, array, attrs) triples; a quantity
+    with no value anywhere (an empty list at every cell) is left out.
 
     A quantity named like one of the outer dimensions (``u``, reported beside a sweep in u) is prefixed with its
     group (``observables.u``)."""
-    flat = [_flat(e) for e in entries]
+    flat = [e or {} for e in entries]
     names: dict[str, str] = {}
     for f in flat:
         for name, (group, _) in f.items():
@@ -140,15 +140,6 @@ def _variables(
         sizes.update(zip(dims, inner, strict=True))
         out[f"{group}.{name}" if name in outer_dims else name] = ([*outer_dims, *dims], array,
                                                                    labels.attrs(name, group))
-    return out
-
-
-def _flat(entry: Mapping[str, Any] | None) -> dict[str, tuple[str, Any]]:
-    """dotted name -> (group, value); a name reported in both groups keeps the order parameter's value."""
-    out: dict[str, tuple[str, Any]] = {}
-    for group in GROUPS:
-        for name, value in flatten((entry or {}).get(group)).items():
-            out.setdefault(name, (group, value))
     return out
 
 
@@ -177,15 +168,15 @@ def _dataset(variables: dict[str, Any], coords: dict[str, Any], labels: Labels,
     return label_all(ds, labels)
 
 
-def _branch_variables(entries: list[Mapping[str, Any] | None], names: list[str], outer_dims: list[str],
+def _branch_variables(states: list[BranchState | None], names: list[str], outer_dims: list[str],
                       outer: tuple[int, ...], labels: Labels) -> dict[str, Any]:
-    """``present``, ``stable``, ``free_entropy``, ``converged`` of each branch at each cell, from the branches with
-    complete tables (``entries``: cells × branches, None where a branch is absent)."""
+    """``present``, ``stable``, ``free_entropy``, ``converged`` of each branch at each cell (``states``: cells ×
+    branches, None where a branch is absent)."""
     out = {}
-    present, _ = _array([e is not None for e in entries], (*outer, len(names)), "bool")
+    present, _ = _array([e is not None for e in states], (*outer, len(names)), "bool")
     out["present"] = ([*outer_dims, "branch"], present, {"quantity": "present"})
     for key in ("stable", "free_entropy", "converged"):
-        array, _ = _array([(e or {}).get(key) for e in entries], (*outer, len(names)),
+        array, _ = _array([getattr(e, key) if e is not None else None for e in states], (*outer, len(names)),
                           "bool" if key in FLAGS else "float")
         out[key] = ([*outer_dims, "branch"], array, labels.attrs(key, "branch"))
     return out
@@ -201,10 +192,10 @@ def solve_dataset(result: Mapping[str, Any], quantities: Quantities | None = Non
     ``converged``; attributes: theory, equilibrium, converged, spec_hash, model, quantities, provenance."""
     result = as_result(result, quantities)
     labels = result.labels
-    names = list(result.branches_at[0])
-    entries = [result.branch(0, b) for b in names]
-    variables = _variables(entries, ["branch"], (len(names),), labels, {})
-    variables.update(_branch_variables(entries, names, [], (), labels))
+    mine = result.keyed_at[0][1]
+    names = list(mine)
+    variables = _variables([mine[b] for b in names], ["branch"], (len(names),), labels, {})
+    variables.update(_branch_variables([result.states(b)[0] for b in names], names, [], (), labels))
     return _dataset(variables, {"branch": names}, labels,
                     _attrs(result, ("theory", "equilibrium", "converged", "spec_hash", "cached", "model",
                                     "quantities", "provenance")))
@@ -260,45 +251,33 @@ def _special_points(transitions: list[Mapping[str, Any]], parameter: str, labels
     return _dataset(variables, {"special_point": np.arange(n)}, labels)
 
 
-def _grid(result: Mapping[str, Any]) -> tuple[list[str], list[list[float]]]:
-    names = parameter_names(result)
-    axes = result.get("axes")
-    if axes:
-        return names, [list(axes[n]) for n in names]
-    values: list[list[float]] = [[] for _ in names]
-    for pt in result["points"]:
-        coords = pt["parameter"] if isinstance(pt["parameter"], list) else [pt["parameter"]]
-        for k, v in enumerate(coords):
-            if v not in values[k]:
-                values[k].append(v)
-    return names, values
-
-
 def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
     """A sweep or a phase diagram (grid or continuation) as a ``DataTree`` (see the module's description)."""
     xr, np = xarray_module(), _np()
-    if result.get("method") == "boundary":
-        return boundary_tree(result, quantities)
     result = as_result(result, quantities)
+    if result.is_boundary:
+        return boundary_tree(result)
     labels = result.labels
-    names, axes = _grid(result)
+    names, axes = result.parameters, result.axes
     shape = tuple(len(a) for a in axes)
     at: list[int | None] = [None] * int(np.prod(shape))  # each cell's point (its index), None where none
-    for i, pt in enumerate(result.points):
-        coords = pt["parameter"] if isinstance(pt["parameter"], list) else [pt["parameter"]]
+    for i, x in enumerate(result.parameter_values):
+        coords = x if isinstance(x, list) else [x]
         at[int(np.ravel_multi_index([axes[k].index(v) for k, v in enumerate(coords)], shape))] = i
-    cell = [result.points[i] if i is not None else None for i in at]
     branches = result.branch_names
+    states = {b: result.states(b) for b in branches}
     sizes: dict[str, int] = {}
-    per_branch = [result.branch(i, b) if i is not None else None for i in at for b in branches]
+    per_branch = [result.keyed_at[i][1].get(b) if i is not None else None for i in at for b in branches]
     variables = _variables(per_branch, [*names, "branch"], (*shape, len(branches)), labels, sizes)
-    variables.update(_branch_variables(per_branch, branches, names, shape, labels))
-    eq, _ = _array([pt.get("equilibrium") if pt is not None else None for pt in cell], shape, "str")
-    conv, _ = _array([pt.get("converged") if pt is not None else None for pt in cell], shape, "bool")
+    variables.update(_branch_variables([states[b][i] if i is not None else None for i in at for b in branches],
+                                       branches, names, shape, labels))
+    eq, _ = _array([result.equilibria[i] if i is not None else None for i in at], shape, "str")
+    conv, _ = _array([result.converged[i] if i is not None else None for i in at], shape, "bool")
     variables["equilibrium_branch"] = (names, eq, {"quantity": "equilibrium_branch"})
     variables["point_converged"] = (names, conv, {"quantity": "point_converged"})
     coords = {n: _coord(n, a, labels) for n, a in zip(names, axes, strict=True)}
     points = _dataset(variables, {**coords, "branch": ("branch", np.asarray(branches, dtype=str))}, labels)
+    cell = [result.keyed_at[i][0] if i is not None else None for i in at]
     equilibrium = _dataset(_variables(cell, names, shape, labels, dict(sizes)), coords, labels)
     root = _dataset({}, {}, labels, _attrs(result, SWEEP_ATTRS))
     children = {"points": points, "equilibrium": equilibrium,
@@ -332,8 +311,9 @@ def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = Non
     attributes), ``critical_points`` likewise, ``regions`` (the probes beside the lines: ``points`` and their
     ``phase``, '' where none); the box, reason, model, quantities and provenance as attributes."""
     xr = xarray_module()
-    labels = as_result(result, quantities).labels
-    names = parameter_names(result)
+    result = as_result(result, quantities)
+    labels = result.labels
+    names = result.parameters
     children: dict[str, Any] = {}
     for k, line in enumerate(result.get("lines", [])):
         children[f"lines/{k}"] = _dataset(_points_variable(line["points"], names, "point"), {"parameter": names},

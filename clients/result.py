@@ -19,11 +19,56 @@ from typing import Any
 
 from clients.array_labels import Labels
 from clients.from_arrays import from_xarray, is_arrays, open_netcdf
-from clients.names import GROUPS, flatten, is_number, quantities_of
+from clients.names import GROUPS, UnknownQuantity, flatten, is_number
 from clients.plot_labels import Symbols
 
 #: A quantity table: dotted name -> {"symbol", "long_name", "units", "role", ...}.
 Table = Mapping[str, Mapping[str, Any]]
+
+
+#: A point's or branch's quantities: dotted name -> (group, value).
+Keyed = dict[str, tuple[str, Any]]
+
+
+def keyed(entry: Mapping[str, Any] | None) -> Keyed:
+    """Every quantity of a point, branch or solve by dotted name (:func:`clients.names.flatten`) with the group that
+    reports it: its order parameters, then its observables (a name reported in both keeps the order parameter)."""
+    out: Keyed = {}
+    for group in GROUPS:
+        for name, value in flatten((entry or {}).get(group)).items():
+            out.setdefault(name, (group, value))
+    return out
+
+
+@dataclass(frozen=True)
+class Column:
+    """One quantity of a result as a labelled column: the equilibrium's value at each point (dimension ``point``)
+    and each branch's (dimensions ``branch`` × ``point``; None where the branch is absent or does not report it),
+    the group that reports it, and its quantity table entry as attributes (``symbol``, ``long_name``, ``units``,
+    ``role``; empty where the result carries none)."""
+
+    quantity: str
+    group: str
+    point: list[Any]
+    branches: dict[str, list[Any]]
+    attrs: Mapping[str, Any]
+
+    @property
+    def symbol(self) -> str:
+        return str(self.attrs.get("symbol") or self.quantity)
+
+    @property
+    def units(self) -> str | None:
+        return str(self.attrs["units"]) if self.attrs.get("units") else None
+
+    @property
+    def long_name(self) -> str | None:
+        text = self.attrs.get("long_name") or self.attrs.get("description")
+        return str(text) if text else None
+
+    def values(self, branch: str | None = None) -> list[Any]:
+        """The equilibrium's values along the points, or ``branch``'s."""
+        return self.point if branch is None else self.branches.get(branch, [None] * len(self.point))
 
 
 def _float(value: Any) -> float | None:
@@ -204,6 +249,19 @@ class Result(Mapping[str, Any]):
         return [pt.get("parameter") for pt in self.points]
 
     @cached_property
+    def axes(self) -> list[list[Any]]:
+        """Each swept parameter's values: a grid's served ``axes``, else the points' values in first-seen order."""
+        served = self.data.get("axes")
+        if served:
+            return [list(served[n]) for n in self.parameters]
+        values: list[list[Any]] = [[] for _ in self.parameters]
+        for x in self.parameter_values:
+            for k, v in enumerate(x if isinstance(x, list) else [x]):
+                if v not in values[k]:
+                    values[k].append(v)
+        return values
+
+    @cached_property
     def equilibria(self) -> list[str | None]:
         """Each point's equilibrium branch (None where there is none)."""
         return [pt.get("equilibrium") for pt in self.points]
@@ -317,11 +375,58 @@ class Result(Mapping[str, Any]):
         return self.branches_at[index].get(name)
 
     @cached_property
-    def tables_at(self) -> list[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
-        """Per point, (its quantities by dotted name, each branch's quantities by dotted name): the equilibrium's
-        and every branch's values, keyed by quantity (:func:`clients.names.quantities_of`)."""
-        return [(quantities_of(pt), {name: quantities_of(b) for name, b in self.branches_at[k].items()})
+    def keyed_at(self) -> list[tuple[Keyed, dict[str, Keyed]]]:
+        """Per point, (its quantities, each present branch's quantities), each by dotted name with its group
+        (:func:`keyed`): the one place a point's and a branch's nested groups are flattened."""
+        return [(keyed(pt), {name: keyed(b) for name, b in self.branches_at[k].items()})
                 for k, pt in enumerate(self.points)]
+
+    @cached_property
+    def tables_at(self) -> list[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+        """:attr:`keyed_at` without the groups: per point, the equilibrium's and every branch's values by quantity."""
+        return [({n: v for n, (_, v) in own.items()}, {b: {n: v for n, (_, v) in t.items()} for b, t in mine.items()})
+                for own, mine in self.keyed_at]
+
+    @cached_property
+    def columns(self) -> dict[str, Column]:
+        """Every quantity the result reports as a labelled :class:`Column`, in order of first appearance (a point's
+        tables before its branches', point by point)."""
+        branches = self.branch_names
+        groups: dict[str, str] = {}
+        for own, mine in self.keyed_at:
+            for table in (own, *mine.values()):
+                for name, (group, _) in table.items():
+                    groups.setdefault(name, group)
+        out = {}
+        for name, group in groups.items():
+            point = [own[name][1] if name in own else None for own, _ in self.keyed_at]
+            per_branch = {b: [mine[b][name][1] if name in mine.get(b, {}) else None for _, mine in self.keyed_at]
+                          for b in branches}
+            out[name] = Column(name, group, point, per_branch, self.labels.entry(name))
+        return out
+
+    def table(self, quantity: str) -> Column:
+        """The column of ``quantity`` (dotted name); :class:`~clients.names.UnknownQuantity` (listing the names the
+        result reports) where it reports none."""
+        if quantity not in self.columns:
+            raise UnknownQuantity(quantity, self.columns)
+        return self.columns[quantity]
+
+    @property
+    def dims(self) -> dict[str, int]:
+        """The sizes of the columns' dimensions: ``point`` (a solve is one point) and ``branch``."""
+        return {"point": len(self.points), "branch": len(self.branch_names)}
+
+    @property
+    def coords(self) -> dict[str, list[Any]]:
+        """The columns' coordinates: each swept parameter's value at each point (along ``point``), and the branches'
+        names (along ``branch``)."""
+        out: dict[str, list[Any]] = {}
+        if self.kind in ("sweep", "phase_diagram", "learning_curve"):
+            for k, name in enumerate(self.parameters):
+                out[name] = [x[k] if isinstance(x, list) else x for x in self.parameter_values]
+        out["branch"] = self.branch_names
+        return out
 
     def value_at(self, index: int, quantity: str, branch: str | None = None) -> Any:
         """``quantity`` at point ``index``: the point's (the equilibrium's), or ``branch``'s; None where absent."""
@@ -339,8 +444,9 @@ class Result(Mapping[str, Any]):
 
     def values(self, quantity: str, branch: str | None = None) -> list[Any]:
         """``quantity`` (dotted name) at every point: the point's (the equilibrium's), or ``branch``'s; None where
-        that branch is absent or does not report it."""
-        return [(own if branch is None else mine.get(branch, {})).get(quantity) for own, mine in self.tables_at]
+        that branch is absent or does not report it (or the result reports no such quantity)."""
+        column = self.columns.get(quantity)
+        return column.values(branch) if column is not None else [None] * len(self.points)
 
     def names_in(self, group: str, index: int = 0) -> list[str]:
         """The dotted names of ``group`` (``order_parameters``, ``observables``) at point ``index``, in order."""
@@ -351,12 +457,7 @@ class Result(Mapping[str, Any]):
     @cached_property
     def quantity_names(self) -> list[str]:
         """Every quantity the result reports anywhere (a point's tables or a branch's), by dotted name, sorted."""
-        names: set[str] = set()
-        for own, mine in self.tables_at:
-            names.update(own)
-            for table in mine.values():
-                names.update(table)
-        return sorted(names)
+        return sorted(self.columns)
 
     @cached_property
     def labels(self) -> Labels:

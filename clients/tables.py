@@ -2,8 +2,8 @@
 
 Every quantity is reached by its dotted name (:mod:`clients.names`: ``class_distance.D2``,
 ``potential_wells.depth``); a name the result does not report raises :class:`~clients.names.UnknownQuantity`,
-which lists the names it does. A sweep point is compact: each branch lists only what differs from the point's
-tables (the equilibrium's), so a branch's value is read through :func:`branch_of`.
+which lists the names it does. Every table is read from the result's labelled columns and keyed entries
+(:class:`clients.result.Result`), which read the JSON once.
 
 A CSV export opens with two comment lines that give each quantity column's units and symbol, from the table entries
 the result carries (``quantities``), as JSON objects keyed by column::
@@ -23,8 +23,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clients.names import GROUPS, UnknownQuantity, flatten, is_number, quantities_of
-from clients.result import as_result
+from clients.names import GROUPS, is_number
+from clients.result import Keyed, Result, as_result
 from clients.result import branch_of as branch_of  # the compact-point rule, read where results are read
 
 SCALAR = (bool, int, float, str, type(None))
@@ -49,25 +49,14 @@ def quantity_names(result: Mapping[str, Any]) -> list[str]:
 
 def check_quantity(result: Mapping[str, Any], name: str) -> None:
     """:class:`UnknownQuantity` (listing the names there are) unless the result reports ``name`` somewhere."""
-    names = quantity_names(result)
-    if name not in names:
-        raise UnknownQuantity(name, names)
+    as_result(result).table(name)
 
 
 def check_scalar(result: Mapping[str, Any], name: str) -> None:
     """:func:`check_quantity`, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
-    result = as_result(result)
-    check_quantity(result, name)
-    for own, branches in result.tables_at:
-        for table in (own, *branches.values()):
-            if isinstance(table.get(name), list):
-                raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
-
-
-def value_of(entry: Mapping[str, Any] | None, quantity: str) -> Any:
-    """``quantity`` (dotted name) of a point or branch: its order parameters first, then its observables; None
-    where this entry does not report it."""
-    return quantities_of(entry).get(quantity)
+    column = as_result(result).table(name)
+    if any(isinstance(v, list) for values in (column.point, *column.branches.values()) for v in values):
+        raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
 
 
 def series(result: Mapping[str, Any], quantity: str, branch: str | None = None) -> tuple[list[float], list[Any]]:
@@ -75,32 +64,29 @@ def series(result: Mapping[str, Any], quantity: str, branch: str | None = None) 
     branch does not exist or does not report it. ``quantity`` is a dotted name; one the sweep does not report
     anywhere raises :class:`UnknownQuantity`. Numbers stay numbers, a vector-valued quantity gives its lists."""
     result = as_result(result)
-    if any(isinstance(pt["parameter"], list) for pt in result["points"]):
+    if any(isinstance(x, list) for x in result.parameter_values):
         raise ValueError("series() takes a one-parameter sweep; this is a phase diagram")
-    check_quantity(result, quantity)
-    if branch is not None and branch not in branch_names(result):
-        raise KeyError(f"no branch {branch!r} in this sweep; branches: {', '.join(branch_names(result))}")
-    xs = [pt["parameter"] for pt in result.points]
+    column = result.table(quantity)
+    if branch is not None and branch not in result.branch_names:
+        raise KeyError(f"no branch {branch!r} in this sweep; branches: {', '.join(result.branch_names)}")
     ys = [None if isinstance(value, bool) or not (is_number(value) or isinstance(value, list)) else value
-          for value in result.values(quantity, branch)]
-    return xs, ys
+          for value in column.values(branch)]
+    return list(result.parameter_values), ys
 
 
-def _row(names: list[str], point: Mapping[str, Any]) -> dict[str, Any]:
-    coords = point["parameter"] if isinstance(point["parameter"], list) else [point["parameter"]]
-    row: dict[str, Any] = dict(zip(names, coords, strict=True))
-    row["equilibrium"] = point.get("equilibrium")
-    row["converged"] = point.get("converged")
+def _row(result: Result, k: int) -> dict[str, Any]:
+    at = result.parameter_values[k]
+    row: dict[str, Any] = dict(zip(result.parameters, at if isinstance(at, list) else [at], strict=True))
+    row["equilibrium"] = result.equilibria[k]
+    row["converged"] = result.converged[k]
     return row
 
 
-def _add_quantities(row: dict[str, Any], source: Mapping[str, Any] | None) -> None:
-    fixed, seen = set(row), set()
-    for group in GROUPS:
-        for key, value in flatten((source or {}).get(group)).items():
-            if key not in seen:  # a name reported in both groups keeps the order parameter's value
-                seen.add(key)
-                row[f"{group}.{key}" if key in fixed else key] = value
+def _add_quantities(row: dict[str, Any], table: Keyed) -> None:
+    """Every quantity of a point's or branch's ``table``; a name already a column is prefixed with its group."""
+    fixed = set(row)
+    for key, (group, value) in table.items():
+        row[f"{group}.{key}" if key in fixed else key] = value
 
 
 def rows(result: Mapping[str, Any], branch: str | None = None) -> list[dict[str, Any]]:
@@ -110,34 +96,35 @@ def rows(result: Mapping[str, Any], branch: str | None = None) -> list[dict[str,
     point and branch (in the point's order of branches), in long format with a ``branch`` column. A name that is
     already a column (the swept field itself, ``equilibrium``…) is prefixed with its group (``observables.u``)."""
     result = as_result(result)
-    names = result.parameters
-    if branch not in (None, ALL_BRANCHES) and branch not in branch_names(result):
-        raise KeyError(f"no branch {branch!r} in this result; branches: {', '.join(branch_names(result))}")
+    if branch not in (None, ALL_BRANCHES) and branch not in result.branch_names:
+        raise KeyError(f"no branch {branch!r} in this result; branches: {', '.join(result.branch_names)}")
+    states = {name: result.states(name) for name in result.branch_names}
     out = []
-    for k, pt in enumerate(result.points):
-        wanted = list(result.branches_at[k]) if branch == ALL_BRANCHES else [branch]
+    for k, (own, mine) in enumerate(result.keyed_at):
+        wanted = list(mine) if branch == ALL_BRANCHES else [branch]
         for name in wanted:
-            row = _row(names, pt)
+            row = _row(result, k)
             if name is None:
-                _add_quantities(row, pt)
+                _add_quantities(row, own)
             else:
-                source = result.branch(k, name)
+                state = states[name][k]
                 row["branch"] = name
-                row["stable"] = (source or {}).get("stable")
-                row["free_entropy"] = (source or {}).get("free_entropy")
-                _add_quantities(row, source)
+                row["stable"] = state.stable if state is not None else None
+                row["free_entropy"] = state.free_entropy if state is not None else None
+                _add_quantities(row, mine.get(name) or {})
             out.append(row)
     return out
 
 
 def line_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One dict per point of every traced line of a boundary job: line index, kind, type, branches, p1, p2."""
-    p1, p2 = parameter_names(result)
+    result = as_result(result)
+    p1, p2 = result.parameters
     out = []
-    for k, line in enumerate(result.get("lines", [])):
-        for q in line["points"]:
-            out.append({"line": k, "kind": line["kind"], "type": line.get("type"),
-                        "branches": "/".join(line.get("branches", [])), p1: q[0], p2: q[1]})
+    for k, line in enumerate(result.lines):
+        for q in line.points:
+            out.append({"line": k, "kind": line.kind, "type": line.type, "branches": "/".join(line.branches),
+                        p1: q[0], p2: q[1]})
     return out
 
 
@@ -200,7 +187,7 @@ def to_csv(result: Mapping[str, Any], branch: str | None = None) -> str:
     :func:`line_rows`. Vector-valued quantities are JSON arrays in their cells. It opens with the columns' units and
     symbols (comment lines, see the module's note)."""
     result = as_result(result)
-    table = line_rows(result) if result.get("method") == "boundary" else rows(result, branch)
+    table = line_rows(result) if result.is_boundary else rows(result, branch)
     return csv_text(table, column_labels(result, _columns_of(table)))
 
 
@@ -227,22 +214,22 @@ def experiment_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One dict per point and scalar observable of an experiment: the parameter value, the observable with its
     ``units`` and ``symbol`` (from the result's ``quantities``), the estimate with its figures, and per branch of
     the theory its value and z (``theory:<branch>``, ``z:<branch>``)."""
-    points = result.get("points") or [result]
-    labels = as_result(result).labels
+    result = as_result(result)
+    labels = result.labels
     out = []
-    for pt in points:
-        comparison = (pt.get("theory") or {}).get("comparison") or {}
-        for name, est in (pt.get("observables") or {}).items():
-            if not isinstance(est.get("mean"), SCALAR):
+    for at, status, estimates, comparison in zip(result.parameter_values, result.statuses, result.estimates_at,
+                                                 result.comparisons_at, strict=True):
+        for name, est in estimates.items():
+            if not isinstance(est.mean, SCALAR):
                 continue
             entry = labels.entry(name)
-            row: dict[str, Any] = {"parameter": pt.get("parameter"), "observable": name, "units": entry.get("units"),
-                                   "symbol": entry.get("symbol"), "status": pt.get("status"),
-                                   **{k: est.get(k) for k in ("mean", "stderr", "ess", "ess_tail", "rhat")}}
-            for branch, rows_ in comparison.items():
-                if name in rows_ and isinstance(rows_[name].get("theory"), SCALAR):
-                    row[f"theory:{branch}"] = rows_[name]["theory"]
-                    row[f"z:{branch}"] = rows_[name]["z"]
+            row: dict[str, Any] = {"parameter": at, "observable": name, "units": entry.get("units"),
+                                   "symbol": entry.get("symbol"), "status": status, "mean": est.mean,
+                                   "stderr": est.stderr, "ess": est.ess, "ess_tail": est.ess_tail, "rhat": est.rhat}
+            for branch, compared in comparison.items():
+                if name in compared and isinstance(compared[name].theory, SCALAR):
+                    row[f"theory:{branch}"] = compared[name].theory
+                    row[f"z:{branch}"] = compared[name].z
             out.append(row)
     return out
 
@@ -250,6 +237,7 @@ def experiment_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 def experiment_csv(result: Mapping[str, Any]) -> str:
     """CSV text of :func:`experiment_rows` (each row names its observable's units and symbol; a learning curve's
     ``parameter`` column has its own in the opening comment lines)."""
-    parameter = result.get("parameter")
+    result = as_result(result)
+    parameter = result.parameter
     return csv_text(experiment_rows(result),
                     column_labels(result, ["parameter"], {"parameter": parameter}) if parameter else None)
