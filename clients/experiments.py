@@ -15,7 +15,7 @@ send the network's training data, so there is no ``observed_data`` group.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from clients.result import Result, as_result
@@ -25,8 +25,7 @@ STATISTICS = ("mean", "stderr", "ess", "ess_tail", "rhat")
 
 def points_of(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The points of a learning curve, or the single experiment as one point."""
-    points = result.get("points")
-    return list(points) if points is not None else [result]
+    return as_result(result).points
 
 
 def _floats(values: Any) -> Any:
@@ -87,15 +86,14 @@ def _attr(value: Any) -> Any:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _per_point(points: list[Mapping[str, Any]], get: Callable[[Mapping[str, Any]], Any],
-               outer: list[str], name: str) -> tuple[list[str], Any]:
-    """``get(point)`` of every point as one array: (points, *shape) on a learning curve (``outer`` names the
-    parameter), (*shape) for a single experiment; NaN where a point has no value."""
+def _per_point(per_point: Sequence[Any], outer: list[str], name: str) -> tuple[list[str], Any]:
+    """A value at every point as one array: (points, *shape) on a learning curve (``outer`` names the parameter),
+    (*shape) for a single experiment; NaN where a point has no value (None)."""
     import numpy as np
 
-    values = [None if get(pt) is None else _floats(get(pt)) for pt in points]
+    values = [None if v is None else _floats(v) for v in per_point]
     shape = next((v.shape for v in values if v is not None), ())
-    array = np.full((len(points), *shape), np.nan)
+    array = np.full((len(values), *shape), np.nan)
     for k, v in enumerate(values):
         if v is not None and v.shape == shape:
             array[k] = v
@@ -103,15 +101,9 @@ def _per_point(points: list[Mapping[str, Any]], get: Callable[[Mapping[str, Any]
     return ([*outer, *dims], array) if outer else (dims, array[0])
 
 
-def _names(points: list[Mapping[str, Any]], get: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> list[str]:
-    names: list[str] = []
-    for pt in points:
-        names.extend(n for n in get(pt) if n not in names)
-    return names
-
-
-def _comparison(point: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
-    return (point.get("theory") or {}).get("comparison") or {}
+def _names(per_point: Sequence[Iterable[str]]) -> list[str]:
+    """The names of every point's mapping, in order of first appearance."""
+    return list({n: None for names in per_point for n in names})
 
 
 def to_datatree(
@@ -131,13 +123,13 @@ def to_datatree(
     import numpy as np
     import xarray as xr
 
-    labels = as_result(result, quantities).labels
-    points = points_of(result)
-    curve = result.get("points") is not None
-    parameter = result.get("parameter") or "parameter"
-    values = [pt.get("parameter") for pt in points]
-    if len(series) != len(points):
-        raise ValueError(f"{len(points)} point(s) but {len(series)} draw series")
+    result = as_result(result, quantities)
+    labels = result.labels
+    curve = result.has_points
+    parameter = result.parameter or "parameter"
+    values = result.parameter_values
+    if len(series) != len(values):
+        raise ValueError(f"{len(values)} point(s) but {len(series)} draw series")
     dims: dict[str, list[str]] = {}
     if curve:
         posterior = {name: _stack([_floats(s["posterior"][name]) for s in series]) for name in series[0]["posterior"]}
@@ -159,23 +151,24 @@ def to_datatree(
 
     outer = [parameter] if curve else []
     along = {parameter: coords[parameter]} if curve else {}
-    branches = _names(points, _comparison)
+    compared = result.comparisons_at
+    branches = _names(compared)
     theory = {}
-    for name in _names(points, lambda pt: {n: 0 for rows in _comparison(pt).values() for n in rows}):
-        per_branch = [_per_point(points, lambda pt, b=b, n=name: _comparison(pt).get(b, {}).get(n, {}).get("theory"),
-                                 outer, name) for b in branches]
+    for name in _names([{n: 0 for rows in at.values() for n in rows} for at in compared]):
+        per_branch = [_per_point([getattr(at.get(b, {}).get(name), "theory", None) for at in compared], outer, name)
+                      for b in branches]
         shape = max((a.shape for _, a in per_branch), key=len)
         array = np.stack([a if a.shape == shape else np.full(shape, np.nan) for _, a in per_branch])
         theory[name] = xr.Variable(["branch", *per_branch[0][0]], array, labels.attrs(name))
     tree["theory"] = xr.Dataset(theory, coords={"branch": np.asarray(branches, dtype=str), **along})
 
     summary = {}
-    for name in _names(points, lambda pt: pt.get("observables") or {}):
-        per_stat = [_per_point(points, lambda pt, s=stat, n=name: ((pt.get("observables") or {}).get(n) or {}).get(s),
-                               outer, name) for stat in STATISTICS]
+    for name in result.estimated:
+        per_stat = [_per_point([getattr(at.get(name), stat, None) for at in result.estimates_at], outer, name)
+                    for stat in STATISTICS]
         summary[name] = xr.Variable(["statistic", *per_stat[0][0]], np.stack([a for _, a in per_stat]),
                                     labels.attrs(name))
-    status = np.asarray([str(pt.get("status")) for pt in points], dtype=str)
+    status = np.asarray([str(s) for s in result.statuses], dtype=str)
     summary["status"] = xr.Variable(outer, status if curve else status.reshape(()))
     tree["summary"] = xr.Dataset(summary, coords={"statistic": list(STATISTICS), **along})
     for name in tree["posterior"].data_vars:

@@ -298,7 +298,7 @@ def learning_curve(
     return ax
 
 
-def _level(pt: Mapping[str, Any]) -> float | None:
+def _level(pt: dict[str, Any]) -> float | None:
     """U(ρ) − U(0) of a well or barrier (``f_minus_f0``)."""
     value = pt.get("f_minus_f0")
     return float(value) if is_number(value) else None

@@ -237,6 +237,12 @@ class Result(Mapping[str, Any]):
             return list(self.data["parameters"])
         return [self.data.get("parameter") or "parameter"]
 
+    @property
+    def has_points(self) -> bool:
+        """Whether the result is a series of points (a sweep, phase diagram or learning curve), not one solve or one
+        experiment (which :attr:`points` gives as its one point)."""
+        return self.data.get("points") is not None
+
     @cached_property
     def points(self) -> list[Mapping[str, Any]]:
         """The points of a sweep or phase diagram; a solve as its one point."""

@@ -47,14 +47,10 @@ def quantity_names(result: Mapping[str, Any]) -> list[str]:
     return as_result(result).quantity_names
 
 
-def check_quantity(result: Mapping[str, Any], name: str) -> None:
-    """:class:`UnknownQuantity` (listing the names there are) unless the result reports ``name`` somewhere."""
-    as_result(result).table(name)
-
-
-def check_scalar(result: Mapping[str, Any], name: str) -> None:
-    """:func:`check_quantity`, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
-    column = as_result(result).table(name)
+def check_scalar(result: Result, name: str) -> None:
+    """:class:`~clients.names.UnknownQuantity` (listing the names there are) unless the result reports ``name``
+    somewhere, and ValueError where ``name`` is vector-valued (a plot of it needs one component)."""
+    column = result.table(name)
     if any(isinstance(v, list) for values in (column.point, *column.branches.values()) for v in values):
         raise ValueError(f"{name} is vector-valued; take one component from lab.to_xarray(result)")
 
@@ -116,9 +112,8 @@ def rows(result: Mapping[str, Any], branch: str | None = None) -> list[dict[str,
     return out
 
 
-def line_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def line_rows(result: Result) -> list[dict[str, Any]]:
     """One dict per point of every traced line of a boundary job: line index, kind, type, branches, p1, p2."""
-    result = as_result(result)
     p1, p2 = result.parameters
     out = []
     for k, line in enumerate(result.lines):
@@ -143,12 +138,12 @@ def _quantity_of_column(column: str) -> str:
     return rest if group in GROUPS and rest else column
 
 
-def column_labels(result: Mapping[str, Any], columns: Iterable[str],
+def column_labels(result: Result, columns: Iterable[str],
                   renamed: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
     """``{"units": {column: units}, "symbols": {column: symbol}}`` of the columns that hold a quantity of the result
     (its ``quantities``; ``renamed``: column -> quantity where a column is named otherwise); the others (flags, names)
     are left out."""
-    labels = as_result(result).labels
+    labels = result.labels
     out: dict[str, dict[str, str]] = {"units": {}, "symbols": {}}
     for column in columns:
         entry = labels.entry((renamed or {}).get(column) or _quantity_of_column(column))
