@@ -7,8 +7,9 @@ equal-free-entropy, branch-point, stability-loss and event lines add equations a
 
 The iterator has an init / step / terminate protocol: :func:`init` makes the state at the first point,
 :func:`step` makes one attempt (predict along the unit tangent τ, correct on the hyperplane
-τ · (u − u_pred) = 0, accept or halve the step) and :func:`terminate` says whether and why it has
-ended. :func:`run` is the loop; a caller that reports progress runs the loop itself.
+τ · (u − u_pred) = 0, accept or halve the step: halved where the corrector fails, where the tangent turns by
+more than ``max_angle`` or where the correction is longer than the step itself) and :func:`terminate` says
+whether and why it has ended. :func:`run` is the loop; a caller that reports progress runs the loop itself.
 
 One corrector (:func:`solvers.core.corrector.correct`): Newton on the bordered system [G; τ · (u − u_pred)]
 from the Jacobian at the point the step is predicted from (see that module).
@@ -255,6 +256,10 @@ def step(state: State) -> State:
     u_pred = u + ds * t
     c = correct(system, state.limits, u_pred, t, J, secant=state.limits.secant)
     u_new, t_new, J_new = c.u, None, None
+    if u_new is not None and ds > opt.ds_min * 1.01 and float(np.linalg.norm(u_new - u_pred)) > ds:
+        # On its hyperplane the corrector may converge to a distant part of the solution set (a mirror branch far
+        # away): a correction of the curve itself is small against the step (second order in it).
+        u_new = None
     if u_new is not None:
         J_new = scaled_jacobian(system, u_new)
         t_new = tangent(J_new, t)
