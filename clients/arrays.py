@@ -34,7 +34,7 @@ from clients.array_labels import Labels, Quantities, label_all
 from clients.from_arrays import open_netcdf as open_netcdf  # read back here, where it is written
 from clients.from_arrays import xarray_module
 from clients.names import GROUPS, is_number
-from clients.result import BranchState, Keyed, as_result
+from clients.result import BranchState, Keyed, Result, as_result
 
 #: Flags of a branch: boolean everywhere (False where the branch is absent or the flag unknown).
 FLAGS = ("stable", "converged")
@@ -187,10 +187,9 @@ def _branch_variables(states: list[BranchState | None], names: list[str], outer_
 # ---------------------------------------------------------------------------------------------
 
 
-def solve_dataset(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+def solve_dataset(result: Result) -> Any:
     """A single solve along ``branch``: every quantity of every branch, ``present``, ``stable``, ``free_entropy``,
     ``converged``; attributes: theory, equilibrium, converged, spec_hash, model, quantities, provenance."""
-    result = as_result(result, quantities)
     labels = result.labels
     mine = result.keyed_at[0][1]
     names = list(mine)
@@ -251,10 +250,9 @@ def _special_points(transitions: list[Mapping[str, Any]], parameter: str, labels
     return _dataset(variables, {"special_point": np.arange(n)}, labels)
 
 
-def sweep_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+def sweep_tree(result: Result) -> Any:
     """A sweep or a phase diagram (grid or continuation) as a ``DataTree`` (see the module's description)."""
     xr, np = xarray_module(), _np()
-    result = as_result(result, quantities)
     if result.is_boundary:
         return boundary_tree(result)
     labels = result.labels
@@ -306,12 +304,11 @@ def _grid_line(line: Mapping[str, Any], names: list[str], labels: Labels) -> Any
     return _dataset(variables, {"parameter": names}, labels, attrs)
 
 
-def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = None) -> Any:
+def boundary_tree(result: Result) -> Any:
     """A boundary job: ``lines/<k>`` with the line's (p1, p2) as ``points`` (point × parameter; the ends and type as
     attributes), ``critical_points`` likewise, ``regions`` (the probes beside the lines: ``points`` and their
     ``phase``, '' where none); the box, reason, model, quantities and provenance as attributes."""
     xr = xarray_module()
-    result = as_result(result, quantities)
     labels = result.labels
     names = result.parameters
     children: dict[str, Any] = {}
@@ -325,9 +322,9 @@ def boundary_tree(result: Mapping[str, Any], quantities: Quantities | None = Non
     variables["lines"] = (["critical_point"], _np().asarray([json.dumps(c.get("lines")) for c in critical],
                                                             dtype=str), {"quantity": "lines"})
     children["critical_points"] = _dataset(variables, {"parameter": names}, labels)
-    probes = result.get("regions") or []
-    variables = _points_variable([p["point"] for p in probes], names, "probe")
-    variables["phase"] = (["probe"], _np().asarray(["" if p.get("phase") is None else p["phase"] for p in probes],
+    probes = result.probes
+    variables = _points_variable([p.point for p in probes], names, "probe")
+    variables["phase"] = (["probe"], _np().asarray(["" if p.label is None else p.label for p in probes],
                                                    dtype=str), {"quantity": "phase", "missing": "''"})
     children["regions"] = _dataset(variables, {"parameter": names}, labels)
     root = _dataset({}, {}, labels, _attrs(result, ("theory", "parameters", "method", "box", "reason", "model",
