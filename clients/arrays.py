@@ -33,8 +33,8 @@ from typing import Any
 from clients.array_labels import Labels, Quantities, label_all
 from clients.from_arrays import open_netcdf as open_netcdf  # read back here, where it is written
 from clients.from_arrays import xarray_module
-from clients.names import GROUPS, is_number
-from clients.result import BranchState, Keyed, Result, as_result
+from clients.names import GROUPS, Keyed, is_number
+from clients.result import BranchState, Result, as_result
 
 #: Flags of a branch: boolean everywhere (False where the branch is absent or the flag unknown).
 FLAGS = ("stable", "converged")

@@ -56,14 +56,23 @@ def flatten(values: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any
     return out
 
 
-def quantities_of(entry: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Every quantity of a branch, point or solve by dotted name: its order parameters, then its observables (a
-    name reported in both keeps the order parameter's value)."""
-    out: dict[str, Any] = {}
+#: A point's or branch's quantities: dotted name -> (group, value).
+Keyed = dict[str, tuple[str, Any]]
+
+
+def keyed(entry: Mapping[str, Any] | None) -> Keyed:
+    """Every quantity of a point, branch or solve by dotted name with the group that reports it: its order
+    parameters, then its observables (a name reported in both keeps the order parameter)."""
+    out: Keyed = {}
     for group in GROUPS:
         for name, value in flatten((entry or {}).get(group)).items():
-            out.setdefault(name, value)
+            out.setdefault(name, (group, value))
     return out
+
+
+def quantities_of(entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every quantity of a branch, point or solve by dotted name (:func:`keyed` without the groups)."""
+    return {name: value for name, (_, value) in keyed(entry).items()}
 
 
 def lookup(entry: Mapping[str, Any] | None, name: str) -> Any:

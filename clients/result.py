@@ -19,25 +19,11 @@ from typing import Any
 
 from clients.array_labels import Labels
 from clients.from_arrays import from_xarray, is_arrays, open_netcdf
-from clients.names import GROUPS, UnknownQuantity, flatten, is_number
+from clients.names import GROUPS, Keyed, UnknownQuantity, flatten, is_number, keyed
 from clients.plot_labels import Symbols
 
 #: A quantity table: dotted name -> {"symbol", "long_name", "units", "role", ...}.
 Table = Mapping[str, Mapping[str, Any]]
-
-
-#: A point's or branch's quantities: dotted name -> (group, value).
-Keyed = dict[str, tuple[str, Any]]
-
-
-def keyed(entry: Mapping[str, Any] | None) -> Keyed:
-    """Every quantity of a point, branch or solve by dotted name (:func:`clients.names.flatten`) with the group that
-    reports it: its order parameters, then its observables (a name reported in both keeps the order parameter)."""
-    out: Keyed = {}
-    for group in GROUPS:
-        for name, value in flatten((entry or {}).get(group)).items():
-            out.setdefault(name, (group, value))
-    return out
 
 
 @dataclass(frozen=True)

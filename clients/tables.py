@@ -23,8 +23,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clients.names import GROUPS, is_number
-from clients.result import Keyed, Result, as_result
+from clients.names import GROUPS, Keyed, is_number
+from clients.result import Result, as_result
 from clients.result import branch_of as branch_of  # the compact-point rule, read where results are read
 
 SCALAR = (bool, int, float, str, type(None))
