@@ -22,6 +22,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
     fi
 fi
 .venv/bin/ruff check --no-cache solvers service clients tests benchmarks
+# One BLAS/OpenMP thread per test process (the processes already fill the cores): OpenBLAS's idle threads spin
+# between calls and take the core from the other process's work. Workers and servers the tests start inherit it.
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" \
+    MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
 set +e
 .venv/bin/python -m pytest -n "${SADDLELAB_TEST_PROCESSES:-2}" --dist loadfile --no-loadscope-reorder --durations=20 "$@"
 status=$?
