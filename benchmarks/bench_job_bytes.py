@@ -20,8 +20,6 @@ import argparse
 import multiprocessing
 import os
 import re
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +32,7 @@ import httpx
 import redis
 
 from benchmarks.load import percentile, rss_kib
+from service.local_server import LocalServer, free_port, stop_process_group
 
 POTENTIAL = {"theory": "rubin_cavity", "mode": "potential", "sigma_w2": 0.5, "b": 0.3, "c": -0.3, "u": 29.45}
 BIG_POINTS = {"model": {"theory": "kernel_renormalization", "N1": 200, "T": 0.1,
@@ -45,37 +44,9 @@ LIMIT = 512 * 2**20  # job_stored_bytes, the default
 OVERHEAD = 1.25  # the estimate's Redis overhead (service.kernel.stored_bytes)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
-def wait_up(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, "the API exited"
-        try:
-            httpx.get(f"{url}/healthz", timeout=2)
-            return
-        except httpx.HTTPError:
-            assert time.monotonic() < deadline, "the API did not come up"
-            time.sleep(0.2)
 
 
 def wait_job(c: httpx.Client, job_id: str) -> dict[str, Any]:
@@ -213,29 +184,32 @@ def main() -> None:
     ap.add_argument("--polls", type=int, default=20)
     ap.add_argument("--pages", type=int, default=2, help="pages each reader reads (a full read is ~50 of them)")
     args = ap.parse_args()
-    rport, port = free_port(), free_port()
-    redis_url, url = f"redis://127.0.0.1:{rport}/0", f"http://127.0.0.1:{port}"
+    rport = free_port()
+    redis_url = f"redis://127.0.0.1:{rport}/0"
     workdir = tempfile.mkdtemp(prefix="saddlelab-bench-")
     server = start(["redis-server", "--port", str(rport), "--save", "", "--appendonly", "no", "--dir", workdir], {})
-    env = {"REDIS_URL": redis_url, "SADDLELAB_PORT": str(port), "SADDLELAB_RATE_LIMIT_PER_MINUTE": "0",
+    env = {"REDIS_URL": redis_url, "SADDLELAB_RATE_LIMIT_PER_MINUTE": "0",
            "SADDLELAB_API_KEYS": "key-a,key-b", "SADDLELAB_MAX_WAITS_PER_KEY": str(args.polls)}
-    api = start([sys.executable, "-m", "service"], env)
     worker = start([sys.executable, "-m", "service.worker"], env)
+    api = LocalServer(env)
     try:
-        wait_up(url, api)
+        api.start()
+        url = api.url
         r = redis.Redis.from_url(redis_url)
         with httpx.Client(base_url=url, timeout=60, headers={"X-API-Key": "key-a"}) as c:
             job_id, n, size = largest_result(c, r)
-        stop(worker)  # from here on, jobs stay queued
+        stop_process_group(worker)  # from here on, jobs stay queued
         print(f"largest result: {n} points of {size / 1024:.0f} kB ({n * size / 2**20:.0f} MiB of text)")
         page = httpx.get(f"{url}/v1/jobs/{job_id}", headers={"X-API-Key": "key-a"}, timeout=120)
         print(f"default page: {page.json()['page']['returned']} points, {len(page.content) / 2**20:.1f} MiB")
+        assert api.pid is not None
         reads(url, api.pid, job_id, args.readers, args.pages)
         print("long-polls:")
         long_polls(url, args.polls)
     finally:
-        for proc in (worker, api, server):
-            stop(proc)
+        stop_process_group(worker)
+        api.stop()
+        stop_process_group(server)
 
 
 if __name__ == "__main__":

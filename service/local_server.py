@@ -37,6 +37,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """Return once ``url``'s ``/healthz`` answers 200; RuntimeError if ``proc`` exits first or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited during startup (status {proc.returncode})")
+        try:
+            httpx.get(f"{url}/healthz", timeout=2).raise_for_status()
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not answer on {url} within {seconds} s") from None
+            time.sleep(0.2)
+
+
+def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group ``proc`` leads (started with ``start_new_session``); SIGKILL after 20 s."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
 class LocalServer:
     """``python -m service`` on ``127.0.0.1:<free port>``; ``env`` adds or overrides settings (``SADDLELAB_…``).
     Without Redis: ``REDIS_URL`` is removed from its environment unless ``env`` sets it."""
@@ -59,30 +86,23 @@ class LocalServer:
         self._proc = subprocess.Popen([sys.executable, "-m", "service"], cwd=self.root, env=env, stdout=out, stderr=out,
                                       start_new_session=True)
         atexit.register(self.stop)
-        deadline = time.monotonic() + self._startup
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"the server exited during startup (status {self._proc.returncode})")
-            try:
-                httpx.get(f"{self.url}/healthz", timeout=2).raise_for_status()
-                return self
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"the server did not answer on {self.url} within {self._startup} s") from None
-                time.sleep(0.2)
+        try:
+            wait_healthy(self.url, self._proc, self._startup)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's PID while it runs (its process group's too)."""
+        return None if self._proc is None else self._proc.pid
 
     def stop(self) -> None:
         """Stop the server and every process it started (its solve and job processes)."""
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        if proc is not None:
+            stop_process_group(proc)
 
     def __enter__(self) -> LocalServer:
         return self.start()

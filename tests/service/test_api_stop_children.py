@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from service.local_server import wait_healthy
 from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,14 +68,7 @@ def _busy_api(port: int, proc: subprocess.Popen) -> set[int]:
     """Wait for the API, start two long sweeps, and return its descendants once both lines compute."""
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, "the API exited"
-        try:
-            httpx.get(f"{base}/healthz", timeout=2)
-            break
-        except httpx.HTTPError:
-            assert time.monotonic() < deadline, "the API did not come up"
-            time.sleep(0.2)
+    wait_healthy(base, proc, 120)
     ids = []
     for num in (1500, 1501):
         body = {**LONG_SWEEP, "values": {**LONG_SWEEP["values"], "num": num}}
