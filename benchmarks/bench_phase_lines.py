@@ -111,7 +111,7 @@ def traced_errors(lines) -> dict[str, float]:
     fold = by_kind["fold"]
     fa = fold.array()[np.argsort(fold.array()[:, 0])]
     err = []
-    for (b, u), st in list(zip(fold.points, fold.states, strict=True))[::3]:
+    for (b, u), st in list(zip(fold.coordinates, fold.states, strict=True))[::3]:
         err.append(abs(u - fold_u(b, float(st[0, 0]) ** 2, u)))
     errors["fold"] = max(err)
     fo = by_kind["first_order"]

@@ -49,7 +49,8 @@ from service.result_schemas import (
     TransitionOut,
     UnexplainedOut,
 )
-from solvers.core.curve_results import BranchEnd, CurveTable, Sweep
+from solvers.core.curve import End
+from solvers.core.curve_results import CurveTable, Sweep
 from solvers.core.lines.results import BoundaryResult, Line, Unexplained
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Origin, Report, Search, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
@@ -329,12 +330,15 @@ def curve_json(table: CurveTable, special_points: tuple[SpecialPoint, ...]) -> d
 
 #: The fields a branch end of each kind has beyond branch, kind, parameter and detail.
 END_FIELDS = {"fold": ("partner",), "domain": ("quantity",), "solver": ("method", "residual")}
+#: A curve's end kinds as the contract names them for a sweep's curves (a line's ends keep the engine's names).
+CURVE_END_KIND = {"closed": "loop", "max_points": "step_cap"}
 
 
-def branch_end_json(end: BranchEnd) -> dict[str, Any]:
+def branch_end_json(end: End) -> dict[str, Any]:
     """How a branch on a curve ends (``docs/architecture.md``, "curves"): only the fields its kind has."""
     own = {name: getattr(end, name) for name in END_FIELDS.get(end.kind, ())}
-    return json_safe(wire(BranchEndOut(branch=end.branch, kind=end.kind, parameter=end.parameter, detail=end.detail,
+    kind = CURVE_END_KIND.get(end.kind, end.kind)
+    return json_safe(wire(BranchEndOut(branch=end.branch, kind=kind, parameter=end.parameter, detail=end.detail,
                                        **own)))
 
 
@@ -400,7 +404,7 @@ def line_out(line: Line) -> LineOut:
     engine's record, whose field names they share."""
     optional = {"event": line.name or None, "bifurcation": line.bifurcation and bifurcation_out(line.bifurcation)}
     return LineOut(kind=BOUNDARY_OF[line.kind], type=line.kind.value, branches=list(line.branches),
-                   points=[list(p) for p in line.points], states=list(line.states),
+                   points=[list(p) for p in line.coordinates], states=list(line.states),
                    ends=[LineEndOut.model_validate(e, from_attributes=True) for e in line.ends],
                    formulation=line.formulation, message=line.message,
                    **{k: v for k, v in optional.items() if v is not None})

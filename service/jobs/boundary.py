@@ -52,7 +52,7 @@ def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callab
     t0 = time.perf_counter()
     problem = _checked(theory.two_parameter_problem(spec, (p1, p2), options), check)
     result = trace_boundaries(problem, (lo1, hi1), (lo2, hi2), lines)
-    regions = region_probes(theory, spec_at, probe_points([line.points for line in result.lines], box), options,
+    regions = region_probes(theory, spec_at, probe_points([line.coordinates for line in result.lines], box), options,
                             check)
     # an integer field (a width) is the bound problem's real-valued control along the lines
     as_real = tuple(p for p in (p1, p2) if integer_field(spec, p))

@@ -13,6 +13,7 @@ singular edge, where it closes on itself, or at the step cap.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from solvers.core import arclength
 from solvers.core.arclength import Box, Monitor
 from solvers.core.catalogue import stability_margin
 from solvers.core.corrector import Limits, scaled_jacobian, tangent
-from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, Fold
+from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
@@ -125,7 +126,7 @@ def curve_point(system: ProblemSystem, z: np.ndarray, tau: np.ndarray) -> CurveP
         if not is_numerical(exc):
             raise
         margin = None
-    return CurvePoint(p=p, x=x, tangent=np.array(tau, dtype=float), margin=margin, free_entropy=fe)
+    return CurvePoint((p,), x, np.array(tau, dtype=float), margin, fe)
 
 
 def refine_between(
@@ -176,7 +177,7 @@ def trace_curve(
     if tau0 is None or (abs(tau0[n]) < 1e-12 and np.allclose(tau0, seed_dir)):
         tau0 = seed_dir
     first = curve_point(system, z0, tau0)
-    halves: list[tuple[list[CurvePoint], list[Fold], str, BranchEnd | None]] = []
+    halves: list[tuple[list[CurvePoint], list[Mark], str, End | None]] = []
     for direction in (+1.0, -1.0):
         state = arclength.init(system, z0, direction * tau0, limits, box=box, monitors=[fold], stop=system.on_edge)
         pts = [first if direction > 0 else first.flipped()]
@@ -191,34 +192,34 @@ def trace_curve(
                     on_step(pts[-1])
         path = state.path
         message, end = _end(system, state, pts)
-        folds = [Fold(float(f.z[n]), f.z[:n].copy(), f.index, f.refined, f.uncertainty)
+        folds = [Mark("fold", f.index, (float(f.z[n]),), f.z[:n], f.tangent, f.refined, f.uncertainty)
                  for f in path.located if f.index < len(pts) - 1]
         halves.append((pts, folds, message, end))
     (fwd, ffold, fmsg, fend), (bwd, bfold, bmsg, bend) = halves
     # Join: backward half reversed (its tangents flipped to the forward orientation), then forward.
     back = [q.flipped() for q in reversed(bwd[1:])]
     offset = len(back)
-    folds = [Fold(f.p, f.x, offset - 1 - f.index, f.refined, f.uncertainty) for f in bfold] + [
-        Fold(f.p, f.x, f.index + offset, f.refined, f.uncertainty) for f in ffold
+    folds = [replace(f, index=offset - 1 - f.index, tangent=-f.tangent) for f in bfold] + [
+        replace(f, index=f.index + offset) for f in ffold
     ]
     folds.sort(key=lambda f: f.index)
-    return Curve(name, tuple(back + fwd), tuple(folds), f"backward: {bmsg}; forward: {fmsg}", (bend, fend))
+    return Curve(name, tuple(back + fwd), tuple(folds), (bend, fend), f"backward: {bmsg}; forward: {fmsg}")
 
 
-def _end(system: ProblemSystem, state: arclength.State, pts: list[CurvePoint]) -> tuple[str, BranchEnd | None]:
+def _end(system: ProblemSystem, state: arclength.State, pts: list[CurvePoint]) -> tuple[str, End | None]:
     """The message and branch end of one direction of a curve (None where it leaves the range)."""
     why = state.path.end
     if why == "domain":
         return "left the parameter range", None
     if why == "max_points":
         steps = state.limits.max_points - 1
-        return "step cap reached", BranchEnd("step_cap", pts[-1].p, detail=f"{steps} steps in this direction")
+        return "step cap reached", End("max_points", pts[-1].point, detail=f"{steps} steps in this direction")
     if why == "closed":
-        return "closed loop", BranchEnd("loop", pts[-1].p, detail="the curve closes on itself")
+        return "closed loop", End("closed", pts[-1].point, detail="the curve closes on itself")
     if why == "edge":
         z = state.path.z[-1]
-        return "reached a singular edge of the domain", BranchEnd(
-            "domain", pts[-1].p, quantity=_quantity(system.problem, z[: system.n], float(z[system.n])),
+        return "reached a singular edge of the domain", End(
+            "domain", pts[-1].point, quantity=_quantity(system.problem, z[: system.n], float(z[system.n])),
             detail="the equations degenerate at the edge of the theory's domain")
     return "step below ds_min", _failure_end(system, state, pts[-1])
 
@@ -235,7 +236,7 @@ def _quantity(problem: Problem, x: np.ndarray, p: float) -> str | None:
         return None
 
 
-def _failure_end(system: ProblemSystem, state: arclength.State, last: CurvePoint) -> BranchEnd:
+def _failure_end(system: ProblemSystem, state: arclength.State, last: CurvePoint) -> End:
     """Why the corrector failed at the smallest step from ``last``: the residual could not be evaluated (a
     domain boundary, the quantity named by the theory where it can) or Newton did not converge (a solver
     failure, with its last residual)."""
@@ -245,7 +246,7 @@ def _failure_end(system: ProblemSystem, state: arclength.State, last: CurvePoint
         x, p = system.failed_at if system.failure and system.failed_at is not None else (z_pred[:n], float(z_pred[n]))
         quantity = _quantity(system.problem, x, p)
         detail = system.failure or "the residual is not finite past this point"
-        return BranchEnd("domain", last.p, quantity=quantity, detail=detail)
+        return End("domain", last.point, detail=detail, quantity=quantity)
     residual = failure.residual if failure is not None else float("nan")
-    return BranchEnd("solver", last.p, method="pseudo-arclength corrector (Newton on the bordered system)",
+    return End("solver", last.point, method="pseudo-arclength corrector (Newton on the bordered system)",
                      residual=residual, detail="the corrector does not converge at the smallest step (ds_min)")

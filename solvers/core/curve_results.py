@@ -1,83 +1,20 @@
-"""The records of a one-parameter sweep: traced curves (points, folds), their tables, and the sweep itself.
+"""The records of a one-parameter sweep: its traced curves' bounded tables, and the sweep itself.
 
 They live apart from the driver (:mod:`solvers.core.sweep`) and the continuation
 (:mod:`solvers.core.continuation`) so that a :class:`~solvers.core.problem.Problem` can name the sweep it
-describes without importing the code that runs it.
+describes without importing the code that runs it. The traced curves are the engine's one record of a curve
+(:class:`solvers.core.curve.Curve`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
-from solvers.core.results import Catalogue, Notes, Report, is_stable
+from solvers.core.curve import Curve, End
+from solvers.core.results import Catalogue, Notes, Report
 from solvers.core.special_points import SpecialPoint
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    p: float
-    x: np.ndarray
-    tangent: np.ndarray  # unit vector in (x, t)
-    margin: float | None = None
-    free_entropy: float | None = None
-
-    @property
-    def stable(self) -> bool | None:
-        return is_stable(self.margin)
-
-    def flipped(self) -> CurvePoint:
-        """The same point with its tangent pointing the other way along the curve."""
-        return CurvePoint(self.p, self.x, -self.tangent, self.margin, self.free_entropy)
-
-
-@dataclass(frozen=True)
-class Fold:
-    p: float
-    x: np.ndarray
-    index: int  # the fold lies between points[index] and points[index + 1]
-    refined: bool = True
-    uncertainty: float = 0.0  # in p: from the refinement's final bracket, or half the step when not refined
-
-
-#: How a branch ends inside the traced range: at a fold (the curve turns back onto its partner branch), where a
-#: quantity leaves its domain (the residual cannot be evaluated past it, or the theory's singular edge), where the
-#: corrector fails although the residual exists (a solver failure), or where the curve closes on itself or meets
-#: the step cap.
-EndKind = Literal["fold", "domain", "solver", "loop", "step_cap"]
-
-
-@dataclass(frozen=True)
-class BranchEnd:
-    """Where and how a branch on a traced curve ends (a curve that leaves the range does not end)."""
-
-    kind: EndKind
-    #: the parameter of the last point on the branch (a fold: the refined fold).
-    parameter: float
-    branch: str = ""
-    #: fold: the branch the curve continues on through the fold.
-    partner: str | None = None
-    #: domain: the quantity that left its domain (None when the theory does not name it).
-    quantity: str | None = None
-    #: solver: the method that failed, and its last residual (max norm).
-    method: str | None = None
-    residual: float | None = None
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One traced solution curve, ordered by arclength, with its folds."""
-
-    name: str
-    points: tuple[CurvePoint, ...] = ()
-    folds: tuple[Fold, ...] = ()
-    message: str = ""
-    #: How the curve ends inside the range, at its first point's end and at its last's (None: it leaves the
-    #: range there). ``branch`` is left empty here: the branch names are given to the curve's points later.
-    ends: tuple[BranchEnd | None, BranchEnd | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -106,7 +43,7 @@ class CurveTable:
     message: str = ""
     branches: tuple[str, ...] = field(default=())
     #: Every branch of the table that ends within the range, and how (in order along the curve).
-    ends: tuple[BranchEnd, ...] = ()
+    ends: tuple[End, ...] = ()
 
 
 @dataclass(frozen=True)

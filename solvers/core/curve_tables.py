@@ -1,6 +1,6 @@
 """The traced curves of a continuation as bounded tables of solutions, with the special points on them.
 
-A :class:`~solvers.core.curve_results.Curve` is what the continuation stepped through: points a few
+A :class:`~solvers.core.curve.Curve` is what the continuation stepped through: points a few
 percent of the range apart, running past the ends of the range, its folds between two of its points.
 What a user draws is a table per curve (:class:`CurveTable`), made here:
 
@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solvers.core.catalogue import same_solution, stability_margin
-from solvers.core.curve_results import BranchEnd, Curve, CurvePoint, CurveRow, CurveTable
+from solvers.core.curve import Curve, CurvePoint, End
+from solvers.core.curve_results import CurveRow, CurveTable
 from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, polish
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
@@ -93,11 +94,11 @@ def curve_tables(
     return tuple(out)
 
 
-def _branch_ends(curve: Curve, names: list[str], p_lo: float, p_hi: float) -> list[tuple[str, BranchEnd]]:
+def _branch_ends(curve: Curve, names: list[str], p_lo: float, p_hi: float) -> list[tuple[str, End]]:
     """Every end of a branch on the curve inside [p_lo, p_hi], tagged with where it lies: ``first`` / ``last`` (an
     end of the curve) or ``fold`` (both branches that meet at a refined fold, each naming the other)."""
     inside = lambda p: p_lo - 1e-12 * max(1.0, abs(p_lo)) <= p <= p_hi + 1e-12 * max(1.0, abs(p_hi))  # noqa: E731
-    out: list[tuple[str, BranchEnd]] = []
+    out: list[tuple[str, End]] = []
     first, last = curve.ends
     if first is not None and inside(first.parameter):
         out.append(("first", replace(first, branch=names[0])))
@@ -106,15 +107,15 @@ def _branch_ends(curve: Curve, names: list[str], p_lo: float, p_hi: float) -> li
             a, b = names[f.index], names[f.index + 1]
             for one, other in ((a, b), (b, a)):
                 why = f"the curve turns back in the parameter and continues as {other}"
-                out.append(("fold", BranchEnd("fold", f.p, branch=one, partner=other, detail=why)))
+                out.append(("fold", End("fold", f.point, detail=why, branch=one, partner=other)))
     if last is not None and inside(last.parameter):
         out.append(("last", replace(last, branch=names[-1])))
     return out
 
 
 def _piece_ends(
-    ends: list[tuple[str, BranchEnd]], piece: list[_Row], first: bool, last: bool, width: float
-) -> tuple[BranchEnd, ...]:
+    ends: list[tuple[str, End]], piece: list[_Row], first: bool, last: bool, width: float
+) -> tuple[End, ...]:
     """The ends that belong to one piece of the curve within the range: the curve's own ends on its first and last
     piece, a fold on the piece that holds both its branches around its parameter."""
     lo, hi = min(r.p for r in piece), max(r.p for r in piece)

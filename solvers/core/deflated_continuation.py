@@ -16,13 +16,14 @@ reaches it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from solvers.core.catalogue import novelty, same_solution
 from solvers.core.continuation import OnStep, trace_curve
+from solvers.core.curve import Curve
 from solvers.core.curve_membership import on_some_curve
-from solvers.core.curve_results import Curve
 from solvers.core.deflation import deflated_search
 from solvers.core.detect import interpolations, polish
 from solvers.core.options import SolverOptions
@@ -68,8 +69,7 @@ def deflate_along(
             along = (curve.points[k * n // 4] for k in (1, 2, 3))
             if any(on_some_curve(problem, curves, q.p, q.x, options) for q in along):
                 continue
-            curves.append(Curve(curve.name, curve.points, curve.folds,
-                                f"found by deflation at p = {v:.10g}; {curve.message}"))
+            curves.append(replace(curve, message=f"found by deflation at p = {v:.10g}; {curve.message}"))
 
 
 def _solutions_on(problem: Problem, curves: Sequence[Curve], v: float, options: SolverOptions) -> list[SolveResult]:

@@ -30,7 +30,7 @@ import numpy as np
 from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution, stability_margin
 from solvers.core.continuation import ProblemSystem, refine_between
-from solvers.core.curve_results import Curve, CurvePoint
+from solvers.core.curve import Curve, CurvePoint
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem

@@ -21,14 +21,16 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from solvers.core.branch_points import bifurcating_starts, bifurcating_tangents, inside_domain
 from solvers.core.catalogue import build_catalogue, solve_catalogue
 from solvers.core.continuation import OnStep, ProblemSystem, trace_curve
+from solvers.core.curve import Curve, CurvePoint
 from solvers.core.curve_membership import on_some_curve
-from solvers.core.curve_results import Curve, CurvePoint, Sweep
+from solvers.core.curve_results import Sweep
 from solvers.core.curve_tables import curve_tables
 from solvers.core.deflated_continuation import deflate_along
 from solvers.core.detect import (
@@ -131,7 +133,7 @@ def _grid_point(cat: Catalogue, name: str) -> CurvePoint | None:
     b = cat.get(name)
     if b is None or not b.converged:
         return None
-    return CurvePoint(cat.parameter, np.asarray(b.x), np.zeros(0), b.stability_margin, b.free_entropy)
+    return CurvePoint((cat.parameter,), np.asarray(b.x), None, b.stability_margin, b.free_entropy)
 
 
 def grid_tracks(vals: list[float], cats: Sequence[Catalogue]) -> list[Track]:
@@ -311,7 +313,7 @@ def _switch_branches(
                 away = _away_from(curve, (p, x), sp, detector.width)
                 if on_some_curve(problem, curves, away.p, away.x, options):
                     continue
-                curve = Curve(curve.name, curve.points, curve.folds,
+                curve = replace(curve, message=
                               f"started by branch switching at the {sp.bifurcation.describe()} at "  # type: ignore[union-attr]
                               f"p = {sp.parameter:.10g} (depth {depth}); {curve.message}")
                 curves.append(curve)

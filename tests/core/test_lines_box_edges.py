@@ -27,7 +27,7 @@ def test_a_line_between_the_rows_is_found_on_the_edges() -> None:
     assert np.max(np.abs(pts[:, 0])) < 1e-8
     assert {e.kind for e in first.ends} == {"domain"}
     assert sorted(pts[[0, -1], 1]) == [0.5, 3.0]
-    for (_, a), states in zip(first.points, first.states, strict=True):
+    for (_, a), states in zip(first.coordinates, first.states, strict=True):
         assert np.allclose(sorted(states[:, 0]), [-np.sqrt(a), np.sqrt(a)], atol=1e-8)
     # the rows alone see the folds but no first-order point: only the edges do
     for lam in (-1.0, 1.0):

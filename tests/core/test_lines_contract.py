@@ -30,7 +30,7 @@ def test_results_are_immutable() -> None:
         line.kind = "event"  # type: ignore[misc]
     with pytest.raises(ValueError):
         line.states[0][0, 0] = 1.0
-    assert isinstance(line.points, tuple) and isinstance(line.points[0], tuple)
+    assert isinstance(line.coordinates, tuple) and isinstance(line.coordinates[0], tuple)
 
 
 def test_a_seed_where_no_fold_exists_is_reported_lost_not_raised() -> None:

@@ -71,7 +71,7 @@ def test_first_order_line_is_h_zero_for_beta_above_one_ending_critical(result) -
     assert ends["critical"].point[1] == pytest.approx(0.0, abs=1e-8)
     assert ends["critical"].precision == 0.0
     assert ends["domain"].point[0] == pytest.approx(2.0, abs=1e-12)
-    for (beta, _), states in zip(line.points, line.states, strict=True):
+    for (beta, _), states in zip(line.coordinates, line.states, strict=True):
         if beta > 1.05:
             assert sorted(states[:, 0]) == pytest.approx([-magnetisation(beta), magnetisation(beta)], abs=1e-8)
     assert set(line.branches) == {"up", "down"}
@@ -118,7 +118,8 @@ def test_pitchfork_at_zero_field_and_both_branches_started() -> None:
     for start in new:
         assert start.parameter == pytest.approx(1 + start.x[0] ** 2 / 3, rel=1e-6)
         curve = trace_branch(problem, start.x, start.parameter, (0.6, 2.0), tangent=start.tangent, both_ways=False)
-        assert curve.ends[1] == "domain" and curve.parameters[-1] == pytest.approx(2.0)
-        for (m,), beta in zip(curve.states, curve.parameters, strict=True):
+        assert curve.ends[0] is None and curve.ends[1].kind == "domain" and curve.points[-1].p == pytest.approx(2.0)
+        for q in curve.points:
+            (m,), beta = q.x, q.p
             if beta > 1.05:
                 assert m == pytest.approx(np.sign(start.x[0]) * magnetisation(beta), abs=1e-8)

@@ -62,7 +62,7 @@ def test_first_order_line_is_lambda_zero_between_the_two_wells(result) -> None:
     (line,) = result.of_kind("first_order")
     pts = line.array()
     assert np.max(np.abs(pts[:, 1])) <= 1e-10
-    for (a, _), states in zip(line.points, line.states, strict=True):
+    for (a, _), states in zip(line.coordinates, line.states, strict=True):
         # The wells are conditioned by F_x = 2a: a residual of 1e-10 is a state error 5e-11 / a.
         if a > 0.02:
             assert sorted(states[:, 0]) == pytest.approx([-np.sqrt(a), np.sqrt(a)], abs=1e-8)

@@ -93,7 +93,7 @@ def test_aligned_fold_line_against_the_quartic_and_an_independent_fold_solve(res
     (line,) = result.of_kind("fold")
     assert set(line.branches) == {"aligned", "barrier"}
     h = 1e-3
-    for (b, u), state in list(zip(line.points, line.states, strict=True))[::5]:
+    for (b, u), state in list(zip(line.coordinates, line.states, strict=True))[::5]:
         # The exact quartic has no aligned well just below u and one just above it.
         assert aligned_count(b, u - h) == 0 and aligned_count(b, u + h) == 1
         # F'(s) = F''(s) = 0 in s = ρ², solved by fsolve from a rough guess.
@@ -106,7 +106,7 @@ def test_first_order_line_against_equal_well_depths(result) -> None:
     (line,) = result.of_kind("first_order")
     assert set(line.branches) == {"center", "aligned"}
     fold = result.of_kind("fold")[0]
-    for (b, u), states in list(zip(line.points, line.states, strict=True))[::4]:
+    for (b, u), states in list(zip(line.coordinates, line.states, strict=True))[::4]:
         u_fold = float(np.interp(b, *fold.array()[np.argsort(fold.array()[:, 0])].T))
         assert u == pytest.approx(equal_depth_u(b, u_fold + 1e-3, float(centre_spinodal(np.array(b)))), abs=1e-6)
         assert sorted(abs(states[:, 0]))[0] <= 1e-12  # one of the two states is the centre
@@ -122,12 +122,12 @@ def test_lines_resampled_at_chosen_b_against_the_references(result) -> None:
     problem = overlap_problem()
     lines = {line.kind: resample_line(problem, line, bs, *BOX) for line in result.lines}
     for kind in ("fold", "first_order", "stability_loss"):
-        assert [p[0] for p in lines[kind].points] == pytest.approx(bs, abs=1e-12)
-    u_spin = [p[1] for p in lines["stability_loss"].points]
+        assert [p[0] for p in lines[kind].coordinates] == pytest.approx(bs, abs=1e-12)
+    u_spin = [p[1] for p in lines["stability_loss"].coordinates]
     assert u_spin == pytest.approx(list(centre_spinodal(np.array(bs))), abs=1e-8)
-    for (b, u), (_, uf) in zip(lines["first_order"].points, lines["fold"].points, strict=True):
+    for (b, u), (_, uf) in zip(lines["first_order"].coordinates, lines["fold"].coordinates, strict=True):
         assert u == pytest.approx(equal_depth_u(b, uf + 1e-3, float(centre_spinodal(np.array(b)))), abs=1e-6)
-    for (b, u), state in zip(lines["fold"].points, lines["fold"].states, strict=True):
+    for (b, u), state in zip(lines["fold"].coordinates, lines["fold"].states, strict=True):
         _, u_star = fsolve(fold_equations, [state[0, 0] ** 2 * 1.05, u * 1.01], args=(b,), xtol=1e-12)
         assert u == pytest.approx(u_star, abs=1e-8)
 

@@ -8,15 +8,17 @@ import numpy as np
 
 from service.result_schemas import BoundaryJobResult
 from service.serialize import boundary_json
-from solvers.core.lines.results import BoundaryResult, Line, LineEnd, Unexplained
+from solvers.core.curve import Curve, CurvePoint, End
+from solvers.core.lines.results import BoundaryResult, Unexplained
 from solvers.core.special_points import SpecialKind
 from tests.contract.declared_fields import undeclared
 
 
 def test_unexplained_crossings_are_served_as_the_response_model_says() -> None:
     x = np.zeros(1)
-    line = Line(SpecialKind.FOLD, ("a", "b"), ((0.1, 10.0), (0.2, 12.0)), (x, x),
-                (LineEnd("domain", (0.1, 10.0), x), LineEnd("lost", (0.2, 12.0), x, "the corrector fails")))
+    line = Curve("", (CurvePoint((0.1, 10.0), x), CurvePoint((0.2, 12.0), x)), (),
+                 (End("domain", (0.1, 10.0), x), End("lost", (0.2, 12.0), x, "the corrector fails")),
+                 parameters=("kappa", "N"), kind=SpecialKind.FOLD, branches=("a", "b"))
     result = BoundaryResult(
         (line,), (), "", (0.1, 0.5), (10.0, 20.0),
         (Unexplained(SpecialKind.BIFURCATION, (0.3, 15.0), ("c",), "N = 20 (edge)", "could not be traced (nan)"),

@@ -43,11 +43,12 @@ def test_hciz_first_order_line_between_the_rows_is_traced() -> None:
     (first,) = res.of_kind(SpecialKind.FIRST_ORDER)
     assert set(first.branches) == {"universal", "specialized"}
     assert [e.kind for e in first.ends] == ["domain", "domain"]
-    assert sorted(p[1] for p in (first.points[0], first.points[-1])) == pytest.approx([1.0, 8.0], abs=1e-6)  # edges
+    edges = sorted(p[1] for p in (first.coordinates[0], first.coordinates[-1]))
+    assert edges == pytest.approx([1.0, 8.0], abs=1e-6)
     assert res.of_kind(SpecialKind.FOLD), "the spinodal line is still there"
     at = resample_line(problem, first, [0.05, 0.1, 0.2], (0.01, 0.5), (1.0, 8.0))
     brackets = {0.05: (2.1, 2.35), 0.1: (3.6, 3.9), 0.2: (6.6, 6.9)}  # the specialised branch exists over each
-    for (delta, alpha), grid in zip(at.points, (2.2083, 3.7315, 6.7672), strict=True):
+    for (delta, alpha), grid in zip(at.coordinates, (2.2083, 3.7315, 6.7672), strict=True):
         reference = _hciz_first_order_alpha(delta, *brackets[delta])
         assert alpha == pytest.approx(reference, abs=1e-6)
         assert alpha == pytest.approx(grid, abs=1e-3)

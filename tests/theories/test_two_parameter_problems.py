@@ -64,12 +64,12 @@ def test_the_potential_in_b_and_u_has_its_three_lines(native) -> None:
 def test_resampled_lines_against_the_closed_form_and_the_equal_depth_computation(native) -> None:
     problem, res = native
     by_kind = {line.kind: resample_line(problem, line, BS, *BOX) for line in res.lines}
-    for (b, u) in by_kind["stability_loss"].points:
+    for (b, u) in by_kind["stability_loss"].coordinates:
         assert u == pytest.approx(centre_spinodal(b), abs=1e-8)
-    folds = dict(by_kind["fold"].points)
-    for (b, u) in by_kind["first_order"].points:
+    folds = dict(by_kind["fold"].coordinates)
+    for (b, u) in by_kind["first_order"].coordinates:
         assert u == pytest.approx(equal_depth_u(b, folds[b] + 1e-3, centre_spinodal(b)), abs=1e-6)
-    assert [p[0] for p in by_kind["first_order"].points] == pytest.approx(BS, abs=1e-12)
+    assert [p[0] for p in by_kind["first_order"].coordinates] == pytest.approx(BS, abs=1e-12)
 
 
 def test_the_generic_rebound_problem_traces_the_same_lines(native) -> None:
@@ -117,13 +117,13 @@ def test_hciz_relu_universal_stability_line_is_where_its_linearisation_says() ->
     assert line.kind == "stability_loss" and [e.kind for e in line.ends] == ["domain", "domain"]
     assert line.bifurcation is not None and line.bifurcation.describe() == "supercritical pitchfork"
     one = hciz.problem(spec, "alpha", SolverOptions())
-    for (delta, alpha), state in list(zip(line.points, line.states, strict=True))[::3]:
+    for (delta, alpha), state in list(zip(line.coordinates, line.states, strict=True))[::3]:
         at = hciz.problem(spec.model_copy(update={"Delta": delta}), "alpha", SolverOptions())
         assert at.report(state[0], alpha).observables["hciz_margin"] == pytest.approx(0.0, abs=1e-8)
     # At the spec's own Δ the line passes through the one-parameter sweep's bifurcation (α = 0.339165),
     # on a solution of the one-parameter problem.
     at_spec = resample_line(problem, line, [0.03], (0.025, 0.035), (0.25, 0.45))
-    ((_, alpha_star),) = at_spec.points
+    ((_, alpha_star),) = at_spec.coordinates
     assert alpha_star == pytest.approx(0.339165, abs=5e-7)
     assert np.max(np.abs(one.F(at_spec.states[0][0], alpha_star))) <= 1e-9
 
@@ -147,7 +147,7 @@ def test_hciz_tanh_spinodal_and_first_order_lines_through_the_one_dimensional_re
     for line in res.lines:  # every end on the box, also where a line leaves near a corner
         for end in line.ends:
             assert box[0][0] <= end.point[0] <= box[0][1] and box[1][0] <= end.point[1] <= box[1][1]
-    at = {line.kind: resample_line(problem, line, [0.1], *box).points[0][1] for line in res.lines}
+    at = {line.kind: resample_line(problem, line, [0.1], *box).coordinates[0][1] for line in res.lines}
     assert at["fold"] == pytest.approx(float(fold.fun), rel=1e-7)
     assert at["first_order"] == pytest.approx(alpha_of(q_e), rel=1e-7)
 

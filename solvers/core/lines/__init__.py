@@ -10,7 +10,8 @@ Entry points:
   branch points of a one-parameter problem; ``trace_branch`` continues a branch.
 
 Problems are ``TwoParameterProblem`` / ``OneParameterProblem``; options ``LineOptions``; results
-``BoundaryResult``, ``Line``, ``LineEnd``, ``CriticalPoint``, ``BifurcationPoint``, ``BranchStart``.
+``BoundaryResult``, ``CriticalPoint``, ``BifurcationPoint``, ``BranchStart``; a traced line (``Line``) and a
+branch (``trace_branch``) are the engine's one record of a curve, ``Curve`` with its ``End`` s.
 See docs/phase_boundaries.md for the augmented systems and stopping rules.
 """
 
@@ -24,7 +25,7 @@ from solvers.core.lines.branch_switching import (
     locate_branch_point,
 )
 from solvers.core.lines.coexistence import trace_first_order_line
-from solvers.core.lines.curves import Curve1D, trace_branch
+from solvers.core.lines.curves import trace_branch
 from solvers.core.lines.fold import trace_fold_line
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem, TwoParameterProblem, from_problem
@@ -34,8 +35,9 @@ from solvers.core.lines.results import (
     BoundaryResult,
     BranchStart,
     CriticalPoint,
+    Curve,
+    End,
     Line,
-    LineEnd,
     NormalForm,
 )
 from solvers.core.lines.scan import Scan, ScanPoint, scan_special_points
@@ -47,9 +49,9 @@ __all__ = [
     "BranchStart",
     "BranchSwitch",
     "CriticalPoint",
-    "Curve1D",
+    "Curve",
+    "End",
     "Line",
-    "LineEnd",
     "LineOptions",
     "NormalForm",
     "OneParameterProblem",

@@ -96,7 +96,7 @@ def _covers_as_is(
     family = traced.family
     seed = _canonical_z(problem, point.states, np.asarray(point.lam, dtype=float), family)
     zs = np.array([_canonical_z(problem, s, np.asarray(p, dtype=float), family)
-                   for p, s in zip(traced.line.points, traced.line.states, strict=True)]) / S
+                   for p, s in zip(traced.line.coordinates, traced.line.states, strict=True)]) / S
     if seed.size != zs.shape[1]:
         return False
     guess, dist = _closest_on_polyline(zs, seed / S)
@@ -268,8 +268,8 @@ def trace_boundaries(
     # (a margin that vanishes at a fold: the zero-margin system is singular there, the fold line is not).
     continued = [t.line for t in traced if len(t.line.points) >= 2]
     unexplained = [u for u in unexplained if not any(_passes_near(line, u.point, box) for line in continued)]
-    lines = [t.line for t in traced
-             if len(t.line.points) >= 2 or not any(_passes_near(line, t.line.points[0], box) for line in continued)]
+    lines = [t.line for t in traced if len(t.line.points) >= 2
+             or not any(_passes_near(line, t.line.coordinates[0], box) for line in continued)]
     reason = ""
     if not lines:
         rows = ", ".join(f"{v:.6g}" for v in scans.rows)

@@ -27,7 +27,7 @@ from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import BifurcationPoint, Line, LineEnd
+from solvers.core.lines.results import BifurcationPoint, End, Line
 from solvers.core.lines.tracing import (
     assemble,
     default_end,
@@ -138,22 +138,22 @@ def trace_branch_points(
     z_seed = np.concatenate([x0, lam0, [0.0]])
     z0 = polish_seed(system, z_seed, options, fix=system.n)
     if z0 is None:
-        end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
+        end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
         line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,
-                        bifurcation=bifurcation, formulation="branch_point")
+                        bifurcation=bifurcation, formulation="branch_point", parameters=problem.names)
         return TracedBranchPoints(line, system)
     both = run_two_way(system, z0, options, box, [])
     ends = []
     for path in (both.backward, both.forward):
         z_end = path.z[-1]
-        ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                                path.end_precision))
+        ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                            path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
     mu = max(abs(float(z[-1])) for z in points)
     message = f"{describe(pair, len(points))}; largest |μ| on the line {mu:.2e}"
     line = assemble(kind, branches, points, system.params, system.states, pair, message, bifurcation=bifurcation,
-                    formulation="branch_point")
+                    formulation="branch_point", parameters=problem.names)
     return TracedBranchPoints(line, system)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.core.lines.bordered import bordered_solve, fold_function, null_vectors
-from solvers.core.lines.curves import trace_branch
+from solvers.core.lines.curves import branch_z, trace_branch
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem
@@ -302,17 +302,17 @@ def find_bifurcations(
     """Continue the branch through (x, p) over p_range; locate, classify and branch off every simple branch point."""
     opts = options or LineOptions()
     curve = trace_branch(problem, x, p, p_range, opts)
+    z = branch_z(curve)
     model = model_of(problem, 1)
-    n = problem.dim
     width = max(p_range) - min(p_range)
     scale = np.concatenate([problem.x_scale(), [width]])
     found: list[BranchSwitch] = []
     for mark in curve.marks:
-        if mark.monitor not in ("singular", "margin", "fold"):
+        if mark.kind not in ("singular", "margin", "fold"):
             continue
-        xs, ps = mark.z[:n], float(mark.z[n])
-        ref = jacobian_size(model, [curve.z[mark.index], curve.z[min(mark.index + 1, len(curve.z) - 1)]], scale)
-        if point_kind(model, xs, np.array([ps]), scale[:n], scale[n:], ref) != "branch_point":
+        xs, ps = mark.x, mark.p
+        ref = jacobian_size(model, [z[mark.index], z[min(mark.index + 1, len(z) - 1)]], scale)
+        if point_kind(model, xs, np.array([ps]), scale[:-1], scale[-1:], ref) != "branch_point":
             continue
         located = locate_branch_point(problem, xs, ps, opts)
         if located is None:
@@ -321,7 +321,7 @@ def find_bifurcations(
         if any(abs(s.point.parameter - pb) <= 1e-8 * p_scale(pb) and np.allclose(s.point.x, xb, atol=1e-7)
                for s in found):
             continue
-        incoming = mark.tangent * np.concatenate([problem.x_scale(), [max(p_range) - min(p_range)]])
+        incoming = np.asarray(mark.tangent) * scale
         bp = classify_branch_point(problem, xb, pb, opts, incoming=incoming)
         if bp is None:
             continue

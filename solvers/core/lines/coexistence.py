@@ -34,7 +34,7 @@ from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_
 from solvers.core.lines.fold import solve_cusp
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import Line, LineEnd
+from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     assemble,
     default_end,
@@ -133,7 +133,7 @@ def _nearly_merged(system: CoexistenceSystem, z: np.ndarray, options: LineOption
 
 def _merge_end(
     path: Path, system: CoexistenceSystem, model: Model, options: LineOptions
-) -> tuple[LineEnd, np.ndarray | None]:
+) -> tuple[End, np.ndarray | None]:
     """The critical point where the two states merge, from the last points of the path."""
     zs = list(path.z)
     # Drop points past a reversal of the difference (the corrector may have stepped across the merge).
@@ -150,8 +150,8 @@ def _merge_end(
     lam_scale_ = system.scale[2 * n :]
     if deg < 1:
         z = tail[-1]
-        end = LineEnd("critical", system.params(z), system.states(z), "the coexisting states merge (not extrapolated)",
-                      float(np.max(np.abs(delta))))
+        end = End("critical", system.params(z), system.states(z), "the coexisting states merge (not extrapolated)",
+                  float(np.max(np.abs(delta))))
         return end, None
     def extrapolate(values: np.ndarray, d: int) -> float:
         return float(np.polyval(np.polyfit(delta, values, d), 0.0))
@@ -173,7 +173,7 @@ def _merge_end(
         xc, lc = x_ext, lam_ext
         detail = "the coexisting states merge (extrapolated to zero distance)"
     z_end = np.concatenate([xc, xc, lc])
-    end = LineEnd("critical", system.params(z_end), system.states(z_end), detail, precision)
+    end = End("critical", system.params(z_end), system.states(z_end), detail, precision)
     return end, z_end
 
 
@@ -193,14 +193,14 @@ def trace_coexistence(
     z_seed = np.concatenate([np.asarray(xa, dtype=float), np.asarray(xb, dtype=float), np.asarray(lam, dtype=float)])
     z0 = polish_seed(system, z_seed, options, fix=2 * system.n)
     if z0 is None:
-        end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge to coexistence")
+        end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge to coexistence")
         line = assemble(SpecialKind.FIRST_ORDER, branches, [z_seed], system.params, system.states, (end, end),
-                        end.detail, formulation="coexistence")
+                        end.detail, formulation="coexistence", parameters=problem.names)
         return TracedCoexistence(line, system)
     monitors = [_margin_monitor(problem, model, system, 0), _margin_monitor(problem, model, system, 1)]
     both = run_two_way(system, z0, options, box, monitors,
                       stop=lambda z: "terminated" if system.merged(z, options.merge_distance) else None)
-    ends: list[LineEnd] = []
+    ends: list[End] = []
     extra: list[np.ndarray | None] = []
     for path in (both.backward, both.forward):
         z_end = path.z[-1]
@@ -212,18 +212,18 @@ def trace_coexistence(
             # A state reaching its stability limit next to the other state: they merge there (a
             # tricritical-like end, where the margin is flat and its zero is poorly conditioned).
             end, z_crit = _merge_end(path, system, model, options)
-            ends.append(LineEnd("critical", end.point, end.states,
-                                _joined(end.detail, "where one state reaches its stability limit"), end.precision))
+            ends.append(End("critical", end.point, end.states,
+                            _joined(end.detail, "where one state reaches its stability limit"), end.precision))
             extra.append(z_crit)
         elif path.end.startswith("spinodal_"):
             which = path.end[-1]
-            ends.append(LineEnd("spinodal", system.params(z_end), system.states(z_end),
-                                _joined(f"state {which} reaches its stability limit", path.detail),
-                                path.end_precision))
+            ends.append(End("spinodal", system.params(z_end), system.states(z_end),
+                            _joined(f"state {which} reaches its stability limit", path.detail),
+                            path.end_precision))
             extra.append(None)
         else:
-            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                                path.end_precision))
+            ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                            path.end_precision))
             extra.append(None)
     points = both.points()
     if extra[0] is not None:
@@ -232,7 +232,7 @@ def trace_coexistence(
         points = [*points, extra[1]]
     pair = (ends[0], ends[1])
     line = assemble(SpecialKind.FIRST_ORDER, branches, points, system.params, system.states, pair,
-                    describe(pair, len(points)), formulation="coexistence")
+                    describe(pair, len(points)), formulation="coexistence", parameters=problem.names)
     return TracedCoexistence(line, system)
 
 

@@ -11,22 +11,16 @@ monitors whose sign changes are located along the arclength:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from solvers.core.arclength import Box, Monitor, run, trace_two_way
+from solvers.core.arclength import Box, Monitor, Path, run, trace_two_way
+from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import OneParameterProblem
+from solvers.core.lines.tracing import default_end
 from solvers.core.newton import ROUND_OFF, newton
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    out = np.array(a, dtype=float)
-    out.setflags(write=False)
-    return out
 
 
 class CurveSystem:
@@ -46,45 +40,6 @@ class CurveSystem:
 
     def accept(self, z: np.ndarray) -> None:
         pass
-
-
-@dataclass(frozen=True)
-class CurveMark:
-    """A located sign change of a monitor: between ``points[index]`` and ``points[index + 1]``."""
-
-    monitor: str
-    index: int
-    z: np.ndarray
-    tangent: np.ndarray
-    refined: bool
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "z", _frozen(self.z))
-        object.__setattr__(self, "tangent", _frozen(self.tangent))
-
-
-@dataclass(frozen=True)
-class Curve1D:
-    """One traced curve: ``z[i] = (x_i, p_i)``, unit scaled ``tangents``, ``margins`` (NaN when unknown)."""
-
-    name: str
-    z: np.ndarray
-    tangents: np.ndarray
-    margins: np.ndarray
-    marks: tuple[CurveMark, ...]
-    ends: tuple[str, str]
-
-    def __post_init__(self) -> None:
-        for f in ("z", "tangents", "margins"):
-            object.__setattr__(self, f, _frozen(getattr(self, f)))
-
-    @property
-    def parameters(self) -> np.ndarray:
-        return self.z[:, -1]
-
-    @property
-    def states(self) -> np.ndarray:
-        return self.z[:, :-1]
 
 
 def curve_monitors(problem: OneParameterProblem, model: Model) -> list[Monitor]:
@@ -120,8 +75,13 @@ def trace_branch(
     name: str = "branch",
     tangent: np.ndarray | None = None,
     both_ways: bool = True,
-) -> Curve1D:
-    """The solution curve through (x, p), both ways (or along ``tangent`` only) until it leaves p_range."""
+) -> Curve:
+    """The solution curve through (x, p), both ways (or along ``tangent`` only) until it leaves p_range.
+
+    Its marks are the located sign changes of :func:`curve_monitors`; each direction ends where it leaves p_range
+    (``domain``), where the corrector fails at the smallest step (``lost``), where it closes, or at the step cap
+    (a one-way curve has no end at its start: None).
+    """
     opts = options or LineOptions()
     model = model_of(problem, 1)
     lo, hi = float(min(p_range)), float(max(p_range))
@@ -141,15 +101,33 @@ def trace_branch(
     if both_ways:
         two = trace_two_way(system, z0, t0, opts.limits(), box=box, monitors=monitors)
         points, tangents, values, located = two.points(), two.tangents(), two.values(), two.located()
-        ends = (two.backward.end, two.forward.end)
+        ends = (_end(two.backward), _end(two.forward))
     else:
         path = run(system, z0, t0, opts.limits(), box=box, monitors=monitors)
         points, tangents, values, located = path.z, path.tangents, path.values, path.located
-        ends = ("start", path.end)
+        ends = (None, _end(path))
     names = [m.name for m in monitors]
-    if "margin" in names:
-        margins = np.array([v[names.index("margin")] for v in values])
-    else:
-        margins = np.full(len(points), np.nan)
-    marks = tuple(CurveMark(m.name, m.index, m.z, m.tangent, m.refined) for m in located)
-    return Curve1D(name, np.array(points), np.array(tangents), margins, marks, ends)
+    at = names.index("margin") if "margin" in names else None
+    n = problem.dim
+    rows = tuple(CurvePoint((float(z[n]),), z[:n], t, _margin(v, at)) for z, t, v in zip(points, tangents, values,
+                                                                                           strict=True))
+    marks = tuple(Mark(m.name, m.index, (float(m.z[n]),), m.z[:n], m.tangent, m.refined, m.uncertainty)
+                  for m in located)
+    return Curve(name, rows, marks, ends)
+
+
+def _margin(values: np.ndarray, at: int | None) -> float | None:
+    if at is None or not np.isfinite(values[at]):
+        return None
+    return float(values[at])
+
+
+def _end(path: Path) -> End:
+    """How one direction of a branch ends: ``domain`` where it leaves the parameter range."""
+    z = path.z[-1]
+    return End(default_end(path.end), (float(z[-1]),), z[:-1], path.detail, path.end_precision)
+
+
+def branch_z(curve: Curve) -> np.ndarray:
+    """A branch's points as rows z = (x, p)."""
+    return np.array([np.concatenate([q.x, [q.p]]) for q in curve.points])

@@ -30,7 +30,7 @@ from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singu
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import Line, LineEnd
+from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     assemble,
     default_end,
@@ -176,9 +176,9 @@ def trace_fold(
     z0 = polish_seed(system, np.concatenate([x0, lam0]), options, fix=system.n)
     if z0 is None:
         z_bad = np.concatenate([x0, lam0])
-        end = LineEnd("lost", system.params(z_bad), system.states(z_bad), "the seed does not converge to a fold")
+        end = End("lost", system.params(z_bad), system.states(z_bad), "the seed does not converge to a fold")
         line = assemble(SpecialKind.FOLD, branches, [z_bad], system.params, system.states, (end, end), end.detail,
-                        formulation="fold")
+                        formulation="fold", parameters=problem.names)
         return TracedFold(line, system)
     system.accept(z0)
     cusp = Monitor("cusp", lambda z, t: system.coefficient(z), stop=True)
@@ -203,7 +203,7 @@ def trace_fold(
                 detail += "; degenerate (F = σ = a = 0 is singular here)"
                 if meets_branch_points(model, z_end, system, problem, ref):
                     detail += ": the fold meets a line of branch points (a symmetric cusp)"
-            ends.append(LineEnd("critical", system.params(z_end), system.states(z_end), detail, precision))
+            ends.append(End("critical", system.params(z_end), system.states(z_end), detail, precision))
             # One step past the cusp lands on the partner fold line, a seed for tracing it.
             t = path.tangents[-1]
             u = z_end / system.scale
@@ -212,12 +212,12 @@ def trace_fold(
             if nxt is not None:
                 beyond.append(nxt * system.scale)
         else:
-            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                                path.end_precision))
+            ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                            path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
     line = assemble(SpecialKind.FOLD, branches, points, system.params, system.states, pair, describe(pair, len(points)),
-                    formulation="fold")
+                    formulation="fold", parameters=problem.names)
     return TracedFold(line, system, beyond)
 
 

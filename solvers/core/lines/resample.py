@@ -9,9 +9,11 @@ chord's interpolation, so each returned point is on the line to the corrector's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
+from solvers.core.curve import CurvePoint
 from solvers.core.lines.branch_point_line import BranchPointSystem
 from solvers.core.lines.coexistence import CoexistenceSystem
 from solvers.core.lines.derivatives import model_of
@@ -26,7 +28,7 @@ from solvers.core.lines.zero_lines import ZeroSystem
 def _system(problem: TwoParameterProblem, line: Line, lam_sc: np.ndarray):
     model = model_of(problem, 2)
     xs = problem.x_scale()
-    x0, lam0 = np.asarray(line.states[0][0]), np.asarray(line.points[0], dtype=float)
+    x0, lam0 = np.asarray(line.states[0][0]), np.asarray(line.points[0].point, dtype=float)
     if line.formulation == "fold":
         return FoldSystem(model, x0, lam0, xs, lam_sc)
     if line.formulation == "coexistence":
@@ -41,7 +43,7 @@ def _system(problem: TwoParameterProblem, line: Line, lam_sc: np.ndarray):
 
 
 def _z(line: Line, i: int) -> np.ndarray:
-    lam = np.asarray(line.points[i], dtype=float)
+    lam = np.asarray(line.points[i].point, dtype=float)
     states = line.states[i]
     if line.formulation == "coexistence":
         return np.concatenate([states[0], states[1], lam])
@@ -90,14 +92,4 @@ def resample_line(
     found.sort(key=lambda f: (f[0], f[1]))
     zs = [z for _, _, z in found]
     message = f"{len(zs)} points at {('λ1', 'λ2')[axis]} = requested values" + (f"; {failed} failed" if failed else "")
-    return Line(
-        kind=line.kind,
-        branches=line.branches,
-        points=tuple(system.params(z) for z in zs),
-        states=tuple(system.states(z) for z in zs),
-        ends=line.ends,
-        message=message,
-        name=line.name,
-        bifurcation=line.bifurcation,
-        formulation=line.formulation,
-    )
+    return replace(line, points=tuple(CurvePoint(system.params(z), system.states(z)) for z in zs), message=message)

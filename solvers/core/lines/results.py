@@ -1,4 +1,4 @@
-"""Typed, immutable results of the line tracers and of branch switching.
+"""Typed, immutable results of the line tracers and of branch switching; a line itself is a ``Curve``.
 
 The kinds of line and the branch-point records are the engine's own (``SpecialKind``,
 ``BifurcationPoint``, ``NormalForm`` in :mod:`solvers.core.special_points`): a special point of a
@@ -8,10 +8,10 @@ one-parameter sweep and a line of such points speak one vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
+from solvers.core.curve import Curve, End, EndKind, Formulation, frozen
 from solvers.core.lines.options import LineKind
 from solvers.core.special_points import BifurcationPoint, BifurcationType, Criticality, NormalForm, SpecialKind
 
@@ -22,40 +22,19 @@ __all__ = [
     "BranchStart",
     "CriticalPoint",
     "Criticality",
+    "Curve",
+    "End",
     "EndKind",
     "Formulation",
     "Line",
-    "LineEnd",
     "NormalForm",
     "Unexplained",
 ]
 
-EndKind = Literal["domain", "critical", "spinodal", "lost", "max_points", "closed"]
-Formulation = Literal["fold", "coexistence", "branch_point", "zero"]
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    out = np.array(a, dtype=float)
-    out.setflags(write=False)
-    return out
-
-
-@dataclass(frozen=True)
-class LineEnd:
-    """Where and why a line stops. ``states`` has one row per state of the line there.
-
-    ``precision`` estimates the error of ``point`` in the parameters (0.0 when it was solved to
-    the corrector's tolerance, e.g. a cusp or an edge of the box; positive for an extrapolated end).
-    """
-
-    kind: EndKind
-    point: tuple[float, float]
-    states: np.ndarray
-    detail: str = ""
-    precision: float = 0.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "states", _frozen(np.atleast_2d(self.states)))
+#: A traced line is the engine's one record of a curve, over the two parameters (λ1, λ2): ``points[i].point`` is
+#: (λ1, λ2) and ``states[i]`` the state(s) there (one row for fold, stability-loss, bifurcation and event lines, two
+#: for the coexisting states A and B of a first-order line); its ``name`` is the event's for an event line.
+Line = Curve
 
 
 @dataclass(frozen=True)
@@ -74,41 +53,8 @@ class BranchStart:
     bifurcating: bool
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "x", _frozen(self.x))
-        object.__setattr__(self, "tangent", _frozen(self.tangent))
-
-
-@dataclass(frozen=True)
-class Line:
-    """A traced line in the (λ1, λ2) plane.
-
-    ``points`` run from ``ends[0]`` to ``ends[1]``; ``states[i]`` holds the state(s) at
-    ``points[i]``: one row for fold, stability-loss, bifurcation and event lines, two rows (the
-    coexisting states A and B) for a first-order line. ``name`` is the event's name for event lines.
-    ``bifurcation`` classifies a stability-loss or bifurcation line at its seed (e.g. a pitchfork).
-    ``formulation`` names the augmented system that traced it: "fold", "coexistence",
-    "branch_point" or "zero" (F = 0 with one scalar condition).
-    """
-
-    kind: LineKind
-    branches: tuple[str, ...]
-    points: tuple[tuple[float, float], ...]
-    states: tuple[np.ndarray, ...]
-    ends: tuple[LineEnd, LineEnd]
-    message: str = ""
-    name: str = ""
-    bifurcation: BifurcationPoint | None = None
-    formulation: Formulation = "zero"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", SpecialKind(self.kind))
-        object.__setattr__(self, "states", tuple(_frozen(np.atleast_2d(s)) for s in self.states))
-        if len(self.states) != len(self.points):
-            raise ValueError("one state block per point")
-
-    def array(self) -> np.ndarray:
-        """The points as an (N, 2) array."""
-        return np.asarray(self.points, dtype=float).reshape(-1, 2)
+        object.__setattr__(self, "x", frozen(self.x))
+        object.__setattr__(self, "tangent", frozen(self.tangent))
 
 
 @dataclass(frozen=True)
@@ -121,7 +67,7 @@ class CriticalPoint:
     precision: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "state", _frozen(self.state))
+        object.__setattr__(self, "state", frozen(self.state))
 
 
 @dataclass(frozen=True)

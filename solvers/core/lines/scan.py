@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from solvers.core.curve import Curve
 from solvers.core.lines.branch_switching import (
     NEAR_RANGE,
     classify_branch_point,
@@ -35,7 +36,7 @@ from solvers.core.lines.branch_switching import (
     point_kind,
     singular_defects,
 )
-from solvers.core.lines.curves import Curve1D, solve_state, trace_branch
+from solvers.core.lines.curves import branch_z, solve_state, trace_branch
 from solvers.core.lines.derivatives import model_of, safe_scalar
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import OneParameterProblem, TwoParameterProblem
@@ -73,7 +74,7 @@ class ScanPoint:
 @dataclass(frozen=True)
 class Scan:
     lam1: float
-    curves: tuple[Curve1D, ...]
+    curves: tuple[Curve, ...]
     points: tuple[ScanPoint, ...]
     notes: tuple[str, ...] = ()
 
@@ -102,9 +103,9 @@ def _interpolations(z: np.ndarray, p: float) -> list[np.ndarray]:
     return out
 
 
-def _known(problem: OneParameterProblem, curves: list[Curve1D], x: np.ndarray, p: float, opts: LineOptions) -> bool:
+def _known(problem: OneParameterProblem, curves: list[Curve], x: np.ndarray, p: float, opts: LineOptions) -> bool:
     for curve in curves:
-        for guess in _interpolations(np.asarray(curve.z), p):
+        for guess in _interpolations(branch_z(curve), p):
             if not same_state(problem, guess, x, 0.2):
                 continue
             polished = solve_state(problem, guess, p, opts)
@@ -113,9 +114,9 @@ def _known(problem: OneParameterProblem, curves: list[Curve1D], x: np.ndarray, p
     return False
 
 
-def _pieces(problem: OneParameterProblem, curve: Curve1D) -> tuple[list[_Piece], list[int]]:
-    cuts = sorted({m.index for m in curve.marks if m.monitor in ("fold", "singular", "margin")})
-    z = np.asarray(curve.z)
+def _pieces(problem: OneParameterProblem, curve: Curve) -> tuple[list[_Piece], list[int]]:
+    cuts = sorted({m.index for m in curve.marks if m.kind in ("fold", "singular", "margin")})
+    z = branch_z(curve)
     bounds = [0, *[c + 1 for c in cuts], len(z)]
     pieces = []
     n = problem.dim
@@ -123,7 +124,7 @@ def _pieces(problem: OneParameterProblem, curve: Curve1D) -> tuple[list[_Piece],
         if b <= a:
             continue
         zs = z[a:b]
-        margins = np.asarray(curve.margins)[a:b]
+        margins = np.array([np.nan if q.margin is None else q.margin for q in curve.points[a:b]])
         finite = margins[np.isfinite(margins)]
         stable = None if finite.size == 0 else bool(np.mean(finite > 0) > 0.5)
         mid = zs[len(zs) // 2]
@@ -164,9 +165,8 @@ def scan_special_points(
     model2 = model_of(problem, 2)
     lo, hi = float(min(lam2_range)), float(max(lam2_range))
     width = hi - lo
-    n = problem.dim
     xs = problem.x_scale()
-    curves: list[Curve1D] = []
+    curves: list[Curve] = []
     for p in (lo, hi, 0.5 * (lo + hi)):
         for start, x0 in problem.starts(np.array([lam1, p])).items():
             x = solve_state(p1, np.asarray(x0, dtype=float), p, opts)
@@ -182,35 +182,36 @@ def scan_special_points(
     for curve in curves:
         pieces, _ = _pieces(p1, curve)
         all_pieces.extend(pieces)
-        z = np.asarray(curve.z)
-        margin_at = [m for m in curve.marks if m.monitor == "margin"]
+        z = branch_z(curve)
+        margin_at = [m for m in curve.marks if m.kind == "margin"]
         for mark in curve.marks:
-            x, p = np.array(mark.z[:n]), float(mark.z[n])
+            x, p = np.array(mark.x), mark.p
             lam = np.array([lam1, p])
             names = _piece_names(pieces, mark.index)
-            if mark.monitor.startswith("event:"):
-                points.append(ScanPoint(SpecialKind.EVENT, (lam1, p), x, names, name=mark.monitor[len("event:"):]))
+            if mark.kind.startswith("event:"):
+                points.append(ScanPoint(SpecialKind.EVENT, (lam1, p), x, names, name=mark.kind[len("event:"):]))
                 continue
             ref = jacobian_size(model1, [z[mark.index], z[min(mark.index + 1, len(z) - 1)]], S1)
             kind = point_kind(model2, x, lam, xs, lam_sc, ref)
             located = None
             suspicious = kind == "branch_point" or singular_defects(model2, x, lam, xs, lam_sc, ref)[1] < NEAR_RANGE
-            if suspicious and (kind != "regular" or mark.monitor == "fold"):
+            if suspicious and (kind != "regular" or mark.kind == "fold"):
                 # A turning point next to a branch point is located poorly (the corrector may jump to
                 # the other branch through it): confirm or refute a branch point with the Moore system.
                 located = locate_branch_point(p1, x, p, opts, max_iter=15)
+                z_mark = np.concatenate([mark.x, [mark.p]])
                 if located is not None:
-                    dist = np.max(np.abs((np.concatenate([located[0], [located[1]]]) - mark.z) / S1))
+                    dist = np.max(np.abs((np.concatenate([located[0], [located[1]]]) - z_mark) / S1))
                     lam_b = np.array([lam1, located[1]])
                     ref_b = max(ref, jacobian_size(model1, [np.concatenate([located[0], [located[1]]])], S1))
                     if dist <= 1e-2 and point_kind(model2, located[0], lam_b, xs, lam_sc, ref_b) == "branch_point":
                         kind = "branch_point"
                     elif kind == "branch_point":
                         located = None
-            if mark.monitor == "fold" and kind != "branch_point":
+            if mark.kind == "fold" and kind != "branch_point":
                 points.append(ScanPoint(SpecialKind.FOLD, (lam1, p), x, names))
                 continue
-            if mark.monitor == "margin" and kind == "regular":
+            if mark.kind == "margin" and kind == "regular":
                 points.append(ScanPoint(SpecialKind.STABILITY_LOSS, (lam1, p), x, names))
                 continue
             if kind != "branch_point":
@@ -218,8 +219,8 @@ def scan_special_points(
             if located is not None:
                 x, p = located
             bp = classify_branch_point(p1, x, p, opts, incoming=np.asarray(mark.tangent) * S1)
-            loses = mark.monitor == "margin" or any(
-                abs(float(m.z[n]) - p) <= 1e-6 * width and same_state(p1, m.z[:n], x, 1e-5) for m in margin_at
+            loses = mark.kind == "margin" or any(
+                abs(m.p - p) <= 1e-6 * width and same_state(p1, m.x, x, 1e-5) for m in margin_at
             )
             kind_of = SpecialKind.STABILITY_LOSS if loses else SpecialKind.BIFURCATION
             points.append(ScanPoint(kind_of, (lam1, float(p)), x, names, bifurcation=bp, branch_point=True))

@@ -9,10 +9,11 @@ import numpy as np
 
 from solvers.core.arclength import Box, Monitor, TwoWay, trace_two_way
 from solvers.core.corrector import System, initial_tangent
+from solvers.core.curve import Curve, CurvePoint, End, EndKind, Formulation
 from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import BifurcationPoint, EndKind, Formulation, Line, LineEnd
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.special_points import BifurcationPoint
 
 
 def parameter_box(
@@ -77,28 +78,21 @@ def assemble(
     points: Sequence[np.ndarray],
     params: Callable[[np.ndarray], tuple[float, float]],
     states: Callable[[np.ndarray], np.ndarray],
-    ends: tuple[LineEnd, LineEnd],
+    ends: tuple[End, End],
     message: str,
     *,
+    parameters: tuple[str, str],
     formulation: Formulation,
     name: str = "",
     bifurcation: BifurcationPoint | None = None,
-) -> Line:
-    return Line(
-        kind=kind,
-        branches=tuple(branches),
-        points=tuple(params(z) for z in points),
-        states=tuple(states(z) for z in points),
-        ends=ends,
-        message=message,
-        name=name,
-        bifurcation=bifurcation,
-        formulation=formulation,
-    )
+) -> Curve:
+    """The line through the augmented system's points ``points`` (``params`` and ``states`` read them)."""
+    return Curve(name, tuple(CurvePoint(params(z), states(z)) for z in points), (), ends, message,
+                 tuple(parameters), kind, tuple(branches), bifurcation, formulation)
 
 
 def default_end(path_end: str) -> EndKind:
-    """The ``LineEnd`` kind of a path's own stop reasons."""
+    """The end kind of a path's own stop reasons."""
     return {"domain": "domain", "lost": "lost", "max_points": "max_points", "closed": "closed"}.get(
         path_end, "lost"
     )  # type: ignore[return-value]
@@ -108,7 +102,7 @@ def lam_scale(box: Box) -> np.ndarray:
     return np.asarray(box.hi - box.lo, dtype=float)
 
 
-def describe(ends: tuple[LineEnd, LineEnd], npoints: int) -> str:
+def describe(ends: tuple[End, End], npoints: int) -> str:
     return f"{npoints} points; ends: {ends[0].kind} at {_fmt(ends[0].point)}, {ends[1].kind} at {_fmt(ends[1].point)}"
 
 

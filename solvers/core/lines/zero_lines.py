@@ -20,7 +20,7 @@ from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.options import LineOptions
 from solvers.core.lines.problem import TwoParameterProblem
-from solvers.core.lines.results import BifurcationPoint, Line, LineEnd
+from solvers.core.lines.results import BifurcationPoint, End, Line
 from solvers.core.lines.tracing import (
     assemble,
     default_end,
@@ -88,9 +88,9 @@ def trace_zero(
     z_seed = np.concatenate([np.asarray(x, dtype=float), np.asarray(lam, dtype=float)])
     z0 = polish_seed(system, z_seed, options, fix=system.n)
     if z0 is None:
-        end = LineEnd("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
+        end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
         line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,  # type: ignore[arg-type]
-                        name=name, bifurcation=bifurcation, formulation="zero")
+                        name=name, bifurcation=bifurcation, formulation="zero", parameters=problem.names)
         return TracedZero(line, system)
     fold = Monitor("fold", lambda z, t: singularity_indicator(model.jac_x(z[: system.n], z[system.n :])), stop=True)
     both = run_two_way(system, z0, options, box, [fold])
@@ -99,14 +99,15 @@ def trace_zero(
         z_end = path.z[-1]
         if path.end == "fold":
             detail = "; ".join(d for d in ("the state reaches a fold", path.detail) if d)
-            ends.append(LineEnd("spinodal", system.params(z_end), system.states(z_end), detail, path.end_precision))
+            ends.append(End("spinodal", system.params(z_end), system.states(z_end), detail, path.end_precision))
         else:
-            ends.append(LineEnd(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                                path.end_precision))
+            ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
+                            path.end_precision))
     pair = (ends[0], ends[1])
     points = both.points()
     line = assemble(kind, branches, points, system.params, system.states, pair,  # type: ignore[arg-type]
-                    describe(pair, len(points)), name=name, bifurcation=bifurcation, formulation="zero")
+                    describe(pair, len(points)), name=name, bifurcation=bifurcation, formulation="zero",
+                    parameters=problem.names)
     return TracedZero(line, system)
 
 
