@@ -395,9 +395,9 @@ class BoundaryJobResult(Described):
         default_factory=list, description="What may be missing, in words: the unexplained points, scans that failed, "
         "lines that stop inside the box.")
     continued_as_real: list[str] = Field(
-        default_factory=list, description="The integer fields among the parameters (a width N, a sample count P): "
-        "the lines pass through real values of them, where the theory's equations are evaluated as they are along "
-        "a continuation sweep.")
+        default_factory=list, description="The integer fields among the parameters (a width N, a sample count P), "
+        "which the theory declares defined at real values: the lines pass through real values of them, where the "
+        "theory's equations are evaluated as they are along a continuation sweep.")
     regions: list[RegionProbeOut] = Field(
         default_factory=list, description="The phases the lines separate: the equilibrium solved on either side of "
         "the middle of each line (two single solves per line of two points or more, in the order of the lines).")

@@ -20,7 +20,7 @@ from service.settings import Settings
 from solvers.core.lines.options import LineOptions
 from solvers.core.options import SolverOptions
 from solvers.theories import get as get_theory
-from solvers.theories.two_parameter import integer_field
+from solvers.theories.two_parameter import integers_only
 
 
 def expand(values: list[float] | Range) -> list[float]:
@@ -128,11 +128,15 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
         for k, vals in enumerate(axes):
             if min(vals) == max(vals):
                 raise field_error(["values", k], "a boundary job needs a range: give two different values")
-        if integer_field(model, params[0]) and integer_field(model, params[1]):
-            # A line passes through real values of both; one integer field is continued as a real number (the
-            # bound problem's control), two cannot be.
-            raise field_error(["parameter"], f"{params} both take integer values: a boundary job continues "
-                                             "lines in real parameters; use method 'grid'", value=params)
+        # A line passes through real values of both parameters: an integer field may be one only where the
+        # theory's equations are defined between its integers (Theory.real_integers).
+        whole = integers_only(model, params, theory.real_integers_for(model))
+        if whole:
+            name = whole[0]
+            raise field_error(["parameter", params.index(name)],
+                              f"'{name}' takes integer values only ({theory.name}'s equations are not defined "
+                              "between them), and a boundary job continues lines through real values of both "
+                              "parameters; use method 'grid'", value=name)
     if not boundary and len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
                                       f"max_grid_points={settings.max_grid_points}")

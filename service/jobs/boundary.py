@@ -54,6 +54,6 @@ def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callab
     result = trace_boundaries(problem, (lo1, hi1), (lo2, hi2), lines)
     regions = region_probes(theory, spec_at, probe_points([line.coordinates for line in result.lines], box), options,
                             check)
-    # an integer field (a width) is the bound problem's real-valued control along the lines
-    as_real = tuple(p for p in (p1, p2) if integer_field(spec, p))
+    # an integer field the theory declares real (a width) takes real values along the lines
+    as_real = tuple(p for p in (p1, p2) if integer_field(spec, p) and p in theory.real_integers_for(spec))
     return boundary_json(theory.name, (p1, p2), box, result, time.perf_counter() - t0, regions, as_real)

@@ -108,6 +108,11 @@ class Theory(ABC):
     #: Every name a named start of this theory can have, over its specs and parameter values (what
     #: ``solver.search.starts`` may name); empty: not declared, and requested names are not checked before solving.
     start_names: ClassVar[tuple[str, ...]] = ()
+    #: The integer fields of the spec whose equations are defined at real values too (a width N that enters as a
+    #: real number, 1/N, N/2, …): a transition line passes through real values of them, and so does a continuation
+    #: sweep. Declared by each theory, never inferred from a field's type: every other integer field (a depth L, the
+    #: size of a data set or a dimension that fixes array shapes) takes integer values only.
+    real_integers: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def problem(self, spec: BaseModel, parameter: str | None = None, options: SolverOptions | None = None) -> Problem:
@@ -124,7 +129,7 @@ class Theory(ABC):
         """
         from solvers.theories.two_parameter import rebound
 
-        return rebound(self, spec, self.check_pair(spec, parameters), options)
+        return rebound(self, spec, self.check_pair(spec, parameters), options, self.real_integers_for(spec))
 
     def lines_refusal(self, spec: BaseModel) -> tuple[tuple[str, ...], str] | None:
         """Why ``spec`` has no transition lines to trace — (location of the field that rules them out,
@@ -175,6 +180,10 @@ class Theory(ABC):
     def start_names_for(self, spec: BaseModel) -> tuple[str, ...]:
         """The names this spec's named starts can have (:attr:`start_names`)."""
         return self.start_names
+
+    def real_integers_for(self, spec: BaseModel) -> tuple[str, ...]:
+        """The integer fields of this spec that may take real values (:attr:`real_integers`)."""
+        return self.real_integers
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         """The value of ``p`` that stands for the spec itself (0 for a single solve)."""

@@ -36,6 +36,7 @@ class Modes(Theory):
             cls.size_limits = {k: v for t in cls.modes.values() for k, v in t.size_limits.items()}
             cls.experiment_size_limits = {k: v for t in cls.modes.values() for k, v in t.experiment_size_limits.items()}
             cls.examples = tuple(e for t in cls.modes.values() for e in t.examples)
+            cls.real_integers = tuple(dict.fromkeys(f for t in cls.modes.values() for f in t.real_integers))
 
     def of(self, spec: BaseModel) -> Theory:
         return self.modes[spec.mode]  # type: ignore[attr-defined]
@@ -65,6 +66,9 @@ class Modes(Theory):
 
     def control_value(self, spec: BaseModel, parameter: str | None) -> float:
         return self.of(spec).control_value(spec, parameter)
+
+    def real_integers_for(self, spec: BaseModel) -> tuple[str, ...]:
+        return self.of(spec).real_integers_for(spec)
 
     def experiment_sizes_for(self, spec: BaseModel) -> type[BaseModel]:
         return self.of(spec).experiment_sizes_for(spec)

@@ -12,6 +12,9 @@ with λ1 set, swept in λ2), keeping the last few bound problems in a small memo
 returned problem (no module state). A value of λ1 the spec refuses lies outside the theory's
 domain: the residual is NaN there, so every corrector refuses the step, and the parameter box is
 cut to the field's own bounds (:func:`field_bounds`).
+
+An integer field (a width N) is continued as a real number only where the theory declares its
+equations defined at real values (``Theory.real_integers``); the caller passes those fields.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import math
 import threading
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -47,10 +50,11 @@ class BindsProblems(Protocol):
     def problem(self, spec: Any, parameter: str | None = None, options: SolverOptions | None = None) -> Problem: ...
 
 
-def field_bounds(spec: BaseModel, name: str) -> tuple[float, float]:
+def field_bounds(spec: BaseModel | type[BaseModel], name: str) -> tuple[float, float]:
     """The closed hull of the values the spec's field ``name`` admits (its gt/ge/lt/le constraints)."""
+    cls = spec if isinstance(spec, type) else type(spec)
     lo, hi = -math.inf, math.inf
-    for m in type(spec).model_fields[name].metadata:
+    for m in cls.model_fields[name].metadata:
         if isinstance(m, (annotated_types.Gt, annotated_types.Ge)):
             lo = max(lo, float(m.gt if isinstance(m, annotated_types.Gt) else m.ge))  # type: ignore[arg-type]
         if isinstance(m, (annotated_types.Lt, annotated_types.Le)):
@@ -154,17 +158,34 @@ def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], boun
     )
 
 
+def spec_with_real(cls: type[BaseModel], base: dict[str, Any], name: str, value: float) -> BaseModel:
+    """The spec ``base`` with its integer field ``name`` at the real ``value``: validated at the nearest admitted
+    integer (the spec's own rules, across fields too), then holding ``value`` itself (ValidationError outside the
+    field's bounds). Only for a field the theory declares real (``Theory.real_integers``)."""
+    lo, hi = field_bounds(cls, name)
+    if not lo <= value <= hi:  # outside the field's own bounds: the spec names the violation at the integer beyond
+        cls.model_validate({**base, name: math.floor(value) if value < lo else math.ceil(value)}, strict=False)
+    near = round(value)
+    near = max(near, math.ceil(lo)) if near < lo else min(near, math.floor(hi)) if near > hi else near
+    return cls.model_validate({**base, name: near}, strict=False).model_copy(update={name: float(value)})
+
+
 class Rebound:
-    """The theory's bound problem of the spec with λ1 set, in λ2: a small LRU memo, one per two-parameter problem."""
+    """The theory's bound problem of the spec with λ1 set, in λ2: a small LRU memo, one per two-parameter problem.
+
+    ``real``: λ1 is an integer field the theory declares real; the spec holds its real value (:func:`spec_with_real`).
+    """
 
     def __init__(
-        self, theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None
+        self, theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None,
+        real: bool = False,
     ):
         self.theory = theory
         self.cls = type(spec)
         self.base = spec.model_dump()
         self.p1, self.p2 = parameters
         self.options = options
+        self.real = real
         self._memo: OrderedDict[float, Problem | None] = OrderedDict()
         self._lock = threading.Lock()
         self.reference = theory.problem(spec, self.p2, options)
@@ -178,7 +199,8 @@ class Rebound:
                 self._memo.move_to_end(key)
         if hit is self:
             try:
-                spec = self.cls.model_validate({**self.base, self.p1: key}, strict=False)
+                spec = (spec_with_real(self.cls, self.base, self.p1, key) if self.real
+                        else self.cls.model_validate({**self.base, self.p1: key}, strict=False))
             except ValidationError:
                 hit = None  # outside the spec's domain
             else:
@@ -190,23 +212,35 @@ class Rebound:
         return hit, float(lam[1])  # type: ignore[return-value]
 
 
+def integers_only(spec: BaseModel, parameters: Sequence[str], real: Collection[str]) -> list[str]:
+    """The parameters that are integer fields of ``spec`` the theory does not declare real (``real``)."""
+    return [p for p in parameters if integer_field(spec, p) and p not in real]
+
+
 def rebound(
-    theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
+    theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None,
+    real: Collection[str] = (),
 ) -> TwoParameterProblem:
     """The generic two-parameter problem of a theory: its spec re-bound at every λ1, swept in λ2.
 
-    A line passes through real values of both parameters. The spec refuses a real value of an integer field
-    (a width N), but the bound problem's own control parameter is real (as along a continuation sweep): so when
-    λ1 is an integer field and λ2 is not, the spec is re-bound at every λ2 instead and λ1 is the bound problem's
-    control — the integer field is continued as a real number. Two integer fields have no such problem
-    (``ValueError``).
+    A line passes through real values of both parameters. An integer field is continued as a real number only
+    where the theory's equations are defined at real values (``real``, the theory's ``real_integers``; any other
+    is a ``ValueError`` naming it). The bound problem's own control parameter is real (as along a continuation
+    sweep): so when λ1 is such a field and λ2 is not, the spec is re-bound at every λ2 instead and λ1 is the bound
+    problem's control. When both are, λ2 is the control and the spec is re-bound at every real λ1
+    (:func:`spec_with_real`).
     """
     p1, p2 = parameters
+    whole = integers_only(spec, parameters, real)
+    if whole:
+        raise ValueError(f"{whole} take integer values only: {type(theory).__name__}'s equations are not defined "
+                         "between them, and lines are continued in real parameters")
     bounds = (field_bounds(spec, p1), field_bounds(spec, p2))
     if integer_field(spec, p1):
-        if integer_field(spec, p2):
-            raise ValueError(f"{list(parameters)} both take integer values: lines are continued in real parameters")
-        memo = Rebound(theory, spec, (p2, p1), options)
-        return lift(lambda lam: memo(np.asarray(lam, dtype=float)[::-1]), memo.reference, parameters, bounds)
+        if not integer_field(spec, p2):
+            memo = Rebound(theory, spec, (p2, p1), options)
+            return lift(lambda lam: memo(np.asarray(lam, dtype=float)[::-1]), memo.reference, parameters, bounds)
+        memo = Rebound(theory, spec, parameters, options, real=True)
+        return lift(memo, memo.reference, parameters, bounds)
     memo = Rebound(theory, spec, parameters, options)
     return lift(memo, memo.reference, parameters, bounds)

@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.schemas import JobStatus
+from solvers.theories import get as get_theory
 from tests.service.conftest import POTENTIAL
 from tests.service.test_sweep_api import wait
 
@@ -162,18 +163,30 @@ MF_ARD_P = {"theory": "mean_field_ard", "model": "mf_ard", "d": 20, "N": 256, "k
             "target": {"kind": "parity", "k": 2}, "data": {"seed": 0, "P_test": 1000}}
 
 
-def test_an_integer_field_may_come_first_but_two_are_refused(client: TestClient) -> None:
-    r = client.post("/v1/sweeps", json={"model": MF_ARD_P, "parameter": ["P", "N"], "method": "boundary",
-                                        "values": [[200, 800], [100, 300]]})
-    assert r.status_code == 422
-    (err,) = r.json()["detail"]
-    assert err["loc"] == ["body", "parameter"] and "both take integer values" in err["msg"] and "'grid'" in err["msg"]
-    for parameter, values in ((["P", "kappa"], [[200, 800], [0.02, 0.05]]),
+def test_integer_fields_declared_real_may_be_either_or_both_parameters(client: TestClient) -> None:
+    for parameter, values in ((["P", "N"], [[200, 800], [100, 300]]),
+                              (["P", "kappa"], [[200, 800], [0.02, 0.05]]),
                               (["kappa", "P"], [[0.02, 0.05], [200, 800]])):
         ok = client.post("/v1/sweeps", json={"model": MF_ARD_P, "parameter": parameter, "method": "boundary",
                                              "values": values})
         assert ok.status_code == 202, ok.text
         client.delete(ok.json()["status_url"])  # only its acceptance is tested here
+
+
+def test_an_integer_field_not_declared_real_is_refused_by_name(client: TestClient,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were P not declared real (its equations undefined between integers), a box in it is a 422 naming P, in
+    either place; the grid method still sweeps it."""
+    theory = get_theory("mean_field_ard")
+    monkeypatch.setattr(type(theory), "real_integers", ("N",))
+    for parameter, values, index in ((["P", "N"], [[200, 800], [100, 300]], 0),
+                                     (["kappa", "P"], [[0.02, 0.05], [200, 800]], 1)):
+        r = client.post("/v1/sweeps", json={"model": MF_ARD_P, "parameter": parameter, "method": "boundary",
+                                            "values": values})
+        assert r.status_code == 422, r.text
+        (err,) = r.json()["detail"]
+        assert err["loc"] == ["body", "parameter", index] and err["input"] == "P"
+        assert "'P' takes integer values only" in err["msg"] and "'grid'" in err["msg"]
 
 
 @pytest.mark.slow

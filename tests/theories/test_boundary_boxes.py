@@ -7,6 +7,9 @@
 * mean_field_ard (mf_ard, d = 35, k = 2) in κ ∈ [0.05, 0.15] × N ∈ [128, 1024]: the two spinodal lines and the
   first-order line run across the whole box in N, between the rows κ = 0.05 and 0.15. Reference: κ sweeps at
   N = 128 and 1024 (spinodals 0.0805/0.0858 and 0.1042/0.1082, first order 0.0957/0.0994).
+* mean_field_ard (mf_ard, d = 35, k = 2, κ = 0.096) in N ∈ [128, 256] × P ∈ [2000, 8000]: two integer fields, both
+  continued as real numbers; the first-order line runs from the P = 2000 edge to the P = 8000 edge. Reference: N
+  sweeps at P = 2000 and 8000 (the one-parameter sweep's own first-order location; N = 174.21 and 146.64).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import pytest
 from scipy.optimize import brentq
 
-from solvers.core.lines import LineOptions, resample_line, trace_boundaries
+from solvers.core.lines import Line, LineOptions, resample_line, trace_boundaries
 from solvers.core.options import SolverOptions
 from solvers.core.special_points import SpecialKind
 from solvers.theories import get
@@ -83,3 +86,41 @@ def test_mean_field_ard_lines_cross_the_whole_box_in_either_order(order: tuple[s
         assert folds == pytest.approx([low, high], abs=1e-4)
         assert kappa_at(lines[SpecialKind.FIRST_ORDER][0]) == pytest.approx(first, abs=1e-4)
     assert res.unexplained == () and res.warnings == ()
+
+
+MF_ARD_NP = MF_ARD | {"kappa": 0.096, "P": 2000}
+
+
+def _first_order_N(P: int, values: list[float]) -> float:
+    """N of the first-order point of an N sweep at P (κ = 0.096): the one-parameter sweep's own location."""
+    theory = get("mean_field_ard")
+    spec = theory.spec_model.model_validate(MF_ARD_NP | {"P": P})
+    sweep = theory.sweep(spec, "N", values, "continuation", SolverOptions())
+    (point,) = [s for s in sweep.special_points if s.kind is SpecialKind.FIRST_ORDER]
+    return point.parameter
+
+
+@pytest.mark.parametrize("order", [("N", "P"), pytest.param(("P", "N"), marks=pytest.mark.slow)])
+def test_mean_field_ard_box_in_two_integer_fields(order: tuple[str, str]) -> None:
+    """N and P both take integers and mean_field_ard declares both real: the first-order line crosses the box from
+    edge to edge through real values of both, and meets the N sweeps at the P edges within 1e-3 relative (a 5 % shift
+    of the line is 8 in N)."""
+    theory = get("mean_field_ard")
+    spec = theory.spec_model.model_validate(MF_ARD_NP)
+    assert set(order) <= set(theory.real_integers_for(spec))
+    problem = theory.two_parameter_problem(spec, order)
+    box = {"N": (128.0, 256.0), "P": (2000.0, 8000.0)}
+    res = trace_boundaries(problem, box[order[0]], box[order[1]], LineOptions(seeds=2, tolerance=1e-8))
+    assert res.unexplained == () and res.warnings == ()
+    (line,) = res.lines
+    assert line.kind is SpecialKind.FIRST_ORDER and set(line.branches) == {"symmetric", "aligned"}
+    assert [e.kind for e in line.ends] == ["domain", "domain"]
+    n, p = order.index("N"), order.index("P")
+    assert any(q[n] != round(q[n]) for q in line.points), "the line passes through real values of N"
+
+    def N_at(line: Line, P: float) -> float:
+        (end,) = [e for e in line.ends if e.point[p] == pytest.approx(P)]
+        return end.point[n]
+
+    for P, values in ((2000, [160.0, 180.0]), (8000, [140.0, 160.0])):
+        assert N_at(line, P) == pytest.approx(_first_order_N(P, values), rel=1e-3)

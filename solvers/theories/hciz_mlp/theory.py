@@ -44,6 +44,8 @@ class HCIZTheory(Theory):
     spec_model: ClassVar[Any] = HCIZSpec
     quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = ("alpha", "Delta", "gamma")
+    #: None: the one integer field, the depth L, counts layers (one order parameter block per layer).
+    real_integers: ClassVar[tuple[str, ...]] = ()
     size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
     examples: ClassVar[tuple[Example, ...]] = (
         Example({"theory": "hciz_mlp", "activation": "tanh", "gamma": 0.5, "alpha": 3.0, "Delta": 0.1}, "alpha",

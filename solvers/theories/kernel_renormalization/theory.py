@@ -49,6 +49,9 @@ class KernelRenormalizationTheory(Theory):
     spec_model: ClassVar[Any] = KernelRenormalizationSpec
     quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = SWEEPABLE
+    #: N1 enters the action as a real number (φ/N1, α = P/N1). Integers only: the depth L (the number of layers of
+    #: the kernel recursion) and the data's P, P_test and N0 (the shapes of the inputs and of the kernel).
+    real_integers: ClassVar[tuple[str, ...]] = ("N1",)
     size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
     examples: ClassVar[tuple[Example, ...]] = (
         Example({"theory": "kernel_renormalization", "activation": "erf", "N1": 20, "T": 0.1,

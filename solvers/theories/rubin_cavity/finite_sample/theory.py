@@ -49,6 +49,8 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
     )
     spec_model: ClassVar[Any] = FiniteSampleSpec
     sweepable: ClassVar[tuple[str, ...]] = ("T", "N", "s_a2", "epsilon", "sigma_w2")
+    #: None: D, P and P_test fix the shapes of the seeded inputs and of the P × P kernel (N is a real field already).
+    real_integers: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[tuple[Example, ...]] = (
         Example(
             {
