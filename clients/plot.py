@@ -534,9 +534,18 @@ def phase_diagram(
             draw_unexplained(ax, result)
     ax.set_xlabel(labels(p2))
     ax.set_ylabel(labels(p1))
-    _caption(ax, result.model, labels, names, caption)
+    _caption(ax, result.model, labels, names, caption, _as_real_note(result, labels) if boundary else None)
     place_legend(ax, fontsize="x-small", below=True)
     return ax
+
+
+def _as_real_note(result: Result, labels: Any) -> str | None:
+    """The caption's note that the lines pass through real values of integer fields (a width N), where a boundary
+    job continued them as real numbers."""
+    fields = result.data.get("continued_as_real") or []
+    if not fields:
+        return None
+    return f"{' and '.join(labels(f) for f in fields)}: integer fields, continued as real numbers along the lines"
 
 
 def _x_of(value: Any, x: float | None) -> float:

@@ -136,7 +136,8 @@ def plan(req: SweepRequest, settings: Settings) -> dict[str, Any]:
             raise field_error(["parameter", params.index(name)],
                               f"'{name}' takes integer values only ({theory.name}'s equations are not defined "
                               "between them), and a boundary job continues lines through real values of both "
-                              "parameters; use method 'grid'", value=name)
+                              f"parameters; a phase diagram (method 'continuation', '{name}' first) locates the "
+                              "transitions along the other parameter at each of its values", value=name)
     if not boundary and len(axes) == 2 and len(axes[0]) * len(axes[1]) > settings.max_grid_points:
         raise field_error(["values"], f"{len(axes[0]) * len(axes[1])} grid cells exceed the limit "
                                       f"max_grid_points={settings.max_grid_points}")

@@ -48,3 +48,17 @@ def test_unexplained_crossings_are_marked_where_they_were_seen() -> None:
     assert first.get_markeredgecolor() == transition_style("first order")["color"]
     labels = ax.get_legend_handles_labels()[1]
     assert "first order, seen but not traced" in labels and "spinodal, seen but not traced" in labels
+
+
+def _caption_text(ax) -> str:
+    return "".join(t.get_text() for t in ax.texts if t.get_gid() == plot.CAPTION)
+
+
+def test_integer_fields_continued_as_real_are_named_in_the_caption() -> None:
+    """The lines pass through real values of an integer field (a width): the caption says so, only then."""
+    result = copy.deepcopy(load("phase_boundary"))
+    assert "continued as real" not in _caption_text(plot.phase_diagram(result))
+    result["continued_as_real"] = ["b", "u"]
+    text = _caption_text(plot.phase_diagram(result))
+    assert "integer fields, continued as real numbers along the lines" in text
+    assert text.count("continued as real") == 1 and " and " in text.splitlines()[-1]

@@ -176,7 +176,7 @@ def test_integer_fields_declared_real_may_be_either_or_both_parameters(client: T
 def test_an_integer_field_not_declared_real_is_refused_by_name(client: TestClient,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Were P not declared real (its equations undefined between integers), a box in it is a 422 naming P, in
-    either place; the grid method still sweeps it."""
+    either place, and pointing to the phase diagram that sweeps the other parameter at each value of P."""
     theory = get_theory("mean_field_ard")
     monkeypatch.setattr(type(theory), "real_integers", ("N",))
     for parameter, values, index in ((["P", "N"], [[200, 800], [100, 300]], 0),
@@ -186,7 +186,7 @@ def test_an_integer_field_not_declared_real_is_refused_by_name(client: TestClien
         assert r.status_code == 422, r.text
         (err,) = r.json()["detail"]
         assert err["loc"] == ["body", "parameter", index] and err["input"] == "P"
-        assert "'P' takes integer values only" in err["msg"] and "'grid'" in err["msg"]
+        assert "'P' takes integer values only" in err["msg"] and "method 'continuation', 'P' first" in err["msg"]
 
 
 @pytest.mark.slow

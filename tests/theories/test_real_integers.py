@@ -45,6 +45,19 @@ def test_each_theory_declares_its_real_integer_fields(name: str) -> None:
         assert owners and all(integer_field(m.model_construct(), field) for m in owners), field
 
 
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_every_sweepable_integer_field_is_declared_real(name: str) -> None:
+    """No theory sweeps an integer field its equations hold at integers only (a depth, a data set's size): every
+    boundary job over sweepable fields is traced by continuation. A theory that adds one must serve its boxes
+    otherwise (today such a box is a 422 naming the field)."""
+    theory = registry()[name]
+    for t in theory.modes.values() if isinstance(theory, Modes) else [theory]:
+        for m in _spec_models(t):
+            for field in t.sweepable:
+                if field in m.model_fields and integer_field(m.model_construct(), field):
+                    assert field in t.real_integers, (t.name, m.__name__, field)
+
+
 class _Spec(BaseModel):
     width: int = Field(ge=1)
     depth: int = Field(1, ge=1)
