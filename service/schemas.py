@@ -238,6 +238,9 @@ class TheoryInfo(BaseModel):
     summary: str
     schema_: dict[str, Any] = Field(alias="schema", serialization_alias="schema")
     sweepable: list[str] = []
+    real_integers: list[str] = Field(
+        default=[], description="The integer fields whose equations the theory holds at real values too (a width N): "
+        "a boundary job may take them as either parameter, or both, and its lines pass through real values of them.")
     quantities: list[QuantityInfo] = Field(
         default=[], description="Every quantity the theory reports and every field it is swept in, with its symbol.")
 

@@ -21,6 +21,7 @@ def theories() -> list[TheoryInfo]:
                 summary=theory.summary,
                 schema=annotate_schema(TypeAdapter(theory.spec_model).json_schema(), theory.quantities),
                 sweepable=sorted(theory.sweepable),
+                real_integers=sorted(theory.real_integers),
                 quantities=[QuantityInfo(**q) for q in theory.quantities.to_json()],
             )
         )

@@ -13,12 +13,15 @@ import typing
 
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
+from service.app import create_app
 from solvers.core.problem import Problem
 from solvers.theories import registry
 from solvers.theories.modes import Modes
 from solvers.theories.two_parameter import integer_field, rebound, spec_with_real
+from tests.service.conftest import settings
 
 #: What each theory declares: the widths and sample counts its equations hold as real numbers.
 DECLARED = {"mean_field_ard": {"N", "P"}, "kernel_renormalization": {"N1"}, "hciz_mlp": set(),
@@ -43,6 +46,12 @@ def test_each_theory_declares_its_real_integer_fields(name: str) -> None:
     for field in theory.real_integers:
         owners = [m for m in models if field in m.model_fields]
         assert owners and all(integer_field(m.model_construct(), field) for m in owners), field
+
+
+def test_the_declarations_are_served() -> None:
+    with TestClient(create_app(settings())) as api:
+        served = {t["name"]: set(t["real_integers"]) for t in api.get("/v1/theories").json()}
+    assert served == {name: DECLARED[name] for name in served} and served
 
 
 @pytest.mark.parametrize("name", sorted(DECLARED))
