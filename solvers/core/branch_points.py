@@ -6,20 +6,19 @@ stability, as at a pitchfork (forced by a symmetry) or a transcritical point (an
 solution). Where F_x stays regular (a margin that vanishes for another reason) the loss stays a
 ``stability_loss``; where F_p is not in the range it is a fold, which the continuation reports.
 
-The classification and the first points of the bifurcating branches come from the lines engine's
-Lyapunov–Schmidt normal form (:mod:`solvers.core.lines.branch_switching`), applied to the
-engine's own problem: one vocabulary (``SpecialKind.BIFURCATION`` with a
+The classification and the first points of the bifurcating branches come from the
+Lyapunov–Schmidt normal form of :mod:`solvers.core.lines.branch_switching`, which takes the sweep's own
+problem (its stability margin ``Problem.margin``): one vocabulary (``SpecialKind.BIFURCATION`` with a
 :class:`~solvers.core.special_points.BifurcationPoint`) for a sweep's point and a line of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from solvers.core.catalogue import stability_margin
-from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.branch_switching import (
     NEAR_RANGE,
     branch_off,
@@ -30,33 +29,12 @@ from solvers.core.lines.branch_switching import (
 )
 from solvers.core.lines.derivatives import model_of
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import OneParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import BifurcationPoint, SpecialKind, SpecialPoint
 
 #: σ_min(F_x) and ⟨ŵ, F_p⟩ (relative to the Jacobian's size) below which a stability loss is a branch point.
 BRANCH_POINT_DEFECT = 1e-6
-
-
-def _nan_on_failure(fn: Callable[..., np.ndarray], dim: int) -> Callable[..., np.ndarray]:
-    """The theory's function with a numerical failure at an iterate as NaN (which every corrector rejects)."""
-
-    def wrapped(x: np.ndarray, p: float) -> np.ndarray:
-        try:
-            return np.asarray(fn(x, p), dtype=float)
-        except MAYBE_NUMERICAL as exc:
-            if not is_numerical(exc):
-                raise
-            return np.full(dim, np.nan)
-
-    return wrapped
-
-
-def has_margin(problem: Problem) -> bool:
-    return problem.stability is not None or problem.kind == "gradient" or (
-        problem.kind == "fixed_point" and problem.fixed_point is not None
-    )
 
 
 def _remembered(fn: Callable[[np.ndarray, float], np.ndarray]) -> Callable[[np.ndarray, float], np.ndarray]:
@@ -67,34 +45,17 @@ def _remembered(fn: Callable[[np.ndarray, float], np.ndarray]) -> Callable[[np.n
         key = (np.asarray(x, dtype=float).tobytes(), float(p))
         hit = seen.get(key)
         if hit is None:
-            hit = seen[key] = fn(x, p)
+            hit = seen[key] = np.asarray(fn(x, p), dtype=float)
         return hit.copy()
 
     return once
 
 
-def line_problem(problem: Problem, *, remember: bool = False) -> OneParameterProblem:
-    """The engine's problem as the lines engine's one-parameter problem, with the sweep's own stability margin.
-
-    ``remember``: evaluate the residual and the Jacobian once per point (for one classification, whose
-    finite-difference stencils overlap; not for continuation, which never returns to a point).
-    """
-
-    def margin(x: np.ndarray, p: float) -> float:
-        m = stability_margin(problem, x, p)
-        return float("nan") if m is None else float(m)
-
-    keep = _remembered if remember else (lambda fn: fn)
+def remembering(problem: Problem) -> Problem:
+    """The problem with its residual and Jacobian evaluated once per point (for one classification, whose
+    finite-difference stencils overlap; not for continuation, which never returns to a point)."""
     jac = problem.jacobian
-    return OneParameterProblem(
-        F=keep(_nan_on_failure(problem.F, problem.dim)),
-        dim=problem.dim,
-        jacobian=None if jac is None else keep(_nan_on_failure(jac, problem.dim)),
-        free_entropy=problem.free_entropy,
-        stability=margin if has_margin(problem) else None,
-        canonical=problem.canonical,
-        scale=problem.scale,
-    )
+    return replace(problem, residual=_remembered(problem.F), jacobian=None if jac is None else _remembered(jac))
 
 
 def line_options(options: SolverOptions) -> LineOptions:
@@ -118,7 +79,7 @@ def classify_loss(
     """
     if sp.x is None or not problem.looks_for(SpecialKind.BIFURCATION):
         return sp
-    one = line_problem(problem, remember=True)
+    one = remembering(problem)
     model = model_of(one, 1)
     x, p = np.asarray(sp.x, dtype=float), float(sp.parameter)
     xs = one.x_scale()
@@ -160,7 +121,7 @@ def bifurcating_starts(problem: Problem, sp: SpecialPoint, options: SolverOption
     if bp is None:
         return []
     out: list[tuple[float, np.ndarray]] = []
-    for start in branch_off(line_problem(problem), bp, line_options(options), bifurcating_only=True):
+    for start in branch_off(problem, bp, line_options(options), bifurcating_only=True):
         if not start.bifurcating:
             continue
         x = np.array(start.x, dtype=float)

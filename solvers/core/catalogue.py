@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from solvers.core.deflation import deflated_search
-from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Attempt, Branch, Catalogue, Origin, Search, SolveResult, is_stable
@@ -23,20 +22,6 @@ from solvers.core.solve import remaining, solve_at
 from solvers.core.status import Status
 
 DUPLICATE_TOL = 1e-6
-
-
-def stability_margin(problem: Problem, x: np.ndarray, p: float) -> float | None:
-    """> 0 stable, < 0 unstable; None when the theory gives no way to tell."""
-    if problem.stability is not None:
-        return float(problem.stability(x, p))
-    if problem.kind == "gradient":
-        J = problem.jacobian(x, p) if problem.jacobian is not None else fd_jacobian(lambda y: problem.F(y, p), x)
-        H = 0.5 * (np.asarray(J) + np.asarray(J).T)
-        return float(np.linalg.eigvalsh(H)[0])
-    if problem.kind == "fixed_point" and problem.fixed_point is not None:
-        Jg = fd_jacobian(lambda y: np.asarray(problem.fixed_point(y, p), dtype=float), x)  # type: ignore[misc]
-        return float(1.0 - np.max(np.abs(np.linalg.eigvals(Jg))))
-    return None
 
 
 def same_solution(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float = DUPLICATE_TOL) -> bool:
@@ -67,7 +52,7 @@ def classify(problem: Problem, p: float, name: str, result: SolveResult, start: 
     if problem.canonical is not None:
         result = result.replace(x=np.asarray(problem.canonical(result.x), dtype=float))
     x = result.x
-    margin = stability_margin(problem, x, p) if result.converged else None
+    margin = problem.margin(x, p) if result.converged else None
     fe = float(problem.free_entropy(x, p)) if (problem.free_entropy is not None and result.converged) else None
     return Branch(
         name=name,

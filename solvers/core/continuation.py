@@ -19,7 +19,6 @@ import numpy as np
 
 from solvers.core import arclength
 from solvers.core.arclength import Box, Monitor
-from solvers.core.catalogue import stability_margin
 from solvers.core.corrector import Limits, scaled_jacobian, tangent
 from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
@@ -121,7 +120,7 @@ def curve_point(system: ProblemSystem, z: np.ndarray, tau: np.ndarray) -> CurveP
     problem = system.problem
     fe = float(problem.free_entropy(x, p)) if problem.free_entropy is not None else None
     try:
-        margin = stability_margin(problem, x, p)
+        margin = problem.margin(x, p)
     except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solvers.core.catalogue import same_solution, stability_margin
+from solvers.core.catalogue import same_solution
 from solvers.core.curve import Curve, CurvePoint, End
 from solvers.core.curve_results import CurveRow, CurveTable
 from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, polish
@@ -289,7 +289,7 @@ def _free_entropy(problem: Problem, x: np.ndarray, p: float) -> float | None:
 
 def _stable(problem: Problem, x: np.ndarray, p: float) -> bool | None:
     try:
-        return is_stable(stability_margin(problem, x, p))
+        return is_stable(problem.margin(x, p))
     except MAYBE_NUMERICAL as exc:
         if not is_numerical(exc):
             raise

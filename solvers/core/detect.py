@@ -28,7 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from solvers.core.branch_points import classify_loss
-from solvers.core.catalogue import same_solution, stability_margin
+from solvers.core.catalogue import same_solution
 from solvers.core.continuation import ProblemSystem, refine_between
 from solvers.core.curve import Curve, CurvePoint
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
@@ -201,7 +201,7 @@ class CurveRefiner(Refiner):
         n = a.x.size
 
         def g(z: np.ndarray, tau: np.ndarray) -> float:
-            m = stability_margin(self.problem, z[:n], float(z[n]))
+            m = self.problem.margin(z[:n], float(z[n]))
             return float(m) if m is not None else 0.0
 
         assert a.margin is not None
@@ -239,7 +239,7 @@ class Detector:
         if isinstance(self.refiner, CurveRefiner):
             found = self.refiner.margin_root(a, b)
         else:
-            found = self.refiner.root(a, b, lambda x, p: float(stability_margin(self.problem, x, p) or 0.0))
+            found = self.refiner.root(a, b, lambda x, p: float(self.problem.margin(x, p) or 0.0))
         p_star = found[0] if found else 0.5 * (a.p + b.p)
         if not self.inside(p_star):
             return None

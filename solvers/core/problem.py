@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from solvers.core.newton import fd_jacobian
 from solvers.core.results import Notes, Report
 from solvers.core.special_points import SpecialKind, Transition
 
@@ -32,6 +33,11 @@ Scalar = Callable[[Vector, float], float]
 
 #: Every kind of special point the engine looks for by default.
 ALL_KINDS = frozenset(SpecialKind)
+
+
+def no_starts(p: float) -> Mapping[str, Vector]:
+    """The starts of a problem that is only continued from given points."""
+    return {}
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,8 @@ class Problem:
         residual: F(x, p). A zero is a solution. For a fixed-point theory G, set
             ``residual = G(x) - x`` (or leave it None and give ``fixed_point``).
         dim: length of x.
-        starts: p -> named starting points ("uninformative", "informative", ...).
+        starts: p -> named starting points ("uninformative", "informative", ...); none for a problem that is
+            only continued from given points.
         fixed_point: G(x, p), enables ``picard``/``anderson``; its residual is G(x) - x.
         jacobian: dF/dx (dim x dim); finite differences are used when absent.
         free_entropy: larger is preferred; the equilibrium is the stable branch maximising it.
@@ -105,7 +112,7 @@ class Problem:
 
     residual: Residual | None
     dim: int
-    starts: Callable[[float], Mapping[str, Vector]]
+    starts: Callable[[float], Mapping[str, Vector]] = no_starts
     fixed_point: Residual | None = None
     jacobian: Callable[[Vector, float], np.ndarray] | None = None
     free_entropy: Scalar | None = None
@@ -146,3 +153,31 @@ class Problem:
 
     def looks_for(self, kind: SpecialKind) -> bool:
         return kind in self.detect
+
+    def x_scale(self) -> np.ndarray:
+        """The typical magnitude of each component (ones when the theory gives none)."""
+        return np.ones(self.dim) if self.scale is None else np.asarray(self.scale, dtype=float)
+
+    @property
+    def has_margin(self) -> bool:
+        """The engine can tell stability: the theory's margin, or one derived from ``kind``."""
+        return self.stability is not None or self.kind == "gradient" or (
+            self.kind == "fixed_point" and self.fixed_point is not None)
+
+    def margin(self, x: Vector, p: float) -> float | None:
+        """The stability margin at (x, p): > 0 stable, < 0 unstable; None when the theory gives no way to tell.
+
+        The theory's own ``stability``; else, for a gradient problem, the least eigenvalue of the symmetrised
+        Jacobian (an action's Hessian); else, for a fixed-point map G, 1 − the spectral radius of G's Jacobian.
+        """
+        if self.stability is not None:
+            return float(self.stability(x, p))
+        if self.kind == "gradient":
+            J = self.jacobian(x, p) if self.jacobian is not None else fd_jacobian(lambda y: self.F(y, p), x)
+            H = 0.5 * (np.asarray(J) + np.asarray(J).T)
+            return float(np.linalg.eigvalsh(H)[0])
+        if self.kind == "fixed_point" and self.fixed_point is not None:
+            G = self.fixed_point
+            Jg = fd_jacobian(lambda y: np.asarray(G(y, p), dtype=float), x)
+            return float(1.0 - np.max(np.abs(np.linalg.eigvals(Jg))))
+        return None

@@ -31,8 +31,6 @@ import annotated_types
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from solvers.core.branch_points import has_margin
-from solvers.core.catalogue import stability_margin
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.problem import Bounds, TwoParameterProblem
 from solvers.core.options import SolverOptions
@@ -116,7 +114,7 @@ def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], boun
 
     def stability(x: np.ndarray, lam: np.ndarray) -> float:
         hit = at(lam)
-        m = None if hit is None else stability_margin(hit[0], x, hit[1])
+        m = None if hit is None else hit[0].margin(x, hit[1])
         return math.nan if m is None else float(m)
 
     def event(name: str) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -147,7 +145,7 @@ def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], boun
         dim=dim,
         jacobian=_guard(jacobian, lambda: np.full((dim, dim), np.nan)) if reference.jacobian is not None else None,
         free_entropy=_guard(free_entropy, math.nan) if reference.free_entropy is not None else None,
-        stability=_guard(stability, math.nan) if has_margin(reference) else None,
+        stability=_guard(stability, math.nan) if reference.has_margin else None,
         events=MappingProxyType({ev.name: event(ev.name) for ev in reference.events}),
         starts=starts,
         label=label,

@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from solvers.core.lines import (
-    OneParameterProblem,
     branch_off,
     classify_branch_point,
     find_bifurcations,
-    from_problem,
     locate_branch_point,
 )
+from solvers.core.problem import Problem
 from tests.core.problems import curie_weiss
 
 
-def transcritical() -> OneParameterProblem:
+def transcritical() -> Problem:
     """x (p − x) = 0: the branches x = 0 and x = p cross at p = 0; F_xx = −2, F_xp = 1, F_pp = 0."""
-    return OneParameterProblem(F=lambda x, p: x * (p - x), dim=1, stability=lambda x, p: float(2 * x[0] - p))
+    return Problem(residual=lambda x, p: x * (p - x), dim=1, stability=lambda x, p: float(2 * x[0] - p), kind="saddle")
 
 
-def pitchfork(kappa: float) -> OneParameterProblem:
+def pitchfork(kappa: float) -> Problem:
     """κ x³ − p x = 0 with margin F_x; x = 0 is stable for p < 0 and the branches are κ x² = p.
 
     κ = +1: they lie on the unstable side (p > 0) — supercritical; κ = −1: on the stable side — subcritical.
     """
-    return OneParameterProblem(
-        F=lambda x, p: kappa * x**3 - p * x, dim=1, stability=lambda x, p: float(3 * kappa * x[0] ** 2 - p)
-    )
+    return Problem(residual=lambda x, p: kappa * x**3 - p * x, dim=1,
+                   stability=lambda x, p: float(3 * kappa * x[0] ** 2 - p), kind="saddle")
 
 
 def test_transcritical_point_is_classified_and_both_branches_started() -> None:
@@ -82,16 +82,21 @@ def test_pitchfork_criticality_from_the_normal_form(kappa: float, criticality: s
         assert s.parameter == pytest.approx(kappa * s.x[0] ** 2, rel=1e-10)  # the branch p = κ x²
 
 
-def test_the_engine_problem_plugs_in_through_from_problem() -> None:
-    """The engine's Curie–Weiss problem (m = tanh(βm), no margin hook): pitchfork at β = 1."""
-    (switch,) = find_bifurcations(from_problem(curie_weiss()), np.array([0.0]), 0.5, (0.5, 2.0))
+def test_a_sweep_problem_is_switched_on_as_it_is() -> None:
+    """The engine's Curie–Weiss problem (m = tanh(βm), a gradient problem without a margin hook): pitchfork at
+    β = 1, supercritical (the ferromagnets m² ≈ 3(β − 1) exist where the paramagnet is unstable) by the margin the
+    engine derives from the action's Hessian; without any way to tell stability, criticality is not guessed."""
+    problem = curie_weiss()
+    (switch,) = find_bifurcations(problem, np.array([0.0]), 0.5, (0.5, 2.0))
     assert switch.point.type == "pitchfork"
     assert switch.point.parameter == pytest.approx(1.0, abs=1e-10)
-    assert switch.point.criticality is None  # no stability margin given: not guessed
+    assert switch.point.criticality == "supercritical"
     assert sorted(np.sign(s.x[0]) for s in switch.starts if s.bifurcating) == [-1, 1]
+    (blind,) = find_bifurcations(replace(problem, kind="saddle"), np.array([0.0]), 0.5, (0.5, 2.0))
+    assert blind.point.parameter == pytest.approx(1.0, abs=1e-10) and blind.point.criticality is None
 
 
 def test_a_fold_is_not_a_branch_point() -> None:
-    fold = OneParameterProblem(F=lambda x, p: x**2 - p, dim=1)
+    fold = Problem(residual=lambda x, p: x**2 - p, dim=1)
     assert classify_branch_point(fold, np.array([0.0]), 0.0) is None
     assert find_bifurcations(fold, np.array([0.5]), 0.25, (-1.0, 1.0)) == ()

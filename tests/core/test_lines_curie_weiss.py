@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from solvers.core.lines import OneParameterProblem, find_bifurcations, trace_boundaries, trace_branch
+from solvers.core.lines import find_bifurcations, trace_boundaries, trace_branch
+from solvers.core.problem import Problem
 from tests.core.line_problems import curie_weiss_field, curie_weiss_free_entropy
 
 BOX = ((0.6, 2.0), (-0.3, 0.3))
@@ -100,10 +101,11 @@ def test_spinodals_agree_with_a_grid_of_solution_counts(result) -> None:
 def test_pitchfork_at_zero_field_and_both_branches_started() -> None:
     """At h = 0 the paramagnet m = 0 meets a supercritical pitchfork at β = 1; ±m start from its normal form."""
     base = curie_weiss_field()
-    problem = OneParameterProblem(
-        F=lambda x, beta: base.F(x, np.array([beta, 0.0])),
+    problem = Problem(
+        residual=lambda x, beta: base.F(x, np.array([beta, 0.0])),
         dim=1,
         stability=lambda x, beta: base.stability(x, np.array([beta, 0.0])),  # type: ignore[misc]
+        kind="saddle",
     )
     (switch,) = find_bifurcations(problem, np.array([0.0]), 0.6, (0.6, 2.0))
     bp = switch.point

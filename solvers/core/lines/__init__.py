@@ -9,7 +9,7 @@ Entry points:
 * ``find_bifurcations`` / ``classify_branch_point`` / ``branch_off``: branch switching at simple
   branch points of a one-parameter problem; ``trace_branch`` continues a branch.
 
-Problems are ``TwoParameterProblem`` / ``OneParameterProblem``; options ``LineOptions``; results
+Problems are ``TwoParameterProblem`` (in one parameter: the engine's ``Problem``); options ``LineOptions``; results
 ``BoundaryResult``, ``CriticalPoint``, ``BifurcationPoint``, ``BranchStart``; a traced line (``Line``) and a
 branch (``trace_branch``) are the engine's one record of a curve, ``Curve`` with its ``End`` s.
 See docs/phase_boundaries.md for the augmented systems and stopping rules.
@@ -28,7 +28,7 @@ from solvers.core.lines.coexistence import trace_first_order_line
 from solvers.core.lines.curves import trace_branch
 from solvers.core.lines.fold import trace_fold_line
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import OneParameterProblem, TwoParameterProblem, from_problem
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.resample import resample_line
 from solvers.core.lines.results import (
     BifurcationPoint,
@@ -54,14 +54,12 @@ __all__ = [
     "Line",
     "LineOptions",
     "NormalForm",
-    "OneParameterProblem",
     "Scan",
     "ScanPoint",
     "TwoParameterProblem",
     "branch_off",
     "classify_branch_point",
     "find_bifurcations",
-    "from_problem",
     "locate_branch_point",
     "resample_line",
     "scan_special_points",

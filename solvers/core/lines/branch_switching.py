@@ -33,11 +33,11 @@ import numpy as np
 
 from solvers.core.lines.bordered import bordered_solve, fold_function, null_vectors
 from solvers.core.lines.curves import branch_z, trace_branch
-from solvers.core.lines.derivatives import Model, model_of, safe_scalar
+from solvers.core.lines.derivatives import Model, model_of, safe_margin
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import OneParameterProblem
 from solvers.core.lines.results import BifurcationPoint, BranchStart, Criticality, NormalForm
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.problem import Problem
 
 #: |a| below this fraction of max(|b11|, |c|) (in scaled units) counts as zero: a pitchfork.
 SYMMETRIC_A = 1e-6
@@ -88,7 +88,7 @@ def jacobian_size(model: Model, zs: list[np.ndarray], scale: np.ndarray) -> floa
 
 
 def locate_branch_point(
-    problem: OneParameterProblem, x: np.ndarray, p: float, options: LineOptions | None = None, *, max_iter: int = 40
+    problem: Problem, x: np.ndarray, p: float, options: LineOptions | None = None, *, max_iter: int = 40
 ) -> tuple[np.ndarray, float] | None:
     """(x*, p*) of the simple branch point near (x, p), or None when none converges there."""
     opts = options or LineOptions()
@@ -122,17 +122,17 @@ def locate_branch_point(
 
 
 def _criticality(
-    problem: OneParameterProblem, x0: np.ndarray, p0: float, continued: np.ndarray, nf: NormalForm
+    problem: Problem, x0: np.ndarray, p0: float, continued: np.ndarray, nf: NormalForm
 ) -> Criticality | None:
     """Super/subcritical from the sign convention of the margin along the continued branch."""
-    if problem.stability is None or nf.b11 == 0 or nf.c == 0:
+    if not problem.has_margin or nf.b11 == 0 or nf.c == 0:
         return None
     n = problem.dim
     d = continued / continued[n]  # per unit of μ
     delta = 1e-4 * p_scale(p0)
     signs = []
     for mu in (delta, -delta):
-        m = safe_scalar(problem.stability, x0 + mu * d[:n], p0 + mu)
+        m = safe_margin(problem, x0 + mu * d[:n], p0 + mu)
         if not np.isfinite(m) or m == 0:
             return None
         signs.append(np.sign(m) * np.sign(nf.b11 * mu))
@@ -142,7 +142,7 @@ def _criticality(
 
 
 def classify_branch_point(
-    problem: OneParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     p: float,
     options: LineOptions | None = None,
@@ -215,7 +215,7 @@ def _correct(model: Model, z_pred: np.ndarray, tau: np.ndarray, tol: float) -> n
 
 
 def branch_off(
-    problem: OneParameterProblem,
+    problem: Problem,
     point: BifurcationPoint,
     options: LineOptions | None = None,
     *,
@@ -293,7 +293,7 @@ class BranchSwitch:
 
 
 def find_bifurcations(
-    problem: OneParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     p: float,
     p_range: tuple[float, float],

@@ -1,11 +1,11 @@
-"""Solution curves of a one-parameter problem F(x, p) = 0, traced with their special points.
+"""Solution curves of the engine's one-parameter problem F(x, p) = 0, traced with their special points.
 
 A curve is followed by pseudo-arclength continuation in z = (x, p) (``arclength``), with
 monitors whose sign changes are located along the arclength:
 
 * ``fold``: the tangent's p-component (a turning point in p),
 * ``singular``: sign(det F_x)|det F_x|^(1/n) (every simple singular point: folds and branch points),
-* ``margin``: the problem's stability margin, when it has one,
+* ``margin``: the problem's stability margin, when it can tell one (``Problem.margin``),
 * ``event:<name>``: each named event indicator.
 """
 
@@ -16,11 +16,11 @@ import numpy as np
 from solvers.core.arclength import Box, Monitor, Path, run, trace_two_way
 from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.lines.bordered import singularity_indicator
-from solvers.core.lines.derivatives import Model, model_of, safe_scalar
+from solvers.core.lines.derivatives import Model, model_of, safe_margin, safe_scalar
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import OneParameterProblem
 from solvers.core.lines.tracing import default_end
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.problem import Problem
 
 
 class CurveSystem:
@@ -42,21 +42,20 @@ class CurveSystem:
         pass
 
 
-def curve_monitors(problem: OneParameterProblem, model: Model) -> list[Monitor]:
+def curve_monitors(problem: Problem, model: Model) -> list[Monitor]:
     n = problem.dim
     out = [
         Monitor("fold", lambda z, t: float(t[n])),
         Monitor("singular", lambda z, t: singularity_indicator(model.jac_x(z[:n], z[n:]))),
     ]
-    stability = problem.stability
-    if stability is not None:
-        out.append(Monitor("margin", lambda z, t: safe_scalar(stability, z[:n], float(z[n]))))
-    for name, g in problem.events.items():
-        out.append(Monitor(f"event:{name}", lambda z, t, g=g: safe_scalar(g, z[:n], float(z[n]))))
+    if problem.has_margin:
+        out.append(Monitor("margin", lambda z, t: safe_margin(problem, z[:n], float(z[n]))))
+    for e in problem.events:
+        out.append(Monitor(f"event:{e.name}", lambda z, t, g=e.indicator: safe_scalar(g, z[:n], float(z[n]))))
     return out
 
 
-def solve_state(problem: OneParameterProblem, x0: np.ndarray, p: float, options: LineOptions) -> np.ndarray | None:
+def solve_state(problem: Problem, x0: np.ndarray, p: float, options: LineOptions) -> np.ndarray | None:
     """A solution of F(x, p) = 0 by damped Newton from x0 (None when it does not converge)."""
     model = model_of(problem, 1)
     lam = np.array([p])
@@ -66,7 +65,7 @@ def solve_state(problem: OneParameterProblem, x0: np.ndarray, p: float, options:
 
 
 def trace_branch(
-    problem: OneParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     p: float,
     p_range: tuple[float, float],

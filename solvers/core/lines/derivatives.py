@@ -14,14 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
+from solvers.core.problem import Problem
+
 EPS = float(np.finfo(float).eps)
 H1 = EPS ** (1 / 5)  # first derivatives, 4th order
 H2 = EPS ** (1 / 6)  # second derivatives, 4th order
 H3 = EPS ** (1 / 7)  # third derivatives, 4th order
 HM = EPS ** (1 / 4)  # cheap mixed second derivatives, 2nd order
 
-#: Evaluation failures that mean "no finite value here", as opposed to programming errors.
-NUMERIC_FAILURES = (FloatingPointError, OverflowError, ZeroDivisionError, np.linalg.LinAlgError)
 
 
 def _support_scale(z: np.ndarray, u: np.ndarray) -> float:
@@ -34,7 +35,8 @@ class Model:
     """F(x, λ) for λ a vector of ``m`` parameters, evaluated safely, with derivatives.
 
     ``F`` takes ``(x, lam)`` with ``lam`` an ndarray of shape (m,). A floating-point failure
-    inside F yields a NaN residual, which every corrector treats as a failed step.
+    inside F (a numerical failure, :mod:`solvers.core.errors`) yields a NaN residual, which every corrector treats
+    as a failed step.
     """
 
     def __init__(
@@ -53,7 +55,9 @@ class Model:
     def residual(self, x: np.ndarray, lam: np.ndarray) -> np.ndarray:
         try:
             f = np.asarray(self._F(np.asarray(x, dtype=float), np.asarray(lam, dtype=float)), dtype=float)
-        except NUMERIC_FAILURES:
+        except MAYBE_NUMERICAL as exc:
+            if not is_numerical(exc):
+                raise
             return np.full(self.dim, np.nan)
         if f.shape != (self.dim,):
             f = f.reshape(-1)
@@ -78,7 +82,9 @@ class Model:
         if self._jacobian is not None:
             try:
                 J = np.asarray(self._jacobian(np.asarray(x, dtype=float), np.asarray(lam, dtype=float)), dtype=float)
-            except NUMERIC_FAILURES:
+            except MAYBE_NUMERICAL as exc:
+                if not is_numerical(exc):
+                    raise
                 return np.full((self.dim, self.dim), np.nan)
             return J.reshape(self.dim, self.dim)
         z = np.concatenate([x, lam])
@@ -169,12 +175,25 @@ def safe_scalar(fn: Callable[..., float], *args: object) -> float:
     """A scalar hook's value, NaN where it cannot be evaluated."""
     try:
         return float(fn(*args))
-    except NUMERIC_FAILURES:
+    except MAYBE_NUMERICAL as exc:
+        if not is_numerical(exc):
+            raise
         return float("nan")
 
 
+def safe_margin(problem: Problem, x: np.ndarray, p: float) -> float:
+    """The problem's stability margin at (x, p), NaN where it cannot be evaluated or the problem cannot tell."""
+    try:
+        m = problem.margin(x, p)
+    except MAYBE_NUMERICAL as exc:
+        if not is_numerical(exc):
+            raise
+        return float("nan")
+    return float("nan") if m is None else float(m)
+
+
 def model_of(problem: object, n_params: int) -> Model:
-    """The ``Model`` of a ``TwoParameterProblem`` (m = 2) or ``OneParameterProblem`` (m = 1)."""
+    """The ``Model`` of a ``TwoParameterProblem`` (m = 2) or of the engine's one-parameter ``Problem`` (m = 1)."""
     F = problem.F  # type: ignore[attr-defined]
     jac = problem.jacobian  # type: ignore[attr-defined]
     if n_params == 1:

@@ -1,9 +1,9 @@
-"""The problems the line tracers accept: F(x, λ) = 0 in two parameters, and F(x, p) = 0 in one.
+"""The problem the line tracers accept in two parameters: F(x, λ) = 0 with λ = (λ1, λ2).
 
-Both are small explicit contracts, independent of the engine's ``Problem``: a residual on a flat
-state vector ``x`` with optional structure. Derivatives that are not given are taken by finite
-differences (see ``derivatives``). ``from_problem`` adapts any object that has the engine's
-one-parameter attributes (``F``, ``dim``, optional ``jacobian``, ``stability``, ``free_entropy``).
+A residual on a flat state vector ``x`` with optional structure; derivatives that are not given are taken by
+finite differences (see ``derivatives``). In one parameter the tracers take the engine's own
+:class:`~solvers.core.problem.Problem`; :meth:`TwoParameterProblem.restrict` is that problem along λ2 at a fixed
+λ1.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+
+from solvers.core.problem import Event, Problem, no_starts
 
 Vector = np.ndarray
 Params = np.ndarray  # shape (2,): (λ1, λ2)
@@ -100,8 +102,9 @@ class TwoParameterProblem:
             names=(self.names[1], self.names[0]),
         )
 
-    def restrict(self, lam1: float) -> OneParameterProblem:
-        """The problem along λ2 at fixed λ1 (p = λ2)."""
+    def restrict(self, lam1: float) -> Problem:
+        """The problem along λ2 at fixed λ1 (p = λ2), as the engine's one-parameter problem (its stability the
+        problem's own margin, none when it has none)."""
 
         def lam(p: float) -> np.ndarray:
             return np.array([lam1, p], dtype=float)
@@ -111,53 +114,16 @@ class TwoParameterProblem:
 
         starts = self.starts
         label = self.label
-        return OneParameterProblem(
-            F=lambda x, p: self.F(x, lam(p)),
+        return Problem(
+            residual=lambda x, p: self.F(x, lam(p)),
             dim=self.dim,
+            starts=no_starts if starts is None else (lambda p: starts(lam(p))),
             jacobian=opt(self.jacobian),
             free_entropy=opt(self.free_entropy),
             stability=opt(self.stability),
-            events=MappingProxyType({k: opt(g) for k, g in self.events.items()}),
-            starts=None if starts is None else (lambda p: starts(lam(p))),
+            kind="saddle",
             label=None if label is None else (lambda x, p, s: label(x, lam(p), s)),
             canonical=self.canonical,
             scale=self.scale,
+            events=tuple(Event(name, opt(g)) for name, g in self.events.items()),  # type: ignore[arg-type]
         )
-
-
-@dataclass(frozen=True)
-class OneParameterProblem:
-    """F(x, p) = 0 with a scalar parameter p; the same optional structure as ``TwoParameterProblem``."""
-
-    F: Callable[[Vector, float], Vector]
-    dim: int
-    jacobian: Callable[[Vector, float], np.ndarray] | None = None
-    free_entropy: Callable[[Vector, float], float] | None = None
-    stability: Callable[[Vector, float], float] | None = None
-    events: Mapping[str, Callable[[Vector, float], float]] = field(default_factory=_no_events)
-    starts: Callable[[float], Mapping[str, Vector]] | None = None
-    label: Callable[[Vector, float, str], str] | None = None
-    canonical: Callable[[Vector], Vector] | None = None
-    scale: Vector | None = None
-
-    def __post_init__(self) -> None:
-        if self.dim < 1:
-            raise ValueError("dim must be at least 1")
-
-    def x_scale(self) -> np.ndarray:
-        return np.ones(self.dim) if self.scale is None else np.asarray(self.scale, dtype=float)
-
-
-def from_problem(problem: Any) -> OneParameterProblem:
-    """A ``OneParameterProblem`` from an engine problem (anything with ``F(x, p)`` and ``dim``)."""
-    starts = getattr(problem, "starts", None)
-    return OneParameterProblem(
-        F=problem.F,
-        dim=int(problem.dim),
-        jacobian=getattr(problem, "jacobian", None),
-        free_entropy=getattr(problem, "free_entropy", None),
-        stability=getattr(problem, "stability", None),
-        starts=starts,
-        canonical=getattr(problem, "canonical", None),
-        scale=getattr(problem, "scale", None),
-    )

@@ -39,8 +39,9 @@ from solvers.core.lines.branch_switching import (
 from solvers.core.lines.curves import branch_z, solve_state, trace_branch
 from solvers.core.lines.derivatives import model_of, safe_scalar
 from solvers.core.lines.options import LineKind, LineOptions
-from solvers.core.lines.problem import OneParameterProblem, TwoParameterProblem
+from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 
@@ -86,7 +87,7 @@ class _Piece:
     stable: bool | None
 
 
-def same_state(problem: OneParameterProblem | TwoParameterProblem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+def same_state(problem: Problem | TwoParameterProblem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
     if problem.canonical is not None:
         a, b = np.asarray(problem.canonical(a)), np.asarray(problem.canonical(b))
     return bool(np.all(np.abs(a - b) <= tol * problem.x_scale()))
@@ -103,7 +104,7 @@ def _interpolations(z: np.ndarray, p: float) -> list[np.ndarray]:
     return out
 
 
-def _known(problem: OneParameterProblem, curves: list[Curve], x: np.ndarray, p: float, opts: LineOptions) -> bool:
+def _known(problem: Problem, curves: list[Curve], x: np.ndarray, p: float, opts: LineOptions) -> bool:
     for curve in curves:
         for guess in _interpolations(branch_z(curve), p):
             if not same_state(problem, guess, x, 0.2):
@@ -114,7 +115,7 @@ def _known(problem: OneParameterProblem, curves: list[Curve], x: np.ndarray, p: 
     return False
 
 
-def _pieces(problem: OneParameterProblem, curve: Curve) -> tuple[list[_Piece], list[int]]:
+def _pieces(problem: Problem, curve: Curve) -> tuple[list[_Piece], list[int]]:
     cuts = sorted({m.index for m in curve.marks if m.kind in ("fold", "singular", "margin")})
     z = branch_z(curve)
     bounds = [0, *[c + 1 for c in cuts], len(z)]
@@ -232,7 +233,7 @@ def scan_special_points(
 
 
 def _first_order_points(
-    problem: TwoParameterProblem, p1: OneParameterProblem, pieces: list[_Piece], lam1: float,
+    problem: TwoParameterProblem, p1: Problem, pieces: list[_Piece], lam1: float,
     opts: LineOptions, width: float,
 ) -> list[ScanPoint]:
     phi = problem.free_entropy
@@ -288,7 +289,7 @@ def _first_order_points(
 _PRIORITY = {SpecialKind.STABILITY_LOSS: 0, SpecialKind.BIFURCATION: 1}
 
 
-def _dedupe(problem: OneParameterProblem, points: list[ScanPoint], width: float) -> list[ScanPoint]:
+def _dedupe(problem: Problem, points: list[ScanPoint], width: float) -> list[ScanPoint]:
     """One point per location: mirror images and one branch point seen from two branches merge."""
     out: list[ScanPoint] = []
     for pt in sorted(points, key=lambda q: (_PRIORITY.get(q.kind, 2), q.lam[1])):
@@ -310,7 +311,7 @@ def _dedupe(problem: OneParameterProblem, points: list[ScanPoint], width: float)
     return sorted(out, key=lambda q: q.lam[1])
 
 
-def _same_states(problem: OneParameterProblem, a: np.ndarray, b: np.ndarray) -> bool:
+def _same_states(problem: Problem, a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape:
         return False
     if all(same_state(problem, x, y, 1e-5) for x, y in zip(a, b, strict=True)):
