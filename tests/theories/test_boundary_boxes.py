@@ -100,12 +100,13 @@ def _first_order_N(P: int, values: list[float]) -> float:
     return point.parameter
 
 
-@pytest.mark.slow  # 7–18 s (a finite-P law per residual); tests/theories/test_real_integers.py checks the same cheaply
-@pytest.mark.parametrize("order", [("N", "P"), ("P", "N")])
-def test_mean_field_ard_box_in_two_integer_fields(order: tuple[str, str]) -> None:
+@pytest.mark.slow  # 7–18 s (a finite-P law per residual); test_real_integers.py: two real integers, closed form
+def test_mean_field_ard_box_in_two_integer_fields() -> None:
     """N and P both take integers and mean_field_ard declares both real: the first-order line crosses the box from
     edge to edge through real values of both, and meets the N sweeps at the P edges within 1e-3 relative (a 5 % shift
-    of the line is 8 in N)."""
+    of the line is 8 in N). The order (P, N) runs the same code (the second field the bound problem's control, the
+    first re-bound) with the box's sides exchanged."""
+    order = ("N", "P")
     theory = get("mean_field_ard")
     spec = theory.spec_model.model_validate(MF_ARD_NP)
     assert set(order) <= set(theory.real_integers_for(spec))
