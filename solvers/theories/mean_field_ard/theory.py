@@ -109,9 +109,9 @@ class MeanFieldARDTheory(Theory):
     quantities: ClassVar[QuantityTable] = QUANTITIES
     sweepable: ClassVar[tuple[str, ...]] = ("kappa", "P", "N", "sigma_a2", "sigma_w2", "gamma")
     #: The reduced equations hold N and P as real numbers (N/2 + a in the ARD update, N^{-γ}; P in the
-    #: equivalent-kernel closure's effective ridge). Integers only: d and the parity's k (they count the input's
-    #: coordinates and the Walsh modes C(k, i) C(d − k, j) of the closure, and key the bulk rule), P_test, the seeds
-    #: and the quadrature and particle counts (array shapes).
+    #: equivalent-kernel closure's effective ridge). Integers only: d (the reported ρ profile has one entry per
+    #: input, the per-unit prior is a (d − k)-fold convolution, the finite-P closure counts the Walsh modes
+    #: C(k, i) C(d − k, j)), the parity's k, P_test, the seeds and the quadrature and particle counts (array shapes).
     real_integers: ClassVar[tuple[str, ...]] = ("N", "P")
     size_limits: ClassVar[dict[str, float]] = SIZE_LIMITS
     examples: ClassVar[tuple[Example, ...]] = (
