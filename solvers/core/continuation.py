@@ -38,15 +38,16 @@ class ProblemSystem:
     is kept in ``failure``. F_p is a difference in p: forward from the last residual evaluated when that was
     at the same point (the corrector's iterate, whose Jacobian then costs one more residual, not two), central
     otherwise. The O(h) error of the forward form moves neither the curve (the corrector drives F itself to
-    zero) nor its folds (τ_p = 0 exactly where F_x is singular).
+    zero) nor its folds (τ_p = 0 exactly where F_x is singular). The state is scaled by ``x_scale`` (default: ones,
+    as a sweep's curves are) and p by the range's width.
     """
 
-    def __init__(self, problem: Problem, p_lo: float, p_hi: float):
+    def __init__(self, problem: Problem, p_lo: float, p_hi: float, x_scale: np.ndarray | None = None):
         self.problem = problem
         self.n = problem.dim
         self.p_lo = p_lo
         self.width = (p_hi - p_lo) or 1.0
-        self.scale = np.concatenate([np.ones(self.n), [self.width]])
+        self.scale = np.concatenate([np.ones(self.n) if x_scale is None else x_scale, [self.width]])
         self.lam_index = (self.n,)
         #: the last residual evaluated, keyed by (x bytes, p)
         self._last: tuple[bytes, float, np.ndarray] | None = None

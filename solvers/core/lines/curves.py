@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.core.arclength import Box, Monitor, Path, run, trace_two_way
+from solvers.core.continuation import ProblemSystem
 from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_margin, safe_scalar
@@ -21,25 +22,6 @@ from solvers.core.lines.options import LineOptions
 from solvers.core.lines.tracing import default_end
 from solvers.core.newton import ROUND_OFF, newton
 from solvers.core.problem import Problem
-
-
-class CurveSystem:
-    """G(z) = F(x, p) in z = (x, p)."""
-
-    def __init__(self, model: Model, x_scale: np.ndarray, p_width: float):
-        self.model = model
-        self.n = model.dim
-        self.scale = np.concatenate([x_scale, [p_width]])
-        self.lam_index = (self.n,)
-
-    def residual(self, z: np.ndarray) -> np.ndarray:
-        return self.model.Fz(z)
-
-    def jacobian(self, z: np.ndarray) -> np.ndarray:
-        return self.model.jac_z(z)
-
-    def accept(self, z: np.ndarray) -> None:
-        pass
 
 
 def curve_monitors(problem: Problem, model: Model) -> list[Monitor]:
@@ -84,7 +66,7 @@ def trace_branch(
     opts = options or LineOptions()
     model = model_of(problem, 1)
     lo, hi = float(min(p_range)), float(max(p_range))
-    system = CurveSystem(model, problem.x_scale(), hi - lo)
+    system = ProblemSystem(problem, lo, hi, problem.x_scale())
     z0 = np.concatenate([np.asarray(x, dtype=float), [float(p)]])
     monitors = curve_monitors(problem, model)
     box = Box(np.array([lo]), np.array([hi]))

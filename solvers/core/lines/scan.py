@@ -271,14 +271,20 @@ def _first_order_points(
                 values.append(delta(p))
             except ValueError:
                 values.append(None)
+        # a grid value where the two free entropies are equal to the last bit (a symmetric box) is a root itself
+        roots: list[float] = [p for p, d in zip(grid, values, strict=True) if d == 0.0]
         for k in range(len(grid) - 1):
             d0, d1 = values[k], values[k + 1]
             if d0 is None or d1 is None or not np.isfinite(d0 * d1) or d0 * d1 >= 0:
                 continue
             try:
-                pc = brentq(delta, grid[k], grid[k + 1], xtol=1e-9 * width, rtol=1e-12, maxiter=200)
-                xa, xb = state(A, pc), state(B, pc)
+                roots.append(brentq(delta, grid[k], grid[k + 1], xtol=1e-9 * width, rtol=1e-12, maxiter=200))
             except (ValueError, RuntimeError):
+                continue
+        for pc in roots:
+            try:
+                xa, xb = state(A, pc), state(B, pc)
+            except ValueError:
                 continue
             if same_state(p1, xa, xb, opts.merge_distance):
                 continue  # one state (or two that count as merged): no coexistence
