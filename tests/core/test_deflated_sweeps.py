@@ -51,6 +51,14 @@ def test_the_deflated_sweep_finds_the_circle_at_every_value(isola) -> None:
             assert xs == pytest.approx([3.0], abs=1e-9)
 
 
+def test_a_curve_found_by_deflation_says_how_it_ends(isola) -> None:
+    """The circle closes on itself (it has no other end), and says so like a curve traced from a start."""
+    circle = next(c for c in isola.curves if c.name == "circle")
+    assert circle.ends[1] is not None and circle.ends[1].kind == "closed"
+    (table,) = [t for t in isola.tables if t.name == "circle"]
+    assert "closed" in {e.kind for e in table.ends}
+
+
 def test_the_isola_folds_are_where_the_circle_turns(isola) -> None:
     folds = sorted(sp.parameter for sp in isola.special_points if sp.kind is SpecialKind.FOLD)
     assert folds == pytest.approx([1.0, 3.0], abs=1e-8)
