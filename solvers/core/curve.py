@@ -17,6 +17,8 @@ events, each between two consecutive points), and its two ends say how it ended 
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -193,3 +195,13 @@ class Curve:
     def array(self) -> np.ndarray:
         """The points' parameters as an (N, number of parameters) array."""
         return np.array(self.coordinates, dtype=float).reshape(-1, len(self.parameters))
+
+
+def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:
+    """The state at ``p`` interpolated linearly on every segment of a one-parameter curve whose ends bracket ``p``
+    (a guess for a solve at ``p`` on each of the curve's branches there)."""
+    for a, b in itertools.pairwise(points):
+        pa, pb = a.p, b.p
+        if pa <= p <= pb or pb <= p <= pa:  # a sweep asks at every value: no sorting of each pair
+            w = 0.0 if pa == pb else (p - pa) / (pb - pa)
+            yield (1 - w) * a.x + w * b.x

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from solvers.core.catalogue import same_solution
-from solvers.core.curve import Curve
-from solvers.core.detect import interpolations, polish
+from solvers.core.curve import Curve, interpolations
+from solvers.core.detect import polish
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 

@@ -22,10 +22,10 @@ import numpy as np
 
 from solvers.core.catalogue import novelty, same_solution
 from solvers.core.continuation import OnStep, trace_curve
-from solvers.core.curve import Curve
+from solvers.core.curve import Curve, interpolations
 from solvers.core.curve_membership import on_some_curve
 from solvers.core.deflation import deflated_search
-from solvers.core.detect import interpolations, polish
+from solvers.core.detect import polish
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import SolveResult

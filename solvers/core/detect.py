@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -30,7 +30,7 @@ import numpy as np
 from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution
 from solvers.core.continuation import ProblemSystem, refine_between
-from solvers.core.curve import Curve, CurvePoint
+from solvers.core.curve import Curve, CurvePoint, interpolations
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem
@@ -119,15 +119,6 @@ def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKi
         default = curve.name if len(pieces) == 1 else f"{curve.name}#{k}"
         out.append((s, Track(problem.name_of(mid.x, mid.p, default), pc)))
     return out
-
-
-def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:
-    """The state at ``p`` interpolated linearly on every piece of a curve whose ends bracket ``p``."""
-    for a, b in itertools.pairwise(points):
-        pa, pb = a.p, b.p
-        if pa <= p <= pb or pb <= p <= pa:  # a sweep asks at every value: no sorting of each pair
-            w = 0.0 if pa == pb else (p - pa) / (pb - pa)
-            yield (1 - w) * a.x + w * b.x
 
 
 def newton_options(options: SolverOptions) -> SolverOptions:

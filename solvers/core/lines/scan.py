@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from solvers.core.curve import Curve
+from solvers.core.curve import Curve, CurvePoint, interpolations
 from solvers.core.lines.branch_switching import (
     NEAR_RANGE,
     classify_branch_point,
@@ -82,9 +82,16 @@ class Scan:
 
 @dataclass
 class _Piece:
+    """A piece of a branch between two of its marks."""
+
     name: str
-    z: np.ndarray  # rows (x, λ2)
+    points: tuple[CurvePoint, ...]
     stable: bool | None
+
+    @property
+    def p_range(self) -> tuple[float, float]:
+        ps = [q.p for q in self.points]
+        return min(ps), max(ps)
 
 
 def same_state(problem: Problem | TwoParameterProblem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
@@ -93,20 +100,9 @@ def same_state(problem: Problem | TwoParameterProblem, a: np.ndarray, b: np.ndar
     return bool(np.all(np.abs(a - b) <= tol * problem.x_scale()))
 
 
-def _interpolations(z: np.ndarray, p: float) -> list[np.ndarray]:
-    out = []
-    n = z.shape[1] - 1
-    for a, b in itertools.pairwise(z):
-        lo, hi = sorted((a[n], b[n]))
-        if lo <= p <= hi:
-            w = 0.0 if hi == lo else (p - a[n]) / (b[n] - a[n])
-            out.append((1 - w) * a[:n] + w * b[:n])
-    return out
-
-
 def _known(problem: Problem, curves: list[Curve], x: np.ndarray, p: float, opts: LineOptions) -> bool:
     for curve in curves:
-        for guess in _interpolations(branch_z(curve), p):
+        for guess in interpolations(curve.points, p):
             if not same_state(problem, guess, x, 0.2):
                 continue
             polished = solve_state(problem, guess, p, opts)
@@ -117,21 +113,18 @@ def _known(problem: Problem, curves: list[Curve], x: np.ndarray, p: float, opts:
 
 def _pieces(problem: Problem, curve: Curve) -> tuple[list[_Piece], list[int]]:
     cuts = sorted({m.index for m in curve.marks if m.kind in ("fold", "singular", "margin")})
-    z = branch_z(curve)
-    bounds = [0, *[c + 1 for c in cuts], len(z)]
+    bounds = [0, *[c + 1 for c in cuts], len(curve.points)]
     pieces = []
-    n = problem.dim
     for k, (a, b) in enumerate(itertools.pairwise(bounds)):
         if b <= a:
             continue
-        zs = z[a:b]
-        margins = np.array([np.nan if q.margin is None else q.margin for q in curve.points[a:b]])
+        points = curve.points[a:b]
+        margins = np.array([np.nan if q.margin is None else q.margin for q in points])
         finite = margins[np.isfinite(margins)]
         stable = None if finite.size == 0 else bool(np.mean(finite > 0) > 0.5)
-        mid = zs[len(zs) // 2]
+        mid = points[len(points) // 2]
         default = curve.name if len(bounds) == 2 else f"{curve.name}#{k}"
-        name = problem.label(mid[:n], float(mid[n]), default) if problem.label is not None else default
-        pieces.append(_Piece(name, zs, stable))
+        pieces.append(_Piece(problem.name_of(mid.x, mid.p, default), points, stable))
     return pieces, cuts
 
 
@@ -140,7 +133,7 @@ def _piece_names(pieces: list[_Piece], index: int) -> tuple[str, ...]:
     names: list[str] = []
     count = 0
     for k, piece in enumerate(pieces):
-        count += len(piece.z)
+        count += len(piece.points)
         if count - 1 >= index:
             names.append(piece.name)
             if count - 1 == index and k + 1 < len(pieces):
@@ -238,12 +231,11 @@ def _first_order_points(
 ) -> list[ScanPoint]:
     phi = problem.free_entropy
     assert phi is not None
-    n = problem.dim
-    stable = [pc for pc in pieces if pc.stable and len(pc.z) >= 2]
+    stable = [pc for pc in pieces if pc.stable and len(pc.points) >= 2]
     out: list[ScanPoint] = []
 
     def state(piece: _Piece, p: float) -> np.ndarray:
-        guesses = _interpolations(piece.z, p)
+        guesses = list(interpolations(piece.points, p))
         if not guesses:
             raise ValueError("outside the piece")
         x = solve_state(p1, guesses[0], p, opts)
@@ -252,8 +244,8 @@ def _first_order_points(
         return x
 
     for A, B in itertools.combinations(stable, 2):
-        lo = max(A.z[:, n].min(), B.z[:, n].min())
-        hi = min(A.z[:, n].max(), B.z[:, n].max())
+        lo = max(A.p_range[0], B.p_range[0])
+        hi = min(A.p_range[1], B.p_range[1])
         if hi <= lo:
             continue
         # The crossing only seeds the line (whose corrector solves the coexistence system exactly at
