@@ -94,6 +94,9 @@ class Problem:
         scale: typical magnitude of each component, for duplicate merging.
         names: names of the components of x (for diagnostics).
         report: (x, p) -> the named order parameters and observables of a solution.
+        report_many: [(x, p), ...] -> the reports of many solutions at once, each equal to ``report``'s up to
+            rounding; where a theory gives it, a sweep reports its points in blocks
+            (:mod:`solvers.core.report_blocks`), and ``notes`` sees a catalogue before its reports are attached.
         events: event indicators located along every branch of a sweep.
         detect: the kinds of special point the engine looks for along a sweep (default: all).
         notes: catalogue -> what the theory adds about the whole catalogue (not one branch).
@@ -126,6 +129,7 @@ class Problem:
     scale: Vector | None = None
     names: Sequence[str] = field(default_factory=tuple)
     report: Callable[[Vector, float], Report] | None = None
+    report_many: Callable[[Sequence[tuple[Vector, float]]], Sequence[Report]] | None = None
     events: tuple[Event, ...] = ()
     detect: frozenset[SpecialKind] = ALL_KINDS
     notes: Callable[[Catalogue], Notes] | None = None

@@ -49,6 +49,7 @@ from solvers.core.detect import (
 )
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
+from solvers.core.report_blocks import ReportBlocks
 from solvers.core.results import Catalogue, Origin, SolveResult
 from solvers.core.solve import solve_at
 from solvers.core.special_points import SpecialKind, SpecialPoint, dedupe
@@ -118,15 +119,16 @@ def _grid(
     """Independent solves at each value, warm-started from the previous one."""
     cats: list[Catalogue] = []
     prev: dict[str, np.ndarray] = {}
+    blocks = ReportBlocks(problem, on_point)
     for i, v in enumerate(vals):
         cat = stored.get(i)
         if cat is None:
-            cat = solve_catalogue(problem, v, options, extra_starts=prev, report=True)
-            if on_point is not None:
-                on_point(i, cat)
+            cat = solve_catalogue(problem, v, options, extra_starts=prev, report=blocks.each)
+            blocks.add(i, cat)
         prev = {b.name: b.x for b in cat.branches if b.converged}
         cats.append(cat)
-    return Sweep("grid", tuple(vals), tuple(cats), tuple(grid_special_points(problem, vals, cats, options)))
+    reported = blocks.catalogues(cats)
+    return Sweep("grid", tuple(vals), reported, tuple(grid_special_points(problem, vals, reported, options)))
 
 
 def _grid_point(cat: Catalogue, name: str) -> CurvePoint | None:
@@ -420,17 +422,17 @@ def _continuation(
     tracks = [*tracks, *_bridges(problem, curves)]
     cats: list[Catalogue] = []
     by_value: dict[float, Catalogue] = {}
+    blocks = ReportBlocks(problem, on_point)
     for i, v in enumerate(vals):
         cat = stored.get(i)
         if cat is None:
             cat = by_value.get(v)
             if cat is None:
-                cat = _assemble(problem, v, tracks, options)
+                cat = _assemble(problem, v, tracks, options, report=blocks.each)
                 by_value[v] = cat
-            if on_point is not None:
-                on_point(i, cat)
+            blocks.add(i, cat)
         cats.append(cat)
-    return Sweep(method, tuple(vals), tuple(cats), special, tuple(curves))
+    return Sweep(method, tuple(vals), blocks.catalogues(cats), special, tuple(curves))
 
 
 #: A guess points at a root of an exhaustive search when it is this close to it (relative, in the theory's scale)
@@ -466,8 +468,9 @@ def _bridges(problem: Problem, curves: list[Curve]) -> list[Track]:
     return out
 
 
-def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOptions) -> Catalogue:
-    """The catalogue at ``v``: every traced solution there, Newton-polished."""
+def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOptions, report: bool = True
+              ) -> Catalogue:
+    """The catalogue at ``v``: every traced solution there, Newton-polished (``report``: with the theory's report)."""
     tc = time.perf_counter()
     roots = [np.asarray(x, dtype=float) for _, x in problem.enumerate(v)] if problem.exhaustive and \
         problem.enumerate is not None else []
@@ -485,5 +488,5 @@ def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOp
                 cands.append((name, res))
                 origins.append(Origin("start", name))
     if not cands:
-        return solve_catalogue(problem, v, options, report=True)
-    return build_catalogue(problem, v, cands, time.perf_counter() - tc, report=True, origins=origins)
+        return solve_catalogue(problem, v, options, report=report)
+    return build_catalogue(problem, v, cands, time.perf_counter() - tc, report=report, origins=origins)

@@ -136,3 +136,56 @@ def test_a_sweep_equals_the_same_points_computed_directly(parameter: str) -> Non
             assert a["weight_correlations"][name] == pytest.approx(b["weight_correlations"][name], abs=1e-11 * scale)
     basis = next(iter(on.report.__self__.reporter.products._bases.values()))[1]  # type: ignore[attr-defined]
     assert basis.certified > 0
+
+
+def test_fitting_many_points_at_once_is_fitting_them_one_group_after_the_other() -> None:
+    """The windowed fit of a sweep's block (pairs of points, as a report meets a point's own and its NNGP posterior)
+    certifies and grows exactly as fitting each pair by itself, in order."""
+    kappa = _spectrum(P=300)
+    points = _points(90, seed=5)
+    groups = [k // 2 for k in range(len(points))]
+    together, alone = ResolventBasis(kappa), ResolventBasis(kappa)
+    fits = together.fit_many(points, groups)
+    one_by_one = [c for g in range(45) for c in alone.fit_many(points[2 * g : 2 * g + 2], [g, g])]
+    assert together.size == alone.size and together.certified == alone.certified == 90
+    for c, d in zip(fits, one_by_one, strict=True):
+        assert c is not None and d is not None and c.size == d.size
+        assert np.allclose(c, d, rtol=0, atol=1e-13 * np.max(np.abs(d)))
+
+
+def test_a_sweeps_points_reported_together_equal_each_computed_directly() -> None:
+    """A T sweep's block of points (report_many, as the sweep asks for it) against each point reported alone by a
+    problem whose products are all direct; a failed solve among them is reported without observables."""
+    spec = make_spec({"kind": "teacher", "P": 240, "P_test": 30, "N0": 20, "seed": 4}, N1=60)
+    problem = THEORY.problem(spec, "T")
+    direct = THEORY.problem(spec, "T")
+    direct.report.__self__.reporter.products = SweepProducts(enabled=False)  # type: ignore[attr-defined]
+    assert problem.report_many is not None
+    values = [float(v) for v in np.geomspace(1e-3, 5.0, 30)]
+    points = [(x, v) for v in values for _, x in problem.enumerate(v)]
+    points.insert(7, (np.array([np.nan]), values[7]))
+    reports = problem.report_many(points)
+    assert reports[7].observables == dict.fromkeys(reports[7].observables)
+    for (x, v), got in zip(points[:7] + points[8:], reports[:7] + reports[8:], strict=True):
+        want = direct.report(x, v).observables
+        obs = got.observables
+        for name in ("generalization_error", "generalization_error_nngp", "generalization_bias2", "train_error",
+                     "action"):
+            assert obs[name] == pytest.approx(want[name], rel=1e-10)
+        assert np.allclose(obs["test_mean"], want["test_mean"], rtol=0, atol=1e-11 * np.max(np.abs(want["test_mean"])))
+        assert obs["class_distance"]["D2"] == pytest.approx(want["class_distance"]["D2"], rel=1e-10)
+        scale = abs(want["weight_correlations"]["min_eigenvalue"])
+        for name in ("max_eigenvalue", "min_eigenvalue", "trace_lambda1", "trace_lambda2"):
+            assert obs["weight_correlations"][name] == pytest.approx(want["weight_correlations"][name],
+                                                                     abs=1e-11 * scale)
+    basis = next(iter(problem.report.__self__.reporter.products._bases.values()))[1]  # type: ignore[attr-defined]
+    assert basis.certified >= len(values)
+
+
+def test_only_a_sweep_on_one_spectrum_reports_its_points_together() -> None:
+    """T and N1 never change the kernel; λ0 changes an erf kernel (each value its own spectrum: reported alone)."""
+    spec = make_spec({"kind": "teacher", "P": 60, "P_test": 10, "N0": 8, "seed": 1}, N1=30)
+    assert THEORY.problem(spec, "T").report_many is not None
+    assert THEORY.problem(spec, "N1").report_many is not None
+    assert THEORY.problem(spec, "lambda0").report_many is None
+    assert THEORY.problem(spec, None).report_many is None

@@ -26,6 +26,7 @@ from solvers.theories.kernel_renormalization.spectrum import (
     Spectrum,
     cached_spectrum,
     feature_scale,
+    kernel_priors,
     readout_scale,
     spectrum_key,
     spectrum_of,
@@ -116,6 +117,14 @@ class Model:
         if isinstance(held, KernelFailure):
             raise KernelFailure(str(held))
         return held
+
+    def one_spectrum(self, parameter: str) -> bool:
+        """Whether every value of ``parameter`` has one spectrum: the priors the kernel is built at
+        (:func:`kernel_priors`) do not depend on it (T and N1 never enter the kernel)."""
+        st = self.settings
+        other = st.at(parameter, 2.0 * getattr(st, parameter) + 1.0)
+        return (kernel_priors(self.activation, self.depth, st.lambda0, st.lambda1)
+                == kernel_priors(self.activation, self.depth, other.lambda0, other.lambda1))
 
     def readout_scale(self, st: Settings) -> float:
         return readout_scale(self.activation, self.depth, st.lambda0, st.lambda1)

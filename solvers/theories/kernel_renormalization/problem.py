@@ -36,6 +36,9 @@ UNIQUE_NAME = "renormalized"
 #: Control values whose state (settings, action) a problem holds, and whose searches it remembers.
 HELD_POINTS = 8
 HELD_SEARCHES = 16
+#: Control values held along a sweep that reports its points together (their actions share the spectrum's arrays,
+#: so a point costs a few hundred bytes): a block of points is reported from the states its solves used.
+HELD_SWEEP_POINTS = 256
 
 Action = ScalarAction | MeanCorrectedAction | NestedAction
 IGNORE = {"over": "ignore", "under": "ignore", "invalid": "ignore", "divide": "ignore"}
@@ -72,6 +75,11 @@ class KernelRenormalizationProblem:
         #: p -> why the exhaustive search could not run
         self.search_errors: OrderedDict[float, str] = OrderedDict()
         self.reporter = Reporter(self)
+        #: A sweep of the one-variable action on one spectrum reports its points together (the resolvent basis and
+        #: the test kernel are shared by all of them).
+        self.reports_together = (parameter is not None and model.variant == "scalar"
+                                 and model.one_spectrum(parameter))
+        self._held = HELD_SWEEP_POINTS if self.reports_together else HELD_POINTS
 
     # ---- plumbing ----------------------------------------------------------------------------
     def _key(self, p: float) -> float:
@@ -89,7 +97,7 @@ class KernelRenormalizationProblem:
             act = self.model.action(st, scan_table=self.parameter is not None) if usable else None
             pt = Point(st, act, failure, singular)
             self._points[key] = pt
-            while len(self._points) > HELD_POINTS:
+            while len(self._points) > self._held:
                 self._points.popitem(last=False)
         return pt
 
@@ -222,6 +230,9 @@ class KernelRenormalizationProblem:
     def report(self, x: np.ndarray, p: float) -> Report:
         return self.reporter.report(np.asarray(x, dtype=float), p)
 
+    def report_many(self, points: Sequence[tuple[np.ndarray, float]]) -> list[Report]:
+        return self.reporter.report_many(points)
+
     def notes(self, cat: Catalogue) -> Notes:
         """What the exhaustive search saw: how many stationary points, and anything a user must know."""
         p = cat.parameter
@@ -267,6 +278,7 @@ class KernelRenormalizationProblem:
             project=self.project,
             names=names or ["log_Qbar", "log_1_plus_Q"],
             report=self.report,
+            report_many=self.report_many if self.reports_together else None,
             notes=self.notes,
         )
 

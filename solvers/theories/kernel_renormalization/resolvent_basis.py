@@ -52,6 +52,8 @@ NEIGHBOUR = 1e3
 OMEGA_FLOOR = 1e-8
 #: Relative norm below which the part of a vector orthogonal to the columns is rounding, not a new direction.
 NEW_DIRECTION = 1e-14
+#: Points :meth:`ResolventBasis.fit_many` certifies together (those after a group that grows the basis again).
+FIT_WINDOW = 16
 _U = np.finfo(float).eps / 2
 
 #: A product of the basis: columns (P, k) -> rows (k, m), one row per column.
@@ -107,23 +109,46 @@ class ResolventBasis:
         None: compute this point directly."""
         return self.fit_many([(T, a)])[0]
 
-    def fit_many(self, points: Sequence[tuple[float, float]]) -> list[np.ndarray | None]:
-        """:meth:`fit` of several (T, a) at once (one pass over the columns for all of them)."""
+    def fit_many(self, points: Sequence[tuple[float, float]], groups: Sequence[int] | None = None
+                 ) -> list[np.ndarray | None]:
+        """:meth:`fit` of several (T, a) at once, with the outcome of fitting them one group after the other: the
+        points of a group (neighbours with one label in ``groups``; default: each point alone) are certified against
+        the columns as they are after the groups before it, and those that fail grow the basis in turn.
+
+        The points are certified a window at a time (one pass over the columns for the window); after a group that
+        grows the basis, the next window starts behind it."""
         vs = np.multiply.outer([a for _, a in points], self.kappa)  # one row per point
         vs += np.array([t for t, _ in points])[:, None]
+        label = list(range(len(points))) if groups is None else list(groups)
+        out: list[np.ndarray | None] = [None] * len(points)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             np.divide(self._omega, vs, out=vs)
-            out = self._certified(vs)  # a non-finite or non-positive d fails the bound (NaN compares false)
-        for k, (T, a) in enumerate(points):
-            if out[k] is None and self.growing and np.all(np.isfinite(vs[k]) & (vs[k] > 0)):
-                self._grow(vs[k], T / a)
-                out[k] = self._certified(vs[k : k + 1])[0]
-                if out[k] is None:
-                    self.growing = False
-            if out[k] is None:
-                self.refused += 1
-            else:
-                self.certified += 1
+            k = 0
+            while k < len(points):
+                # a non-finite or non-positive d fails the bound (NaN compares false)
+                window = self._certified(vs[k : k + FIT_WINDOW])
+                passed = next((j for j, c in enumerate(window) if c is None), len(window))
+                out[k : k + passed] = window[:passed]
+                self.certified += passed
+                k += passed
+                if passed == len(window):
+                    continue
+                end = k + 1
+                while end < len(points) and label[end] == label[k]:
+                    end += 1
+                first = self._certified(vs[k:end])  # the failing point's group, against the columns before it
+                for j, c in enumerate(first, start=k):
+                    out[j] = c
+                    if c is None and self.growing and np.all(np.isfinite(vs[j]) & (vs[j] > 0)):
+                        self._grow(vs[j], points[j][0] / points[j][1])
+                        out[j] = self._certified(vs[j : j + 1])[0]
+                        if out[j] is None:
+                            self.growing = False
+                    if out[j] is None:
+                        self.refused += 1
+                    else:
+                        self.certified += 1
+                k = end
         return out
 
     def _certified(self, vs: np.ndarray) -> list[np.ndarray | None]:

@@ -28,6 +28,9 @@ from solvers.theories.kernel_renormalization.spectrum import Spectrum
 HELD_BASES = 2
 HELD_FITS = 4
 
+#: A posterior's basis and the coefficients of its d in that basis.
+Fit = tuple[ResolventBasis, np.ndarray]
+
 
 class SweepProducts:
     """The bases of the spectra a sweep reports on; ``enabled`` False (a single solve): every product is direct."""
@@ -35,20 +38,16 @@ class SweepProducts:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self._bases: OrderedDict[int, tuple[Spectrum, ResolventBasis]] = OrderedDict()
-        self._fits: OrderedDict[tuple[int, float, float], np.ndarray | None] = OrderedDict()
+        self._fits: OrderedDict[tuple[int, float, float], Fit | None] = OrderedDict()
 
-    def predictions(self, posts: Sequence[Posterior]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def predictions(self, posts: Sequence[Posterior], groups: Sequence[int] | None = None
+                    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """(mean, variance) at the test points for each posterior: from its basis where certified, else directly
-        (those together, one pass over the test kernel)."""
-        fits = self._fits_of(posts)
+        (those together, one pass over the test kernel). ``groups``: a label per posterior, equal for those of one
+        point (fitted as if together, :meth:`ResolventBasis.fit_many`); default: all of them one point."""
+        fits = self._fits_of(posts, groups)
         direct = iter(predict_together([post for post, c in zip(posts, fits, strict=True) if c is None]))
-        fitted = [k for k, c in enumerate(fits) if c is not None]
-        # every certified posterior of one spectrum (here: all of them, a problem has one) in one product
-        rows = {}
-        if fitted:
-            basis = self._basis(posts[fitted[0]].spectrum)
-            both = basis.combine("predict", _stacked([fits[k] for k in fitted]))  # type: ignore[misc]
-            rows = dict(zip(fitted, both, strict=True))
+        rows = self._combined("predict", posts, fits)
         out = []
         for k, post in enumerate(posts):
             if k not in rows:
@@ -58,26 +57,36 @@ class SweepProducts:
             out.append(post.from_products(rows[k][:n, None], rows[k][n:, None]))
         return out
 
-    def weight_products(self, post: Posterior) -> tuple[np.ndarray, np.ndarray] | None:
-        """X̃ᵀA⁻¹y = Zᵀ(ỹ∘d) and X̃ᵀA⁻¹X̃ = Zᵀ diag(d) Z (packed, :func:`packed_gram`) from the basis; None: compute
-        them directly."""
-        c = self._fit(post)
-        if c is None:
-            return None
-        basis = self._basis(post.spectrum)
-        if not basis.has("weights"):
-            return None
-        both = basis.combine("weights", c)
-        n0 = post.spectrum.z.shape[1]  # type: ignore[union-attr]
-        return both[:n0], both[n0:]
+    def weight_products(self, posts: Sequence[Posterior]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """For each posterior, X̃ᵀA⁻¹y = Zᵀ(ỹ∘d) and X̃ᵀA⁻¹X̃ = Zᵀ diag(d) Z (packed, :func:`packed_gram`) from the
+        basis; None: compute them directly."""
+        rows = self._combined("weights", posts, self._fits_of(posts))
+        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(posts)
+        for k, both in rows.items():
+            n0 = posts[k].spectrum.z.shape[1]  # type: ignore[union-attr]
+            out[k] = both[:n0], both[n0:]
+        return out
 
-    def _fit(self, post: Posterior) -> np.ndarray | None:
-        return self._fits_of([post])[0]
+    def _combined(self, channel: str, posts: Sequence[Posterior], fits: Sequence[Fit | None]) -> dict[int, np.ndarray]:
+        """The channel's product for every certified posterior (index -> row), those of one basis in one matrix
+        product; a posterior whose basis lacks the channel is left out."""
+        groups: dict[int, list[int]] = {}
+        for k, fit in enumerate(fits):
+            if fit is not None:
+                groups.setdefault(id(fit[0]), []).append(k)
+        rows: dict[int, np.ndarray] = {}
+        for ks in groups.values():
+            basis = fits[ks[0]][0]  # type: ignore[index]
+            if basis.has(channel):
+                cs = _stacked([fits[k][1] for k in ks])  # type: ignore[index]
+                rows.update(zip(ks, basis.combine(channel, cs), strict=True))
+        return rows
 
-    def _fits_of(self, posts: Sequence[Posterior]) -> list[np.ndarray | None]:
-        """The basis coefficients of each posterior's d (None: compute it directly), those of one spectrum fitted
-        together; remembered for the last few."""
-        out: list[np.ndarray | None] = [None] * len(posts)
+    def _fits_of(self, posts: Sequence[Posterior], groups: Sequence[int] | None = None) -> list[Fit | None]:
+        """The basis and coefficients of each posterior's d (None: compute it directly), those of one spectrum
+        fitted together; remembered for the last few (at least those of the last call: a report asks for them
+        twice)."""
+        out: list[Fit | None] = [None] * len(posts)
         todo: dict[int, list[int]] = {}
         for k, post in enumerate(posts):
             if not self.enabled or post.b != 0.0:
@@ -89,9 +98,10 @@ class SweepProducts:
                 todo.setdefault(id(post.spectrum), []).append(k)
         for ks in todo.values():
             basis = self._basis(posts[ks[0]].spectrum)
-            for k, c in zip(ks, basis.fit_many([(posts[k].T, posts[k].a) for k in ks]), strict=True):
-                out[k] = self._fits[(id(posts[k].spectrum), posts[k].T, posts[k].a)] = c
-        while len(self._fits) > HELD_FITS:
+            labels = [0] * len(ks) if groups is None else [groups[k] for k in ks]
+            for k, c in zip(ks, basis.fit_many([(posts[k].T, posts[k].a) for k in ks], labels), strict=True):
+                out[k] = self._fits[(id(posts[k].spectrum), posts[k].T, posts[k].a)] = None if c is None else (basis, c)
+        while len(self._fits) > max(HELD_FITS, len(posts)):
             self._fits.popitem(last=False)
         return out
 
