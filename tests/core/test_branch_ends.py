@@ -8,10 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from service.serialize import curves_json
+from service.serialize import branch_end_json, curves_json
+from solvers.core.curve import End
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.sweep import run_sweep
+from tests.core.deflation_problems import isola_problem
 
 
 def fold_at_zero() -> Problem:
@@ -99,3 +101,13 @@ def test_the_ends_are_served_with_the_curves() -> None:
     _, sweep = _ends(no_root_past_half(), 0.0, 1.0)
     (end,) = curves_json(sweep)[0]["ends"]
     assert set(end) == {"branch", "kind", "parameter", "method", "residual", "detail"}
+
+
+def test_a_closed_curve_and_the_step_cap_keep_their_contract_names() -> None:
+    """The engine names a curve that closes on itself ``closed`` and one stopped by the step cap ``max_points`` (as
+    a line's ends are named); a sweep's curves serve them as ``loop`` and ``step_cap``."""
+    sweep = run_sweep(isola_problem(), np.linspace(0.0, 4.0, 21), SolverOptions(), method="deflated")
+    circle = next(c for c in curves_json(sweep) if c["name"] == "circle")
+    assert "loop" in {e["kind"] for e in circle["ends"]}
+    capped = branch_end_json(End("max_points", (0.5,), branch="b", detail="100 steps in this direction"))
+    assert capped == {"branch": "b", "kind": "step_cap", "parameter": 0.5, "detail": "100 steps in this direction"}
