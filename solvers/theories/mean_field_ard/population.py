@@ -35,7 +35,7 @@ from solvers.core.blas import one_blas_thread
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.bulk_grid import bulk_grid
 from solvers.theories.mean_field_ard.memo import Memo
-from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law
+from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law, prior_bulk
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
 from solvers.theories.mean_field_ard.specialisation import best_correlation
 from solvers.theories.mean_field_ard.spectrum import EK, closure
@@ -82,11 +82,17 @@ class PopulationParity:
         #: training-set size of the equivalent-kernel closure (None: population limit)
         self.P = P
         #: the compiled (JAX, float64) bulk reduction; False selects the NumPy one; None (default) the faster of
-        #: the two for this rule's size (see JAX_MIN_NODES)
-        self.compiled = compiled if compiled is not None else (
-            bulk_grid(net, self.quad.bulk).v2.size * self.quad.bulk_q >= JAX_MIN_NODES)
+        #: the two for this rule's size (see JAX_MIN_NODES). The per-unit prior's rule has its own u-nodes per
+        #: v-node (28 at d = 20, k = 2: 22 960 nodes, compiled 12 ms per law against NumPy's 23 ms), not bulk_q.
+        self.compiled = compiled if compiled is not None else self._bulk_nodes() >= JAX_MIN_NODES
         #: a unit is specialised when its target correlation reaches half the best a single unit can
         self.threshold = 0.5 * best_correlation(net.activation.name, net.k)
+
+    def _bulk_nodes(self) -> int:
+        """Nodes of the bulk rule: the fixed prior's own rule where the precisions are per unit (memoised there)."""
+        if self.unit_prior is not None:
+            return int(prior_bulk(self.unit_prior, self.net, self.quad.bulk, self.quad.bulk_q).q.size)
+        return bulk_grid(self.net, self.quad.bulk).v2.size * self.quad.bulk_q
 
     # ---- layout ---------------------------------------------------------------------------------
     @property
