@@ -25,8 +25,10 @@ SMALL = {"model": POTENTIAL, "parameter": "u", "values": {"start": 20, "stop": 4
 #: 400 lines of 5 points.
 LARGE = {"model": POTENTIAL, "parameter": ["b", "u"], "method": "grid",
          "values": [{"start": 0.1, "stop": 0.5, "num": 400}, {"start": 20, "stop": 40, "num": 5}]}
-#: Both longer than the interval of the status's reconciliation with RQ (2 s): each answer makes one.
-SHORT, LONG = 2.2, 4.2
+#: Two seconds apart; both longer than the interval of the status's reconciliation with RQ (shortened to
+#: ``RECONCILE_AFTER`` here, from its 2 s, so that the waits need not outlast it): each answer makes one.
+SHORT, LONG = 1.0, 3.0
+RECONCILE_AFTER = 0.05
 
 
 def _commands(r: redis.Redis) -> int:
@@ -40,7 +42,9 @@ def _cost(c: TestClient, r: redis.Redis, job_id: str, wait: float) -> int:
     return _commands(r) - before - 1  # less the INFO of the first count
 
 
-def test_a_held_request_costs_the_same_for_a_job_of_one_line_and_one_of_400(fresh_redis: RedisServer) -> None:
+def test_a_held_request_costs_the_same_for_a_job_of_one_line_and_one_of_400(
+        fresh_redis: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rq_units, "RECONCILE_EVERY", RECONCILE_AFTER)
     r = fresh_redis.client()
     with TestClient(create_app(app_settings(fresh_redis.url))) as c:
         small = c.post("/v1/sweeps", json=SMALL).json()["job_id"]
