@@ -14,7 +14,8 @@ cavity) on the same data and test inputs gives the theories' P_1/10 like for lik
     python -m benchmarks.bench_rubin_cavity_onset --replot       # table and figure from docs/data
 
 Every run is saved to the data file as it ends, and a second start resumes: runs already stored are not repeated.
-``--deadline HH:MM`` (UTC) starts no sampling after that time.
+``--deadline HH:MM`` (UTC) starts no sampling after that time. The lattice's interpolation error is measured on
+mean field (``interpolation_check``: the crossing from the lattice against one on a grid eight times finer).
 """
 
 from __future__ import annotations
@@ -102,13 +103,15 @@ def sample(D: int, P: int, seed: int, args: argparse.Namespace) -> dict[str, Any
             "seconds": time.perf_counter() - t0}
 
 
-def theory_fraction(stored: dict[str, Any], name: str, D: int, P: int, seed: int) -> float:
-    """The treatment's finite_sample cubic fraction on the network's data and test inputs (cached in ``stored``)."""
+def theory_fraction(stored: dict[str, Any], name: str, D: int, P: int, seed: int, cache_name: str | None = None
+                    ) -> float:
+    """The treatment's finite_sample cubic fraction on the network's data and test inputs (cached in ``stored``
+    under ``cache_name``, default the treatment's name)."""
     from solvers.core.options import SolverOptions
     from solvers.theories import get
 
     key = f"{D}/{seed}/{P}"
-    cache = stored.setdefault("theory", {}).setdefault(name, {})
+    cache = stored.setdefault("theory", {}).setdefault(cache_name or name, {})
     if key not in cache:
         fs = get("rubin_cavity").solve(spec(FAMILY, D, P, "finite_sample", P_test=P_TEST, seed=seed,
                                             **TREATMENTS[name]), SolverOptions())
@@ -133,6 +136,25 @@ def theory_crossing(stored: dict[str, Any], name: str, D: int, seed: int) -> Cro
     pts = [(int(key.split("/")[2]), v) for key, v in cache.items()
            if key.startswith(f"{D}/{seed}/") and v is not None]
     return crossing([p for p, _ in pts], [v for _, v in pts], [0.0] * len(pts), THRESHOLD)
+
+
+def interpolation_check(stored: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lattice's interpolation error, measured on mean field: its crossing from the two bracketing lattice
+    points against the crossing on a grid eight times finer in log P (2^(1/8) steps) inside that bracket."""
+    out = []
+    for D in sorted({r["D"] for r in stored["runs"]}):
+        for seed in sorted({r["seed"] for r in stored["runs"] if r["D"] == D}):
+            coarse = theory_crossing(stored, "mean_field", D, seed)
+            if coarse is None:
+                continue
+            P1, P2 = coarse.bracket
+            fine = sorted({round(P1 * 2.0 ** (j / 8)) for j in range(5)} | {int(P2)})
+            values = [theory_fraction(stored, "mean_field", D, P, seed, "mean_field_fine") for P in fine]
+            c = crossing(fine, values, [0.0] * len(fine), THRESHOLD)
+            if c is not None:
+                out.append({"D": D, "seed": seed, "lattice": coarse.P_star, "fine": c.P_star,
+                            "log_difference": coarse.log_P - c.log_P})
+    return out
 
 
 def fits(stored: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +249,7 @@ def main() -> None:
                               "sigma_w2": 0.5, "lattice": "P = round(D 2^(k/2))", "chains": args.chains,
                               "warmup": args.warmup, "draws": args.draws, "sampler_seed": args.sampler_seed}
         measure(stored, args)
+        stored["interpolation_check"] = interpolation_check(stored)
     stored["fits"] = fits(stored)
     if not args.replot:
         save(args.data, stored)

@@ -59,6 +59,12 @@ def table(stored: dict[str, Any]) -> str:
                     f"{_onset(row, 'standard_cavity')} |")
     rows.append(f"| exponent x of P_1/10 ∝ D^x | | {_exponent(stored, 'network')} | | | "
                 f"{_exponent(stored, 'mean_field')} | {_exponent(stored, 'standard_cavity')} |")
+    check = stored.get("interpolation_check")
+    if check:
+        diffs = [c["log_difference"] for c in check]
+        rows.append(f"\nInterpolation across one lattice step, measured on mean field ({len(check)} brackets): the "
+                    f"lattice crossing minus the crossing on a 2^(1/8) grid, in log P: {min(diffs):+.4f} … "
+                    f"{max(diffs):+.4f} (mean {sum(diffs) / len(diffs):+.4f}).")
     return "\n".join(rows)
 
 
@@ -77,22 +83,30 @@ def figure(stored: dict[str, Any], path: str) -> None:
     ax = axes[0]
     markers = "osd^v"
     for i, D in enumerate(Ds):
-        colour = plt.get_cmap("viridis")(i / max(len(Ds) - 1, 1))
+        colour = plt.get_cmap("viridis")(0.9 * i / max(len(Ds) - 1, 1))
         for j, seed in enumerate(sorted({r["seed"] for r in runs if r["D"] == D})):
             mine = sorted((r for r in runs if r["D"] == D and r["seed"] == seed), key=lambda r: r["P"])
             x = [r["P"] / D for r in mine]
-            ax.errorbar(x, [r["cubic"] for r in mine], yerr=[2 * r["cubic_stderr"] for r in mine],
-                        fmt=markers[j % len(markers)] + "-", color=colour, ms=4, lw=1, capsize=2,
-                        mfc="none" if not all(r["converged"] for r in mine) else colour,
-                        label=f"D = {D}" if j == 0 else None)
+            ax.plot(x, [r["cubic"] for r in mine], "-", color=colour, lw=1, label=f"D = {D}" if j == 0 else None)
+            for r in mine:  # open marker: the run is not converged by the project's criteria
+                ax.errorbar([r["P"] / D], [r["cubic"]], yerr=[2 * r["cubic_stderr"]], fmt=markers[j % len(markers)],
+                            color=colour, ms=5, capsize=2, mfc=colour if r["converged"] else "white")
     ax.axhline(threshold, color="k", ls=":", lw=1)
-    ax.text(0.02, threshold * 1.05, f"threshold {threshold:g}", fontsize=7, transform=ax.get_yaxis_transform())
+    ax.text(0.02, threshold * 1.04, f"threshold {threshold:g}", fontsize=7, transform=ax.get_yaxis_transform())
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("P / D (log)")
+    ks = sorted({round(2 * math.log2(r["P"] / r["D"])) for r in runs})
+    lattice = [2.0 ** (k / 2) for k in range(ks[0], ks[-1] + 1)]
+    ax.set_xticks(lattice, [f"{v:.3g}" for v in lattice])
+    ax.set_xticks([], minor=True)
+    ticks = [v for v in (0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3) if
+             min(r["cubic"] for r in runs) * 0.8 <= v <= max(r["cubic"] for r in runs) * 1.2]
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+    ax.set_yticks([], minor=True)
+    ax.set_xlabel("P / D (lattice P = D·2^(k/2), log scale)")
     ax.set_ylabel("network's learned cubic fraction 1 − c_test/ε")
-    ax.set_title("network, N = 2D: one line per training set (seed),\nmarker = seed, ±2 s.e.; open = not converged",
-                 fontsize=9)
+    ax.set_title("network, N = 2D: one line per (D, training-set seed);\nmarker = seed, ±2 s.e., "
+                 "open = not converged", fontsize=9)
     ax.legend(fontsize=7)
 
     ax = axes[1]
@@ -101,6 +115,9 @@ def figure(stored: dict[str, Any], path: str) -> None:
     styles = {"network": ("ko", "k"), "mean_field": ("s", COLOURS["mean_field"]),
               "standard_cavity": ("^", COLOURS["standard_cavity"])}
     for who, (fmt, colour) in styles.items():
+        seeds = [(D, c["P"]) for D, row in sorted(per_D.items()) for c in row["seeds"][who].values() if c]
+        ax.plot([D * (1.0 + 0.02 * (who != "network")) for D, _ in seeds], [P for _, P in seeds], ".",
+                color=colour, ms=3, alpha=0.6)
         pts = [(D, row[who]) for D, row in sorted(per_D.items()) if who in row]
         if not pts:
             continue
@@ -123,8 +140,14 @@ def figure(stored: dict[str, Any], path: str) -> None:
         ax.plot(xs, [P0 * (d / D0) ** 3 for d in xs], "k:", lw=0.8, label="∝ D³ (fixed kernel's exponent)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("D (log)")
-    ax.set_ylabel("P_1/10 (mean of log P over seeds, ±2 s.e.)")
+    ax.set_xticks(Ds, [str(d) for d in Ds])
+    ax.set_xticks([], minor=True)
+    low, high = ax.get_ylim()
+    ticks = [v for v in (20, 30, 40, 50, 70, 100, 150, 200, 300, 500, 700, 1000) if low <= v <= high]
+    ax.set_yticks(ticks, [str(v) for v in ticks])
+    ax.set_yticks([], minor=True)
+    ax.set_xlabel("D (log scale)")
+    ax.set_ylabel("P_1/10 (mean of log P over seeds, ±2 s.e.;\ndots: each seed)")
     ax.set_title("onset of cubic learning: where 1 − c_test/ε reaches 1/10", fontsize=9)
     ax.legend(fontsize=7)
     panel_letters(axes)
