@@ -71,11 +71,19 @@ def next_k(fractions: dict[int, float], guess: int) -> int | None:
 
 
 def guess_k(runs: list[dict[str, Any]], D: int) -> int:
-    """Just below the other seeds' mean crossing at this D, else the first guess."""
-    logs = [c.log_P for s in {r["seed"] for r in runs if r["D"] == D} if (c := network_crossing(runs, D, s))]
-    if not logs:
+    """Just below the other seeds' mean crossing at this D; at a new D, below the nearest smaller D's crossing
+    carried over as P_1/10 ∝ D^1.3; else the first guess."""
+    def mean_crossing(d: int) -> float | None:
+        logs = [c.log_P for s in {r["seed"] for r in runs if r["D"] == d} if (c := network_crossing(runs, d, s))]
+        return math.exp(sum(logs) / len(logs)) if logs else None
+
+    if (P := mean_crossing(D)) is not None:
+        return math.floor(2 * math.log2(P / D))
+    smaller = {d: P for d in {r["D"] for r in runs} if d < D and (P := mean_crossing(d)) is not None}
+    if not smaller:
         return FIRST_K
-    return math.floor(2 * math.log2(math.exp(sum(logs) / len(logs)) / D))
+    d = max(smaller)
+    return math.floor(2 * math.log2(smaller[d] / d * (D / d) ** 0.3))
 
 
 def network_crossing(runs: list[dict[str, Any]], D: int, seed: int) -> Crossing | None:

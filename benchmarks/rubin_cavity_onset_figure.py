@@ -107,21 +107,22 @@ def figure(stored: dict[str, Any], path: str) -> None:
     ax.set_ylabel("network's learned cubic fraction 1 − c_test/ε")
     ax.set_title("network, N = 2D: one line per (D, training-set seed);\nmarker = seed, ±2 s.e., "
                  "open = not converged", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower right")
 
     ax = axes[1]
     per_D = _per_D(stored)
     exps = stored["fits"]["exponent"]
     styles = {"network": ("ko", "k"), "mean_field": ("s", COLOURS["mean_field"]),
               "standard_cavity": ("^", COLOURS["standard_cavity"])}
+    shift = {"network": 1.0, "mean_field": 1.025, "standard_cavity": 1.05}  # side by side, not on top
     for who, (fmt, colour) in styles.items():
         seeds = [(D, c["P"]) for D, row in sorted(per_D.items()) for c in row["seeds"][who].values() if c]
-        ax.plot([D * (1.0 + 0.02 * (who != "network")) for D, _ in seeds], [P for _, P in seeds], ".",
-                color=colour, ms=3, alpha=0.6)
+        ax.plot([D * shift[who] * 1.012 for D, _ in seeds], [P for _, P in seeds], ".", color=colour, ms=3,
+                alpha=0.6)
         pts = [(D, row[who]) for D, row in sorted(per_D.items()) if who in row]
         if not pts:
             continue
-        xs = [D for D, _ in pts]
+        xs = [D * shift[who] for D, _ in pts]
         ys = [o["P"] for _, o in pts]
         lo = [o["P"] * (1 - math.exp(-2 * o["log_P_stderr"])) for _, o in pts]
         hi = [o["P"] * (math.exp(2 * o["log_P_stderr"]) - 1) for _, o in pts]
@@ -131,7 +132,8 @@ def figure(stored: dict[str, Any], path: str) -> None:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt=fmt, color=colour, ms=5, capsize=3,
                     mfc=colour if who == "network" else "none", label=label)
         if e is not None:
-            ax.plot(xs, [math.exp(e["intercept"]) * d ** e["slope"] for d in xs], "-", color=colour, lw=1)
+            fit_D = [D for D, _ in pts]
+            ax.plot(fit_D, [math.exp(e["intercept"]) * d ** e["slope"] for d in fit_D], "-", color=colour, lw=1)
     net = [(D, row["network"]["P"]) for D, row in sorted(per_D.items()) if "network" in row]
     if net:
         D0, P0 = net[0]
