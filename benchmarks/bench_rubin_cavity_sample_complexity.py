@@ -13,7 +13,8 @@ population theory at each D gives
 and the fixed NNGP kernel needs P_fixed = T/λ3 for half of the cubic part. Exponents are least-squares slopes of
 log P against log D with their standard errors. The network (NUTS, readout integrated out) is sampled at
 P = 20 D for D = 12, 18, 27 in the second family; its learned cubic fraction on fresh inputs, 1 − c_test/ε, is
-set beside each treatment's finite-D value and the NNGP kernel's (P/T) λ3/(1 + (P/T) λ3).
+set beside each treatment's finite-D value and the NNGP kernel's (P/T) λ3/(1 + (P/T) λ3). The network's onset
+against P at several D, with its fitted exponent, is :mod:`benchmarks.bench_rubin_cavity_onset`.
 
     python -m benchmarks.bench_rubin_cavity_sample_complexity            # about 15 min on 2 idle cores
     python -m benchmarks.bench_rubin_cavity_sample_complexity --network-only   # the theory kept, the network again

@@ -112,7 +112,7 @@ def figure(stored: dict[str, Any], path: str) -> None:
     ax = axes[1]
     per_D = _per_D(stored)
     exps = stored["fits"]["exponent"]
-    styles = {"network": ("ko", "k"), "mean_field": ("s", COLOURS["mean_field"]),
+    styles = {"network": ("o", "k"), "mean_field": ("s", COLOURS["mean_field"]),
               "standard_cavity": ("^", COLOURS["standard_cavity"])}
     shift = {"network": 1.0, "mean_field": 1.025, "standard_cavity": 1.05}  # side by side, not on top
     for who, (fmt, colour) in styles.items():
