@@ -90,6 +90,12 @@ def run_chains(target: Any, options: Any, apart: bool) -> Any:
     return summarize(target, options, checkpoint, draws)
 
 
+def scalar_estimates(result: Any, names: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Each named scalar estimate of a run: its mean, Monte-Carlo standard error, R-hat and bulk ESS."""
+    return {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
+            for k, e in result.estimates.items() if k in names}
+
+
 def sample_network(size: dict[str, Any], T: float, args: argparse.Namespace) -> dict[str, Any]:
     """NUTS on the network at T (float64): every scalar estimate with its error, R-hat, bulk ESS, and the run."""
     import numpy as np
@@ -103,8 +109,7 @@ def sample_network(size: dict[str, Any], T: float, args: argparse.Namespace) -> 
                              seed=args.seed, block_size=100)
     t0 = time.perf_counter()
     result = run_chains(target, options, args.apart)
-    est = {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
-           for k, e in result.estimates.items() if k in OBSERVABLES}
+    est = scalar_estimates(result, OBSERVABLES)
     s = result.sampler
     return {
         "estimates": est,

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_rubin_cavity_network import TREATMENTS, run_chains
+from benchmarks.bench_rubin_cavity_network import TREATMENTS, run_chains, scalar_estimates
 from benchmarks.bench_rubin_cavity_sample_complexity import EPSILON, FAMILIES, spec
 from benchmarks.onset_fit import Crossing, Onset, crossing, onset, weighted_slope
 from benchmarks.showcase_common import load, save
@@ -101,8 +101,7 @@ def sample(D: int, P: int, seed: int, args: argparse.Namespace) -> dict[str, Any
                              seed=args.sampler_seed, block_size=100)
     t0 = time.perf_counter()
     result = run_chains(target, options, args.apart)
-    est = {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
-           for k, e in result.estimates.items() if k in OBSERVABLES}
+    est = scalar_estimates(result, OBSERVABLES)
     s = result.sampler
     return {"D": D, "N": FAMILY["nu"] * D, "P": P, "seed": seed, "cubic": cubic(est["c_test"]["mean"]),
             "cubic_stderr": est["c_test"]["stderr"] / abs(EPSILON), "estimates": est, "converged": result.converged,

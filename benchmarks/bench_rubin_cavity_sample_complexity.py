@@ -28,7 +28,7 @@ import math
 import sys
 from typing import Any
 
-from benchmarks.bench_rubin_cavity_network import TREATMENTS, gradient_seconds, run_chains
+from benchmarks.bench_rubin_cavity_network import TREATMENTS, gradient_seconds, run_chains, scalar_estimates
 from benchmarks.rubin_cavity_network_figure import COLOURS, NAMES
 from benchmarks.showcase_common import load, save
 
@@ -102,8 +102,7 @@ def network_point(family: dict[str, float], D: int, args: argparse.Namespace) ->
     options = SamplerOptions(method="nuts", chains=args.chains, warmup=args.warmup, draws=args.draws,
                              seed=args.seed, block_size=100)
     result = run_chains(target, options, args.apart)
-    est = {k: {"mean": float(e.mean), "stderr": float(e.stderr), "rhat": float(e.rhat), "ess": float(e.ess_bulk)}
-           for k, e in result.estimates.items() if k in ("b", "c", "b_test", "c_test", "R")}
+    est = scalar_estimates(result, ("b", "c", "b_test", "c_test", "R"))
     s = result.sampler
     return {"D": D, "N": family["nu"] * D, "P": P, "estimates": est, "theory": predictions(family, D, P),
             "converged": result.converged, "message": result.message, "max_rhat": s.max_rhat,
