@@ -44,8 +44,9 @@ if str(ROOT) not in sys.path:  # run as a script
 from scipy.optimize import brentq, fsolve  # noqa: E402
 
 from benchmarks.common import Ratio, print_table  # noqa: E402
-from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries  # noqa: E402
+from solvers.core.lines import LineOptions, trace_boundaries  # noqa: E402
 from solvers.core.newton import ROUND_OFF, newton  # noqa: E402
+from solvers.core.problem import Problem  # noqa: E402
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential  # noqa: E402
 
 SIGMA_W2, C = 0.5, -0.3
@@ -63,7 +64,7 @@ def potential(lam: np.ndarray) -> OverlapPotential:
     return OverlapPotential(SIGMA_W2, float(lam[0]), C, float(lam[1]))
 
 
-def problem(counter: Counter) -> TwoParameterProblem:
+def problem(counter: Counter) -> Problem:
     def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
         counter.calls += 1
         return np.array([potential(lam).grad(float(x[0]))])
@@ -73,15 +74,15 @@ def problem(counter: Counter) -> TwoParameterProblem:
             return "center"
         return "aligned" if potential(lam).hess(float(x[0])) > 0 else "barrier"
 
-    return TwoParameterProblem(
-        F=F,
+    return Problem(
+        residual=F,
         dim=1,
         free_entropy=lambda x, lam: -(float(potential(lam).value(float(x[0]))) - float(potential(lam).value(0.0))),
         stability=lambda x, lam: float(potential(lam).hess(float(x[0]))),
         starts=lambda lam: {"center": np.array([0.0]), "aligned": np.array([1.0])},
         label=label,
         canonical=np.abs,
-        names=("b", "u"),
+        parameters=("b", "u"),
     )
 
 
@@ -126,7 +127,7 @@ def traced_errors(lines) -> dict[str, float]:
 
 
 # ---- the grid phase diagram ------------------------------------------------------------------
-def grid_row(pr: TwoParameterProblem, b: float, us: np.ndarray) -> dict[str, float | None]:
+def grid_row(pr: Problem, b: float, us: np.ndarray) -> dict[str, float | None]:
     """One row: solve the centre and the aligned well at every u, bracket the three lines."""
     tol = LineOptions().tolerance
     found: dict[str, float | None] = {"fold": None, "first_order": None, "stability_loss": None}

@@ -19,7 +19,8 @@ import numpy as np
 
 from service.jobs.boundary_regions import probe_points, region_probes
 from service.serialize import boundary_json
-from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries
+from solvers.core.lines import LineOptions, trace_boundaries
+from solvers.core.problem import Problem
 from solvers.theories import get as get_theory
 from solvers.theories.two_parameter import integer_field
 
@@ -27,7 +28,7 @@ from solvers.theories.two_parameter import integer_field
 CHECK_EVERY = 200
 
 
-def _checked(problem: TwoParameterProblem, check: Callable[[], None]) -> TwoParameterProblem:
+def _checked(problem: Problem, check: Callable[[], None]) -> Problem:
     """The problem with ``check()`` called every CHECK_EVERY residual evaluations (it raises to stop)."""
     count = [0]
     F = problem.F
@@ -38,7 +39,7 @@ def _checked(problem: TwoParameterProblem, check: Callable[[], None]) -> TwoPara
             check()
         return F(x, lam)
 
-    return dataclasses.replace(problem, F=residual)
+    return dataclasses.replace(problem, residual=residual)
 
 
 def run_boundary(payload: dict[str, Any], spec: Any, options: Any, check: Callable[[], None],

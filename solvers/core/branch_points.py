@@ -80,7 +80,7 @@ def classify_loss(
     if sp.x is None or not problem.looks_for(SpecialKind.BIFURCATION):
         return sp
     one = remembering(problem)
-    model = model_of(one, 1)
+    model = model_of(one)
     x, p = np.asarray(sp.x, dtype=float), float(sp.parameter)
     xs = one.x_scale()
     S = np.concatenate([xs, [width]])

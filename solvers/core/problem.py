@@ -1,8 +1,9 @@
 """The one object a theory hands to the engine: a parametrised system F(x; p) = 0, bound to its model.
 
 The engine knows no physics. A theory describes its saddle-point equations as a residual on a
-flat vector of order parameters ``x`` at a scalar control parameter ``p`` (the value of the
-swept field; for a single solve, the spec's own value), plus optional structure the engine can
+flat vector of order parameters ``x`` at a control parameter ``p``: a scalar (the value of the
+swept field; for a single solve, the spec's own value), or, for the line tracers
+(:mod:`solvers.core.lines`), a pair λ = (λ1, λ2) of named parameters, plus optional structure the engine can
 exploit: a fixed-point map for Picard/Anderson, an analytic Jacobian for Newton, a free entropy
 to rank branches, a stability margin, names for the solutions, an exhaustive root search where
 the theory can afford one (e.g. a 1-D scan), event indicators whose zeros are special points, and
@@ -13,6 +14,8 @@ needs; it never rebuilds its model from the length of ``x``.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -28,14 +31,17 @@ if TYPE_CHECKING:
     from solvers.core.results import Catalogue
 
 Vector = np.ndarray
-Residual = Callable[[Vector, float], Vector]
-Scalar = Callable[[Vector, float], float]
+#: A parameter value: a float in one parameter, an ndarray of shape (2,) in two.
+Param = float | np.ndarray
+Residual = Callable[[Vector, Param], Vector]
+Scalar = Callable[[Vector, Param], float]
+Bounds = tuple[tuple[float, float], ...]
 
 #: Every kind of special point the engine looks for by default.
 ALL_KINDS = frozenset(SpecialKind)
 
 
-def no_starts(p: float) -> Mapping[str, Vector]:
+def no_starts(p: Param) -> Mapping[str, Vector]:
     """The starts of a problem that is only continued from given points."""
     return {}
 
@@ -65,7 +71,11 @@ class Event:
 
 @dataclass(frozen=True)
 class Problem:
-    """F(x; p) = 0 with the structure the engine may use.
+    """F(x; p) = 0 with the structure the engine may use, continued in one or two named parameters.
+
+    Every hook that takes the parameter gets ``p`` as a float in one parameter and as an ndarray
+    λ = (λ1, λ2) of shape (2,) in two; :meth:`restrict` and :meth:`swapped` derive the one-parameter
+    problems of a two-parameter one.
 
     Attributes:
         residual: F(x, p). A zero is a solution. For a fixed-point theory G, set
@@ -111,6 +121,8 @@ class Problem:
         domain: (x, p) -> the name of the quantity that has left its domain at (x, p) (e.g. "a variance
             q <= 0"), None inside it. Used to say why a traced curve ends where the residual cannot be
             evaluated; without it the engine reports the numerical error it met.
+        parameters: the names of the one or two parameters p stands for (for messages and results).
+        bounds: the domain of each parameter, ``((lo, hi), ...)``; unbounded when not given. Lines stop at its edge.
     """
 
     residual: Residual | None
@@ -137,10 +149,22 @@ class Problem:
     point_state: Callable[[Vector, float], Mapping[str, object]] | None = None
     edge: Callable[[Vector, float], bool] | None = None
     domain: Callable[[Vector, float], str | None] | None = None
+    parameters: tuple[str, ...] = ("p",)
+    bounds: Bounds | None = None
 
     def __post_init__(self) -> None:
         if self.residual is None and self.fixed_point is None:
             raise ValueError("Problem needs a residual or a fixed_point map")
+        if len(self.parameters) not in (1, 2):
+            raise ValueError("a problem is continued in one or two parameters")
+        if self.dim < 1:
+            raise ValueError("dim must be at least 1")
+        if self.scale is not None and np.shape(self.scale) != (self.dim,):
+            raise ValueError(f"scale must have shape ({self.dim},)")
+        bounds = ((-math.inf, math.inf),) * len(self.parameters) if self.bounds is None else self.bounds
+        if len(bounds) != len(self.parameters) or not all(lo < hi for lo, hi in bounds):
+            raise ValueError("need one bound lo < hi per parameter")
+        object.__setattr__(self, "bounds", tuple((float(lo), float(hi)) for lo, hi in bounds))
 
     def F(self, x: Vector, p: float) -> Vector:
         """The residual, derived from the fixed-point map when only that was given."""
@@ -148,6 +172,10 @@ class Problem:
             return np.asarray(self.residual(x, p), dtype=float)
         assert self.fixed_point is not None
         return np.asarray(self.fixed_point(x, p), dtype=float) - x
+
+    def indicator(self, name: str) -> Scalar:
+        """The indicator of the event called ``name``."""
+        return next(e.indicator for e in self.events if e.name == name)
 
     def name_of(self, x: Vector, p: float, start: str) -> str:
         return self.label(x, p, start) if self.label is not None else start
@@ -185,3 +213,35 @@ class Problem:
             Jg = fd_jacobian(lambda y: np.asarray(G(y, p), dtype=float), x)
             return float(1.0 - np.max(np.abs(np.linalg.eigvals(Jg))))
         return None
+
+    def restrict(self, lam1: float) -> Problem:
+        """The problem along λ2 at fixed λ1 (p = λ2), of a problem in two parameters."""
+        assert len(self.parameters) == 2, "only a problem in two parameters is restricted"
+        return self._reparametrised(lambda p: np.array([lam1, p], dtype=float), self.parameters[1:], self.bounds[1:])
+
+    def swapped(self) -> Problem:
+        """The same problem with λ1 and λ2 exchanged: its ``restrict(λ2)`` is the problem along λ1 at fixed λ2
+        (the scans of a box's λ2 edges)."""
+        assert len(self.parameters) == 2, "only a problem in two parameters is swapped"
+        return self._reparametrised(lambda lam: np.asarray(lam, dtype=float)[::-1].copy(), self.parameters[::-1],
+                                    self.bounds[::-1])
+
+    def _reparametrised(self, at: Callable[[Param], Param], parameters: tuple[str, ...], bounds: Bounds) -> Problem:
+        """This problem in a new parameter q: every hook that takes a parameter value sees ``at(q)``."""
+
+        def xp(fn: Callable[..., object] | None) -> Callable[..., object] | None:
+            return None if fn is None else (lambda x, q, *rest: fn(x, at(q), *rest))
+
+        starts, enumerate_, report_many = self.starts, self.enumerate, self.report_many
+        return dataclasses.replace(
+            self,
+            residual=xp(self.residual), fixed_point=xp(self.fixed_point), jacobian=xp(self.jacobian),
+            free_entropy=xp(self.free_entropy), stability=xp(self.stability), label=xp(self.label),
+            report=xp(self.report), point_state=xp(self.point_state), edge=xp(self.edge), domain=xp(self.domain),
+            starts=starts if starts is no_starts else (lambda q: starts(at(q))),
+            enumerate=None if enumerate_ is None else (lambda q: enumerate_(at(q))),
+            report_many=None if report_many is None else (
+                lambda points: report_many([(x, at(q)) for x, q in points])),
+            events=tuple(dataclasses.replace(e, indicator=xp(e.indicator)) for e in self.events),
+            parameters=tuple(parameters), bounds=bounds,
+        )

@@ -37,7 +37,6 @@ from pydantic import BaseModel
 
 from solvers.core.catalogue import solve_catalogue
 from solvers.core.continuation import OnStep
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
@@ -120,7 +119,7 @@ class Theory(ABC):
 
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
-    ) -> TwoParameterProblem:
+    ) -> Problem:
         """The saddle-point system of ``spec`` in two of its fields λ = (p1, p2), for the line tracers.
 
         The default re-binds the spec at every λ1 and takes its bound problem in λ2, keeping the

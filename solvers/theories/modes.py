@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from solvers.core.continuation import OnStep
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
@@ -46,7 +45,7 @@ class Modes(Theory):
 
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
-    ) -> TwoParameterProblem:
+    ) -> Problem:
         return self.of(spec).two_parameter_problem(spec, parameters, options)
 
     def sizes(self, spec: BaseModel) -> Sizes:

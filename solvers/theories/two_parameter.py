@@ -1,7 +1,7 @@
 """A theory's spec as a two-parameter problem F(x, λ1, λ2) = 0 for the line tracers (``solvers.core.lines``).
 
 ``lift`` turns a family of the engine's bound problems into a
-:class:`~solvers.core.lines.TwoParameterProblem`: ``problem_at(λ)`` gives the bound problem that
+two-parameter :class:`~solvers.core.problem.Problem`: ``problem_at(λ)`` gives the bound problem that
 holds at λ and the value of its own control parameter there. Everything the engine uses along a
 sweep carries over: the residual and its Jacobian, the free entropy, the stability margin the sweep
 judges stability by, the events, the named starts together with the roots of an exhaustive search,
@@ -24,7 +24,6 @@ import threading
 import typing
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Protocol
 
 import annotated_types
@@ -32,9 +31,8 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
-from solvers.core.lines.problem import Bounds, TwoParameterProblem
 from solvers.core.options import SolverOptions
-from solvers.core.problem import Problem
+from solvers.core.problem import Bounds, Event, Problem
 
 #: Bound problems remembered per two-parameter problem (one per recent λ1).
 MEMO_SIZE = 8
@@ -83,7 +81,7 @@ def _guard(fn: Callable[..., Any], bad: Any) -> Callable[..., Any]:
     return wrapped
 
 
-def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], bounds: Bounds) -> TwoParameterProblem:
+def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], bounds: Bounds) -> Problem:
     """A two-parameter problem from ``problem_at(λ) -> (bound problem, its control value)``.
 
     ``reference`` (the problem at the spec itself) says which structure exists: a Jacobian, a free
@@ -140,19 +138,19 @@ def lift(problem_at: ProblemAt, reference: Problem, names: tuple[str, str], boun
         hit = at(lam)
         return start if hit is None else hit[0].name_of(x, hit[1], start)
 
-    return TwoParameterProblem(
-        F=_guard(F, nan_vector),
+    return Problem(
+        residual=_guard(F, nan_vector),
         dim=dim,
         jacobian=_guard(jacobian, lambda: np.full((dim, dim), np.nan)) if reference.jacobian is not None else None,
         free_entropy=_guard(free_entropy, math.nan) if reference.free_entropy is not None else None,
         stability=_guard(stability, math.nan) if reference.has_margin else None,
-        events=MappingProxyType({ev.name: event(ev.name) for ev in reference.events}),
+        events=tuple(Event(ev.name, event(ev.name)) for ev in reference.events),
         starts=starts,
         label=label,
         canonical=reference.canonical,
         scale=None if reference.scale is None else np.asarray(reference.scale, dtype=float),
         bounds=bounds,
-        names=names,
+        parameters=names,
     )
 
 
@@ -218,7 +216,7 @@ def integers_only(spec: BaseModel, parameters: Sequence[str], real: Collection[s
 def rebound(
     theory: BindsProblems, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None,
     real: Collection[str] = (),
-) -> TwoParameterProblem:
+) -> Problem:
     """The generic two-parameter problem of a theory: its spec re-bound at every λ1, swept in λ2.
 
     A line passes through real values of both parameters. An integer field is continued as a real number only

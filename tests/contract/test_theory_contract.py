@@ -218,7 +218,7 @@ def test_the_two_parameter_problem_is_the_bound_problem_in_the_plane(name: str, 
     one = theory.problem(spec, ex.parameter, OPTIONS)
     p2 = theory.control_value(spec, ex.parameter)
     lam = np.array([theory.control_value(spec, pair[0]), p2])
-    assert plane.names == pair and plane.dim == one.dim
+    assert plane.parameters == pair and plane.dim == one.dim
     starts = plane.starts(lam)  # type: ignore[misc]
     assert set(one.starts(p2)) <= set(starts)
     for start, x0 in one.starts(p2).items():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.core.lines import TwoParameterProblem
+from solvers.core.problem import Event, Problem
 
 
-def cusp() -> TwoParameterProblem:
+def cusp() -> Problem:
     """Stationary points of V(x) = x⁴/4 − a x²/2 + λ x: x³ − a x + λ = 0, λ = (a, λ).
 
     Folds where 3x² = a: λ = ±2 (a/3)^(3/2), meeting in the cusp a = λ = 0. Equal depth of the two
@@ -19,14 +19,14 @@ def cusp() -> TwoParameterProblem:
             return "barrier"
         return "left" if x[0] < 0 else "right"
 
-    return TwoParameterProblem(
-        F=lambda x, lam: x**3 - lam[0] * x + lam[1],
+    return Problem(
+        residual=lambda x, lam: x**3 - lam[0] * x + lam[1],
         dim=1,
         free_entropy=lambda x, lam: float(-(x[0] ** 4 / 4 - lam[0] * x[0] ** 2 / 2 + lam[1] * x[0])),
         stability=lambda x, lam: float(3 * x[0] ** 2 - lam[0]),
         starts=lambda lam: {"left": np.array([-1.5]), "barrier": np.array([0.0]), "right": np.array([1.5])},
         label=label,
-        names=("a", "lambda"),
+        parameters=("a", "lambda"),
     )
 
 
@@ -41,7 +41,7 @@ def curie_weiss_free_entropy(m: float, beta: float, h: float) -> float:
     return float(-beta * m * m / 2 + np.logaddexp(y, -y))
 
 
-def curie_weiss_field() -> TwoParameterProblem:
+def curie_weiss_field() -> Problem:
     """m = tanh(β(m + h)) with λ = (β, h); the margin is dF/dm = 1 − β sech²(β(m + h)) (> 0 stable)."""
 
     def label(x: np.ndarray, lam: np.ndarray, start: str) -> str:
@@ -49,23 +49,24 @@ def curie_weiss_field() -> TwoParameterProblem:
             return "unstable"
         return "up" if x[0] > 0 else "down"
 
-    return TwoParameterProblem(
-        F=lambda x, lam: x - np.tanh(lam[0] * (x + lam[1])),
+    return Problem(
+        residual=lambda x, lam: x - np.tanh(lam[0] * (x + lam[1])),
         dim=1,
         free_entropy=lambda x, lam: curie_weiss_free_entropy(float(x[0]), float(lam[0]), float(lam[1])),
         stability=lambda x, lam: float(1 - lam[0] / np.cosh(lam[0] * (x[0] + lam[1])) ** 2),
         starts=lambda lam: {"up": np.array([0.95]), "down": np.array([-0.95]), "zero": np.array([0.0])},
         label=label,
-        names=("beta", "h"),
+        parameters=("beta", "h"),
     )
 
 
-def event_toy() -> TwoParameterProblem:
+def event_toy() -> Problem:
     """x³ + x = λ2 (one solution everywhere) with the event g = x − λ1: zero on λ2 = λ1³ + λ1."""
-    return TwoParameterProblem(
-        F=lambda x, lam: x**3 + x - lam[1],
+    return Problem(
+        residual=lambda x, lam: x**3 + x - lam[1],
         dim=1,
         stability=lambda x, lam: float(3 * x[0] ** 2 + 1),
-        events={"x_equals_lambda1": lambda x, lam: float(x[0] - lam[0])},
+        events=(Event("x_equals_lambda1", lambda x, lam: float(x[0] - lam[0])),),
         starts=lambda lam: {"root": np.array([0.0])},
+        parameters=("lambda1", "lambda2"),
     )

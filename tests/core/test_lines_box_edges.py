@@ -7,10 +7,13 @@ References are closed forms: x³ − a x + λ has its first-order line at λ = 0
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from solvers.core.lines import LineOptions, TwoParameterProblem, scan_special_points, trace_boundaries
+from solvers.core.lines import LineOptions, scan_special_points, trace_boundaries
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 from tests.core.line_problems import cusp
 
@@ -19,7 +22,7 @@ def test_a_line_between_the_rows_is_found_on_the_edges() -> None:
     """λ1 = λ over [−1, 1], λ2 = a over [0.5, 3], two rows (λ = ±1, the box's λ1 edges): the first-order line λ = 0
     crosses no row; it enters and leaves through the edges a = 0.5 and a = 3."""
     problem = cusp().swapped()
-    assert problem.names == ("lambda", "a")
+    assert problem.parameters == ("lambda", "a")
     res = trace_boundaries(problem, (-1.0, 1.0), (0.5, 3.0), LineOptions(seeds=2))
     assert res.scans == (-1.0, 1.0) and res.edges == (0.5, 3.0)
     (first,) = res.of_kind(SpecialKind.FIRST_ORDER)
@@ -49,9 +52,9 @@ def test_a_closed_line_is_found_by_an_interior_row() -> None:
     def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
         return x**3 - (1 - lam[0] ** 2 - lam[1] ** 2) * x + 0.1
 
-    ring = TwoParameterProblem(F=F, dim=1, starts=lambda lam: {"left": np.array([-1.5]), "right": np.array([1.5]),
+    ring = Problem(residual=F, dim=1, starts=lambda lam: {"left": np.array([-1.5]), "right": np.array([1.5]),
                                                                "middle": np.array([0.0])},
-                               names=("l1", "l2"))
+                               parameters=("l1", "l2"))
     res = trace_boundaries(ring, (-1.5, 1.5), (-1.5, 1.5), LineOptions(seeds=3))
     (fold,) = res.of_kind(SpecialKind.FOLD)
     assert "closed" in {e.kind for e in fold.ends}
@@ -70,7 +73,7 @@ def test_a_line_crossing_a_scan_that_saw_nothing_there_is_named() -> None:
     base = cusp()
     starts = base.starts
     assert starts is not None
-    blind = TwoParameterProblem(**{**base.__dict__, "starts": lambda lam: {} if lam[0] == 1.75 else starts(lam)})
+    blind = dataclasses.replace(base, starts=lambda lam: {} if lam[0] == 1.75 else starts(lam))
     res = trace_boundaries(blind, (0.5, 3.0), (-3.0, 3.0), LineOptions(seeds=3))
     assert res.scans == (0.5, 1.75, 3.0)
     assert len(res.of_kind(SpecialKind.FOLD)) == 2 and len(res.of_kind(SpecialKind.FIRST_ORDER)) == 1

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from solvers.core.lines import LineOptions, TwoParameterProblem, trace_boundaries, trace_fold_line
+from solvers.core.lines import LineOptions, trace_boundaries, trace_fold_line
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 from tests.core.line_problems import cusp
 
@@ -41,7 +44,8 @@ def test_a_seed_where_no_fold_exists_is_reported_lost_not_raised() -> None:
 
 
 def test_a_residual_of_the_wrong_size_is_a_programming_error() -> None:
-    bad = TwoParameterProblem(F=lambda x, lam: np.zeros(2), dim=1, starts=lambda lam: {"a": np.zeros(1)})
+    bad = Problem(residual=lambda x, lam: np.zeros(2), dim=1, starts=lambda lam: {"a": np.zeros(1)},
+                  parameters=("lambda1", "lambda2"))
     with pytest.raises(ValueError, match="dim = 1"):
         trace_boundaries(bad, (0.0, 1.0), (0.0, 1.0))
 
@@ -52,7 +56,7 @@ def test_the_box_must_be_finite() -> None:
 
 
 def test_the_problem_bounds_cut_the_box() -> None:
-    bounded = TwoParameterProblem(**{**cusp().__dict__, "bounds": ((0.0, 0.5), (-1.0, 1.0))})
+    bounded = dataclasses.replace(cusp(), bounds=((0.0, 0.5), (-1.0, 1.0)))
     res = trace_boundaries(bounded, (-0.5, 1.0), (-1.0, 1.0))
     assert res.lines
     for line in res.lines:
@@ -67,7 +71,7 @@ def test_a_line_that_cannot_be_seeded_is_reported_and_the_job_goes_on() -> None:
     def F(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
         return base.F(x, lam) if lam[0] == 0.5 else np.full(1, np.nan)
 
-    only_there = TwoParameterProblem(**{**base.__dict__, "F": F})
+    only_there = dataclasses.replace(base, residual=F)
     res = trace_boundaries(only_there, (0.0, 1.0), (-1.0, 1.0), LineOptions(seeds=1))
     assert res.lines == ()
     assert "could not be traced" in res.reason and "a = 0.5" in res.reason

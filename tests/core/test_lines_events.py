@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.core.lines import TwoParameterProblem, trace_boundaries, trace_event_line
+from solvers.core.lines import trace_boundaries, trace_event_line
+from solvers.core.problem import Event, Problem
 from tests.core.line_problems import event_toy
 
 BOX = ((-1.0, 1.0), (-3.0, 3.0))
@@ -34,8 +35,9 @@ def test_event_line_agrees_with_a_brute_force_scan() -> None:
 
 def test_an_event_line_ends_where_its_state_reaches_a_fold() -> None:
     """x² = λ2 with event x = λ1: the line λ2 = λ1² runs into the fold x = 0 at the origin."""
-    problem = TwoParameterProblem(
-        F=lambda x, lam: x**2 - lam[1], dim=1, events={"x_equals_lambda1": lambda x, lam: float(x[0] - lam[0])}
+    problem = Problem(
+        residual=lambda x, lam: x**2 - lam[1], dim=1, parameters=("lambda1", "lambda2"),
+        events=(Event("x_equals_lambda1", lambda x, lam: float(x[0] - lam[0])),),
     )
     line = trace_event_line(problem, "x_equals_lambda1", np.array([0.5]), [0.5, 0.25], (-1.0, 1.0), (-1.0, 1.0))
     pts = line.array()

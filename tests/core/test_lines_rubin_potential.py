@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, fsolve
 
-from solvers.core.lines import TwoParameterProblem, resample_line, trace_boundaries
+from solvers.core.lines import resample_line, trace_boundaries
+from solvers.core.problem import Problem
 from solvers.theories.rubin_cavity.common.potential import OverlapPotential
 
 SIGMA_W2, C = 0.5, -0.3
@@ -24,15 +25,15 @@ def potential(lam: np.ndarray) -> OverlapPotential:
     return OverlapPotential(SIGMA_W2, float(lam[0]), C, float(lam[1]))
 
 
-def overlap_problem() -> TwoParameterProblem:
+def overlap_problem() -> Problem:
     def label(x: np.ndarray, lam: np.ndarray, start: str) -> str:
         rho = float(x[0])
         if abs(rho) < 1e-7:
             return "center"
         return "aligned" if potential(lam).hess(rho) > 0 else "barrier"
 
-    return TwoParameterProblem(
-        F=lambda x, lam: np.array([potential(lam).grad(float(x[0]))]),
+    return Problem(
+        residual=lambda x, lam: np.array([potential(lam).grad(float(x[0]))]),
         dim=1,
         jacobian=lambda x, lam: np.array([[potential(lam).hess(float(x[0]))]]),
         free_entropy=lambda x, lam: -(float(potential(lam).value(float(x[0]))) - float(potential(lam).value(0.0))),
@@ -40,7 +41,7 @@ def overlap_problem() -> TwoParameterProblem:
         starts=lambda lam: {"center": np.array([0.0]), "aligned": np.array([1.0])},
         label=label,
         canonical=np.abs,
-        names=("b", "u"),
+        parameters=("b", "u"),
     )
 
 

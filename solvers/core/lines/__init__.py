@@ -9,7 +9,8 @@ Entry points:
 * ``find_bifurcations`` / ``classify_branch_point`` / ``branch_off``: branch switching at simple
   branch points of a one-parameter problem; ``trace_branch`` continues a branch.
 
-Problems are ``TwoParameterProblem`` (in one parameter: the engine's ``Problem``); options ``LineOptions``; results
+Problems are the engine's one :class:`~solvers.core.problem.Problem`, in two parameters for lines (in one for
+branches; ``Problem.restrict``/``swapped`` relate the two); options ``LineOptions``; results
 ``BoundaryResult``, ``CriticalPoint``, ``BifurcationPoint``, ``BranchStart``; a traced line (``Line``) and a
 branch (``trace_branch``) are the engine's one record of a curve, ``Curve`` with its ``End`` s.
 See docs/phase_boundaries.md for the augmented systems and stopping rules.
@@ -28,7 +29,6 @@ from solvers.core.lines.coexistence import trace_first_order_line
 from solvers.core.lines.curves import trace_branch
 from solvers.core.lines.fold import trace_fold_line
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.resample import resample_line
 from solvers.core.lines.results import (
     BifurcationPoint,
@@ -56,7 +56,6 @@ __all__ = [
     "NormalForm",
     "Scan",
     "ScanPoint",
-    "TwoParameterProblem",
     "branch_off",
     "classify_branch_point",
     "find_bifurcations",

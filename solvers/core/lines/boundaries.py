@@ -23,11 +23,11 @@ from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence
 from solvers.core.lines.fold import trace_fold
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, Unexplained
 from solvers.core.lines.scan import ScanPoint, _same_states
 from solvers.core.lines.tracing import parameter_box, solve_on
 from solvers.core.lines.zero_lines import trace_zero
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 
@@ -54,7 +54,7 @@ def _z_of(states: np.ndarray, lam: np.ndarray, family: str) -> np.ndarray:
     return np.concatenate([states[0], lam])
 
 
-def _canonical_z(problem: TwoParameterProblem, states: np.ndarray, lam: np.ndarray, family: str) -> np.ndarray:
+def _canonical_z(problem: Problem, states: np.ndarray, lam: np.ndarray, family: str) -> np.ndarray:
     """z with every state replaced by its symmetry representative (for distances between lines)."""
     if problem.canonical is not None:
         states = np.array([np.asarray(problem.canonical(s), dtype=float) for s in states])
@@ -74,7 +74,7 @@ def _closest_on_polyline(zs: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, flo
     return p[k], float(dist[k])
 
 
-def _covers(problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions) -> bool:
+def _covers(problem: Problem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions) -> bool:
     """Does the traced line pass through the seed (its two states in either order, for first-order lines)?"""
     if traced.family == "first_order":
         swapped = ScanPoint(point.kind, point.lam, point.states[::-1], point.branches)
@@ -83,7 +83,7 @@ def _covers(problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box
 
 
 def _covers_as_is(
-    problem: TwoParameterProblem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions
+    problem: Problem, traced: _Traced, point: ScanPoint, box: Box, opts: LineOptions
 ) -> bool:
     """Does the traced line pass through the seed?
 
@@ -120,7 +120,7 @@ def _covers_as_is(
     return _same_states(problem.restrict(point.lam[0]), np.atleast_2d(states), point.states)
 
 
-def _trace(problem: TwoParameterProblem, point: ScanPoint, family: str, box: Box, opts: LineOptions):
+def _trace(problem: Problem, point: ScanPoint, family: str, box: Box, opts: LineOptions):
     if family == "fold":
         tr = trace_fold(problem, point.states[0], point.lam, box, opts, point.branches)
         return tr.line, tr.system, tr.beyond
@@ -136,7 +136,7 @@ def _trace(problem: TwoParameterProblem, point: ScanPoint, family: str, box: Box
         tz = trace_zero(problem, SpecialKind.STABILITY_LOSS, problem.stability, point.states[0], point.lam, box, opts,
                         point.branches)
         return tz.line, tz.system, []
-    tz = trace_zero(problem, SpecialKind.EVENT, problem.events[point.name], point.states[0], point.lam, box, opts,
+    tz = trace_zero(problem, SpecialKind.EVENT, problem.indicator(point.name), point.states[0], point.lam, box, opts,
                     point.branches, name=point.name)
     return tz.line, tz.system, []
 
@@ -197,7 +197,7 @@ def _describe(point: ScanPoint, names: tuple[str, str]) -> str:
 
 
 def trace_boundaries(
-    problem: TwoParameterProblem,
+    problem: Problem,
     lam1_range: tuple[float, float],
     lam2_bracket: tuple[float, float],
     options: LineOptions | None = None,
@@ -206,7 +206,7 @@ def trace_boundaries(
 
     Parameters
     ----------
-    problem : TwoParameterProblem
+    problem : Problem
         Needs ``starts``; first-order lines need ``free_entropy`` and ``stability``.
     lam1_range, lam2_bracket : (lo, hi)
         The parameter box. Special points are looked for along λ2 at ``options.seeds`` values of
@@ -222,7 +222,7 @@ def trace_boundaries(
     """
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_bracket)
-    names = problem.names
+    names = problem.parameters
     scans = scan_box(problem, box, opts)
     queue: list[Crossing] = list(scans.crossings)
     traced: list[_Traced] = []

@@ -23,9 +23,9 @@ import numpy as np
 from solvers.core.arclength import Box
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import Line
 from solvers.core.lines.scan import ScanPoint, scan_special_points
+from solvers.core.problem import Problem
 
 
 @dataclass(frozen=True)
@@ -61,17 +61,17 @@ def _unswap(point: ScanPoint) -> ScanPoint:
     return dataclasses.replace(point, lam=(point.lam[1], point.lam[0]))
 
 
-def scan_box(problem: TwoParameterProblem, box: Box, options: LineOptions) -> BoxScan:
+def scan_box(problem: Problem, box: Box, options: LineOptions) -> BoxScan:
     """Scan the rows and the four edges of ``box`` for special points (see the module docstring)."""
     width = box.hi - box.lo
-    names = problem.names
+    names = problem.parameters
     rows = row_values(box, options.seeds)
     crossings: list[Crossing] = []
     notes: list[str] = []
     edge_of = {float(box.lo[0]), float(box.hi[0])}
     failed: list[str] = []
 
-    def run(pr: TwoParameterProblem, fixed: float, span: tuple[float, float], lam_width: float, where: str,
+    def run(pr: Problem, fixed: float, span: tuple[float, float], lam_width: float, where: str,
             back: Callable[[ScanPoint], ScanPoint]) -> None:
         try:
             scan = scan_special_points(pr, fixed, span, options, lam1_width=lam_width)

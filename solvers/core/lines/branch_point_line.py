@@ -26,7 +26,6 @@ from solvers.core.arclength import Box
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.options import LineKind, LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint, End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -38,6 +37,7 @@ from solvers.core.lines.tracing import (
     run_two_way,
 )
 from solvers.core.newton import fd_jacobian
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 
@@ -122,7 +122,7 @@ class TracedBranchPoints:
 
 
 def trace_branch_points(
-    problem: TwoParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     lam: Sequence[float],
     box: Box,
@@ -132,7 +132,7 @@ def trace_branch_points(
     kind: LineKind = SpecialKind.BIFURCATION,
     bifurcation: BifurcationPoint | None = None,
 ) -> TracedBranchPoints:
-    model = model_of(problem, 2)
+    model = model_of(problem)
     x0, lam0 = np.asarray(x, dtype=float), np.asarray(lam, dtype=float)
     system = BranchPointSystem(model, x0, lam0, problem.x_scale(), lam_scale(box))
     z_seed = np.concatenate([x0, lam0, [0.0]])
@@ -140,7 +140,7 @@ def trace_branch_points(
     if z0 is None:
         end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
         line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,
-                        bifurcation=bifurcation, formulation="branch_point", parameters=problem.names)
+                        bifurcation=bifurcation, formulation="branch_point", parameters=problem.parameters)
         return TracedBranchPoints(line, system)
     both = run_two_way(system, z0, options, box, [])
     ends = []
@@ -153,12 +153,12 @@ def trace_branch_points(
     mu = max(abs(float(z[-1])) for z in points)
     message = f"{describe(pair, len(points))}; largest |μ| on the line {mu:.2e}"
     line = assemble(kind, branches, points, system.params, system.states, pair, message, bifurcation=bifurcation,
-                    formulation="branch_point", parameters=problem.names)
+                    formulation="branch_point", parameters=problem.parameters)
     return TracedBranchPoints(line, system)
 
 
 def trace_branch_point_line(
-    problem: TwoParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     lam: Sequence[float],
     lam1_range: tuple[float, float],

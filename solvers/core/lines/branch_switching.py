@@ -92,7 +92,7 @@ def locate_branch_point(
 ) -> tuple[np.ndarray, float] | None:
     """(x*, p*) of the simple branch point near (x, p), or None when none converges there."""
     opts = options or LineOptions()
-    model = model_of(problem, 1)
+    model = model_of(problem)
     n = problem.dim
     x = np.asarray(x, dtype=float)
     try:
@@ -154,7 +154,7 @@ def classify_branch_point(
     ``incoming`` (a tangent in (x, p)) names the branch the point was found on; its tangent is
     then listed first in ``tangents``.
     """
-    model = model_of(problem, 1)
+    model = model_of(problem)
     n = problem.dim
     x0 = np.asarray(x, dtype=float)
     z0 = np.concatenate([x0, [p]])
@@ -228,7 +228,7 @@ def branch_off(
     one in any case. ``bifurcating_only``: start only the bifurcating branch(es).
     """
     opts = options or LineOptions()
-    model = model_of(problem, 1)
+    model = model_of(problem)
     n = problem.dim
     x0 = np.asarray(point.x, dtype=float)
     z0 = np.concatenate([x0, [point.parameter]])
@@ -303,7 +303,7 @@ def find_bifurcations(
     opts = options or LineOptions()
     curve = trace_branch(problem, x, p, p_range, opts)
     z = branch_z(curve)
-    model = model_of(problem, 1)
+    model = model_of(problem)
     width = max(p_range) - min(p_range)
     scale = np.concatenate([problem.x_scale(), [width]])
     found: list[BranchSwitch] = []

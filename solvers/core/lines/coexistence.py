@@ -33,7 +33,6 @@ from solvers.core.lines.branch_switching import jacobian_size
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.fold import solve_cusp
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -44,6 +43,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 
@@ -116,7 +116,7 @@ class TracedCoexistence:
     system: CoexistenceSystem
 
 
-def _margin_monitor(problem: TwoParameterProblem, model: Model, system: CoexistenceSystem, which: int) -> Monitor:
+def _margin_monitor(problem: Problem, model: Model, system: CoexistenceSystem, which: int) -> Monitor:
     def value(z: np.ndarray, tau: np.ndarray) -> float:
         x = system.split(z)[which]
         lam = z[2 * system.n :]
@@ -178,7 +178,7 @@ def _merge_end(
 
 
 def trace_coexistence(
-    problem: TwoParameterProblem,
+    problem: Problem,
     xa: np.ndarray,
     xb: np.ndarray,
     lam: Sequence[float],
@@ -188,14 +188,14 @@ def trace_coexistence(
 ) -> TracedCoexistence:
     if problem.free_entropy is None:
         raise ValueError("a first-order line needs the problem's free_entropy")
-    model = model_of(problem, 2)
+    model = model_of(problem)
     system = CoexistenceSystem(model, problem.free_entropy, problem.x_scale(), lam_scale(box))
     z_seed = np.concatenate([np.asarray(xa, dtype=float), np.asarray(xb, dtype=float), np.asarray(lam, dtype=float)])
     z0 = polish_seed(system, z_seed, options, fix=2 * system.n)
     if z0 is None:
         end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge to coexistence")
         line = assemble(SpecialKind.FIRST_ORDER, branches, [z_seed], system.params, system.states, (end, end),
-                        end.detail, formulation="coexistence", parameters=problem.names)
+                        end.detail, formulation="coexistence", parameters=problem.parameters)
         return TracedCoexistence(line, system)
     monitors = [_margin_monitor(problem, model, system, 0), _margin_monitor(problem, model, system, 1)]
     both = run_two_way(system, z0, options, box, monitors,
@@ -232,12 +232,12 @@ def trace_coexistence(
         points = [*points, extra[1]]
     pair = (ends[0], ends[1])
     line = assemble(SpecialKind.FIRST_ORDER, branches, points, system.params, system.states, pair,
-                    describe(pair, len(points)), formulation="coexistence", parameters=problem.names)
+                    describe(pair, len(points)), formulation="coexistence", parameters=problem.parameters)
     return TracedCoexistence(line, system)
 
 
 def trace_first_order_line(
-    problem: TwoParameterProblem,
+    problem: Problem,
     xa: np.ndarray,
     xb: np.ndarray,
     lam: Sequence[float],

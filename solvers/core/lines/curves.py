@@ -39,7 +39,7 @@ def curve_monitors(problem: Problem, model: Model) -> list[Monitor]:
 
 def solve_state(problem: Problem, x0: np.ndarray, p: float, options: LineOptions) -> np.ndarray | None:
     """A solution of F(x, p) = 0 by damped Newton from x0 (None when it does not converge)."""
-    model = model_of(problem, 1)
+    model = model_of(problem)
     lam = np.array([p])
     res = newton(lambda x: model.residual(x, lam), np.asarray(x0, dtype=float), tol=options.tolerance,
                  jacobian=lambda x: model.jac_x(x, lam), scale=problem.x_scale(), noise_floor=ROUND_OFF)
@@ -64,7 +64,7 @@ def trace_branch(
     (a one-way curve has no end at its start: None).
     """
     opts = options or LineOptions()
-    model = model_of(problem, 1)
+    model = model_of(problem)
     lo, hi = float(min(p_range)), float(max(p_range))
     system = ProblemSystem(problem, lo, hi, problem.x_scale())
     z0 = np.concatenate([np.asarray(x, dtype=float), [float(p)]])

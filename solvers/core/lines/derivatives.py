@@ -192,15 +192,10 @@ def safe_margin(problem: Problem, x: np.ndarray, p: float) -> float:
     return float("nan") if m is None else float(m)
 
 
-def model_of(problem: object, n_params: int) -> Model:
-    """The ``Model`` of a ``TwoParameterProblem`` (m = 2) or of the engine's one-parameter ``Problem`` (m = 1)."""
-    F = problem.F  # type: ignore[attr-defined]
-    jac = problem.jacobian  # type: ignore[attr-defined]
-    if n_params == 1:
-        return Model(
-            lambda x, lam: F(x, float(lam[0])),
-            problem.dim,  # type: ignore[attr-defined]
-            1,
-            None if jac is None else (lambda x, lam: jac(x, float(lam[0]))),
-        )
-    return Model(F, problem.dim, 2, jac)  # type: ignore[attr-defined]
+def model_of(problem: Problem) -> Model:
+    """The ``Model`` of a problem, in its one or two parameters (λ an ndarray of shape (m,) either way)."""
+    F, jac = problem.F, problem.jacobian
+    if len(problem.parameters) == 1:
+        return Model(lambda x, lam: F(x, float(lam[0])), problem.dim, 1,
+                     None if jac is None else (lambda x, lam: jac(x, float(lam[0]))))
+    return Model(F, problem.dim, 2, jac)

@@ -29,7 +29,6 @@ from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -41,6 +40,7 @@ from solvers.core.lines.tracing import (
     run_two_way,
 )
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 
@@ -147,7 +147,7 @@ def solve_cusp(
 
 
 def meets_branch_points(
-    model: Model, z: np.ndarray, system: FoldSystem, problem: TwoParameterProblem, ref: float
+    model: Model, z: np.ndarray, system: FoldSystem, problem: Problem, ref: float
 ) -> bool:
     """F_λ nearly in the range of F_x at the fold z (⟨ŵ, F_λ⟩ small against the Jacobian's size ``ref``)."""
     n = system.n
@@ -162,14 +162,14 @@ class TracedFold:
 
 
 def trace_fold(
-    problem: TwoParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     lam: Sequence[float],
     box: Box,
     options: LineOptions,
     branches: Sequence[str] = (),
 ) -> TracedFold:
-    model = model_of(problem, 2)
+    model = model_of(problem)
     lam0 = np.asarray(lam, dtype=float)
     x0 = np.asarray(x, dtype=float)
     system = FoldSystem(model, x0, lam0, problem.x_scale(), lam_scale(box))
@@ -178,7 +178,7 @@ def trace_fold(
         z_bad = np.concatenate([x0, lam0])
         end = End("lost", system.params(z_bad), system.states(z_bad), "the seed does not converge to a fold")
         line = assemble(SpecialKind.FOLD, branches, [z_bad], system.params, system.states, (end, end), end.detail,
-                        formulation="fold", parameters=problem.names)
+                        formulation="fold", parameters=problem.parameters)
         return TracedFold(line, system)
     system.accept(z0)
     cusp = Monitor("cusp", lambda z, t: system.coefficient(z), stop=True)
@@ -217,12 +217,12 @@ def trace_fold(
     pair = (ends[0], ends[1])
     points = both.points()
     line = assemble(SpecialKind.FOLD, branches, points, system.params, system.states, pair, describe(pair, len(points)),
-                    formulation="fold", parameters=problem.names)
+                    formulation="fold", parameters=problem.parameters)
     return TracedFold(line, system, beyond)
 
 
 def trace_fold_line(
-    problem: TwoParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     lam: Sequence[float],
     lam1_range: tuple[float, float],

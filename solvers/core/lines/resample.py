@@ -19,14 +19,14 @@ from solvers.core.lines.coexistence import CoexistenceSystem
 from solvers.core.lines.derivatives import model_of
 from solvers.core.lines.fold import FoldSystem
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import Line
 from solvers.core.lines.tracing import lam_scale, parameter_box, solve_on
 from solvers.core.lines.zero_lines import ZeroSystem
+from solvers.core.problem import Problem
 
 
-def _system(problem: TwoParameterProblem, line: Line, lam_sc: np.ndarray):
-    model = model_of(problem, 2)
+def _system(problem: Problem, line: Line, lam_sc: np.ndarray):
+    model = model_of(problem)
     xs = problem.x_scale()
     x0, lam0 = np.asarray(line.states[0][0]), np.asarray(line.points[0].point, dtype=float)
     if line.formulation == "fold":
@@ -36,7 +36,7 @@ def _system(problem: TwoParameterProblem, line: Line, lam_sc: np.ndarray):
         return CoexistenceSystem(model, problem.free_entropy, xs, lam_sc)
     if line.formulation == "branch_point":
         return BranchPointSystem(model, x0, lam0, xs, lam_sc)
-    g = problem.events[line.name] if line.kind == "event" else problem.stability
+    g = problem.indicator(line.name) if line.kind == "event" else problem.stability
     if g is None:
         raise ValueError("the problem has no indicator for this line")
     return ZeroSystem(model, g, xs, lam_sc)
@@ -53,7 +53,7 @@ def _z(line: Line, i: int) -> np.ndarray:
 
 
 def resample_line(
-    problem: TwoParameterProblem,
+    problem: Problem,
     line: Line,
     values: Sequence[float],
     lam1_range: tuple[float, float],

@@ -39,9 +39,8 @@ from solvers.core.lines.branch_switching import (
 from solvers.core.lines.curves import branch_z, solve_state, trace_branch
 from solvers.core.lines.derivatives import model_of, safe_scalar
 from solvers.core.lines.options import LineKind, LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint
-from solvers.core.problem import Problem
+from solvers.core.problem import Problem, no_starts
 from solvers.core.special_points import SpecialKind
 
 
@@ -94,7 +93,7 @@ class _Piece:
         return min(ps), max(ps)
 
 
-def same_state(problem: Problem | TwoParameterProblem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+def same_state(problem: Problem | Problem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
     if problem.canonical is not None:
         a, b = np.asarray(problem.canonical(a)), np.asarray(problem.canonical(b))
     return bool(np.all(np.abs(a - b) <= tol * problem.x_scale()))
@@ -143,7 +142,7 @@ def _piece_names(pieces: list[_Piece], index: int) -> tuple[str, ...]:
 
 
 def scan_special_points(
-    problem: TwoParameterProblem,
+    problem: Problem,
     lam1: float,
     lam2_range: tuple[float, float],
     options: LineOptions | None = None,
@@ -152,11 +151,11 @@ def scan_special_points(
 ) -> Scan:
     """Every special point along λ2 ∈ lam2_range at fixed λ1 (see the module docstring)."""
     opts = options or LineOptions()
-    if problem.starts is None:
+    if problem.starts is no_starts:
         raise ValueError("scanning for special points needs the problem's starts")
     p1 = problem.restrict(lam1)
-    model1 = model_of(p1, 1)
-    model2 = model_of(problem, 2)
+    model1 = model_of(p1)
+    model2 = model_of(problem)
     lo, hi = float(min(lam2_range)), float(max(lam2_range))
     width = hi - lo
     xs = problem.x_scale()
@@ -226,7 +225,7 @@ def scan_special_points(
 
 
 def _first_order_points(
-    problem: TwoParameterProblem, p1: Problem, pieces: list[_Piece], lam1: float,
+    problem: Problem, p1: Problem, pieces: list[_Piece], lam1: float,
     opts: LineOptions, width: float,
 ) -> list[ScanPoint]:
     phi = problem.free_entropy

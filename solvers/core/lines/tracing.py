@@ -11,13 +11,13 @@ from solvers.core.arclength import Box, Monitor, TwoWay, trace_two_way
 from solvers.core.corrector import System, initial_tangent
 from solvers.core.curve import Curve, CurvePoint, End, EndKind, Formulation
 from solvers.core.lines.options import LineKind, LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.problem import Problem
 from solvers.core.special_points import BifurcationPoint
 
 
 def parameter_box(
-    problem: TwoParameterProblem, lam1_range: tuple[float, float], lam2_range: tuple[float, float]
+    problem: Problem, lam1_range: tuple[float, float], lam2_range: tuple[float, float]
 ) -> Box:
     """The tracing box: the given ranges cut to the problem's bounds; it must be finite."""
     lo = np.array([max(min(lam1_range), problem.bounds[0][0]), max(min(lam2_range), problem.bounds[1][0])])

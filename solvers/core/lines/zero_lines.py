@@ -19,7 +19,6 @@ from solvers.core.arclength import Box, Monitor
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.options import LineOptions
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.lines.results import BifurcationPoint, End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -30,6 +29,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 Indicator = Callable[[np.ndarray, np.ndarray], float]
@@ -71,7 +71,7 @@ class TracedZero:
 
 
 def trace_zero(
-    problem: TwoParameterProblem,
+    problem: Problem,
     kind: str,
     g: Indicator,
     x: np.ndarray,
@@ -83,14 +83,14 @@ def trace_zero(
     name: str = "",
     bifurcation: BifurcationPoint | None = None,
 ) -> TracedZero:
-    model = model_of(problem, 2)
+    model = model_of(problem)
     system = ZeroSystem(model, g, problem.x_scale(), lam_scale(box))
     z_seed = np.concatenate([np.asarray(x, dtype=float), np.asarray(lam, dtype=float)])
     z0 = polish_seed(system, z_seed, options, fix=system.n)
     if z0 is None:
         end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
         line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,  # type: ignore[arg-type]
-                        name=name, bifurcation=bifurcation, formulation="zero", parameters=problem.names)
+                        name=name, bifurcation=bifurcation, formulation="zero", parameters=problem.parameters)
         return TracedZero(line, system)
     fold = Monitor("fold", lambda z, t: singularity_indicator(model.jac_x(z[: system.n], z[system.n :])), stop=True)
     both = run_two_way(system, z0, options, box, [fold])
@@ -107,12 +107,12 @@ def trace_zero(
     points = both.points()
     line = assemble(kind, branches, points, system.params, system.states, pair,  # type: ignore[arg-type]
                     describe(pair, len(points)), name=name, bifurcation=bifurcation, formulation="zero",
-                    parameters=problem.names)
+                    parameters=problem.parameters)
     return TracedZero(line, system)
 
 
 def trace_event_line(
-    problem: TwoParameterProblem,
+    problem: Problem,
     event: str,
     x: np.ndarray,
     lam: Sequence[float],
@@ -125,11 +125,12 @@ def trace_event_line(
     """The line where the named event indicator vanishes, through the zero (x, λ)."""
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_range)
-    return trace_zero(problem, SpecialKind.EVENT, problem.events[event], x, lam, box, opts, branches, name=event).line
+    g = problem.indicator(event)
+    return trace_zero(problem, SpecialKind.EVENT, g, x, lam, box, opts, branches, name=event).line
 
 
 def trace_stability_line(
-    problem: TwoParameterProblem,
+    problem: Problem,
     x: np.ndarray,
     lam: Sequence[float],
     lam1_range: tuple[float, float],

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
@@ -93,7 +92,7 @@ class HCIZTheory(Theory):
 
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
-    ) -> TwoParameterProblem:
+    ) -> Problem:
         """Native: one bound problem over the plane, α an argument of the map and a model per (γ, Δ)."""
         assert isinstance(spec, HCIZSpec)
         pair = self.check_pair(spec, parameters)

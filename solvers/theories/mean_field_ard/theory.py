@@ -23,7 +23,6 @@ import numpy as np
 from pydantic import BaseModel
 
 from solvers.core.continuation import OnStep
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Report
@@ -232,7 +231,7 @@ class MeanFieldARDTheory(Theory):
 
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
-    ) -> TwoParameterProblem:
+    ) -> Problem:
         refusal = self.lines_refusal(spec)
         if refusal is not None:
             raise ValueError(refusal[1])

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from solvers.core.errors import is_numerical
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Notes, Report
 from solvers.theories.rubin_cavity.common.guards import CANDIDATES, guarded, guarded_scalar
@@ -174,7 +173,7 @@ def potential_problem(spec: PotentialSpec, parameter: str | None) -> Problem:
 POTENTIAL_FIELDS = ("sigma_w2", "b", "c", "u")
 
 
-def potential_lines_problem(spec: PotentialSpec, parameters: tuple[str, str]) -> TwoParameterProblem:
+def potential_lines_problem(spec: PotentialSpec, parameters: tuple[str, str]) -> Problem:
     """The wells of Ũ/D in two of (σ_w², b, c, u) at once: one closed-form potential per λ, no re-binding.
 
     Same system as :func:`potential_problem` (x = [ρ], F = dŨ/dρ / D, F_x = its analytic second
@@ -215,8 +214,8 @@ def potential_lines_problem(spec: PotentialSpec, parameters: tuple[str, str]) ->
     def label(x: np.ndarray, lam: np.ndarray, start: str) -> str:
         return label_of(pot(lam), float(x[0]))
 
-    return TwoParameterProblem(
-        F=guarded(residual, (1,)),
+    return Problem(
+        residual=guarded(residual, (1,)),
         dim=1,
         jacobian=guarded(jacobian, (1, 1)),
         free_entropy=guarded_scalar(free_entropy),
@@ -226,5 +225,5 @@ def potential_lines_problem(spec: PotentialSpec, parameters: tuple[str, str]) ->
         canonical=np.abs,
         scale=np.array([1.0]),
         bounds=(field_bounds(spec, p1), field_bounds(spec, p2)),
-        names=(p1, p2),
+        parameters=(p1, p2),
     )

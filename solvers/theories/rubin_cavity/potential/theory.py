@@ -6,7 +6,6 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from solvers.core.lines.problem import TwoParameterProblem
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.theories.base import Example, ExperimentRefused, Theory
@@ -40,7 +39,7 @@ class PotentialTheory(Theory):
 
     def two_parameter_problem(
         self, spec: BaseModel, parameters: tuple[str, str], options: SolverOptions | None = None
-    ) -> TwoParameterProblem:
+    ) -> Problem:
         """Native in any two of (σ_w², b, c, u), the potential's own fields; re-bound otherwise (D)."""
         pair = self.check_pair(spec, parameters)
         if set(pair) <= set(POTENTIAL_FIELDS):
