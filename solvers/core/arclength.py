@@ -20,7 +20,9 @@ arclength, each evaluation a corrector solve on the hyperplane of the earlier po
 updates, which near a singular point could slide onto another branch; by Newton with a fresh Jacobian at
 every iterate where the limits ask for round-off), so the located point lies on the curve, not on its chord.
 A monitor marked ``stop`` ends the curve there; leaving the parameter box ends it on the box's edge, located
-the same way (or at its first point past the edge, for a box that the curve needs only to cover).
+the same way (or at its first point past the edge, for a box that the curve needs only to cover). A curve that
+comes back round to its first point ends on it (``closed``), the step onto it searched like every other, so a
+closed curve is traced once round and a special point next to (or at) its first point is located once.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ import numpy as np
 from solvers.core.corrector import Correction, Limits, System, correct, scaled_jacobian, tangent
 from solvers.core.roots import bracketed_root
 from solvers.core.step_size import next_step
+
+#: A curve has come round to its first point when the corrector, on the first point's hyperplane, lands within this
+#: fraction of the step of it.
+CLOSING = 0.05
 
 
 @dataclass(frozen=True)
@@ -199,7 +205,7 @@ def locate(
     ends = [known[e] * S for e in (root.lo, root.hi) if e in known]
     # At a fold the parameter is quadratic in s, so the bracket's ends can agree with the root to the last bit:
     # a few units in the last place are the least a location computed in floating point is known to.
-    floor = 4 * float(np.max(np.spacing(np.abs(z[lam]))))
+    floor = _round_off(z, lam)
     spread = [float(np.max(np.abs(e[lam] - z[lam]))) for e in ends]
     return Found(u, t, s, max(floor, *spread))
 
@@ -254,20 +260,24 @@ def step(state: State) -> State:
     S = np.asarray(system.scale, dtype=float)
     u, t, J, vals, ds = state.u, state.t, state.J, state.vals, state.ds
     u_pred = u + ds * t
-    c = correct(system, state.limits, u_pred, t, J, secant=state.limits.secant)
-    u_new, t_new, J_new = c.u, None, None
-    if u_new is not None and ds > opt.ds_min * 1.01 and float(np.linalg.norm(u_new - u_pred)) > ds:
-        # On its hyperplane the corrector may converge to a distant part of the solution set (a mirror branch far
-        # away): a correction of the curve itself is small against the step (second order in it).
-        u_new = None
-    if u_new is not None:
-        J_new = scaled_jacobian(system, u_new)
-        t_new = tangent(J_new, t)
-        turn = np.inf if t_new is None else float(np.arccos(np.clip(float(t_new @ t), -1.0, 1.0)))
-        if t_new is None or (turn > opt.max_angle and ds > opt.ds_min * 1.01):
+    closing = _closing_step(state)
+    if closing is not None:
+        c, u_new, t_new, J_new = closing
+    else:
+        c = correct(system, state.limits, u_pred, t, J, secant=state.limits.secant)
+        u_new, t_new, J_new = c.u, None, None
+        if u_new is not None and ds > opt.ds_min * 1.01 and float(np.linalg.norm(u_new - u_pred)) > ds:
+            # On its hyperplane the corrector may converge to a distant part of the solution set (a mirror branch
+            # far away): a correction of the curve itself is small against the step (second order in it).
             u_new = None
-        if not np.all(np.isfinite(J_new)):  # the curve reaches where its equations cannot be differentiated
-            c = Correction(None, c.iterations, c.residual, left_domain=True)
+        if u_new is not None:
+            J_new = scaled_jacobian(system, u_new)
+            t_new = tangent(J_new, t)
+            turn = np.inf if t_new is None else float(np.arccos(np.clip(float(t_new @ t), -1.0, 1.0)))
+            if t_new is None or (turn > opt.max_angle and ds > opt.ds_min * 1.01):
+                u_new = None
+            if not np.all(np.isfinite(J_new)):  # the curve reaches where its equations cannot be differentiated
+                c = Correction(None, c.iterations, c.residual, left_domain=True)
     if u_new is None or t_new is None or J_new is None:
         state.failure, state.predicted = c, u_pred * S
         if ds <= opt.ds_min * 1.01:
@@ -276,7 +286,8 @@ def step(state: State) -> State:
             state.ds = max(opt.ds_min, ds / 2)
         return state
     monitors = state.monitors
-    vals_new = monitor_values(system, monitors, u_new, t_new)
+    # The step that closes a loop ends on the first point itself, with its first values.
+    vals_new = path.values[0] if closing is not None else monitor_values(system, monitors, u_new, t_new)
     # Candidate ends inside this step: the box edge and every stop monitor changing sign. Each is
     # (s, reason, u, tangent, bracket): bracket 0 when located on the curve, else the parameter step within
     # which the corrector could not locate it.
@@ -284,7 +295,7 @@ def step(state: State) -> State:
     lam_idx = np.asarray(system.lam_index)
     box = state.box
     width = (box.hi - box.lo) / S[lam_idx]
-    z_a, z_b = u * S, u_new * S
+    z_a, z_b = u * S, (path.z[0].copy() if closing is not None else u_new * S)
     jump = float(np.max(np.abs(z_b[lam_idx] - z_a[lam_idx])))
     for k, idx in enumerate(lam_idx):
         for bound, outside in ((box.lo[k], z_b[idx] < box.lo[k]), (box.hi[k], z_b[idx] > box.hi[k])):
@@ -328,6 +339,13 @@ def step(state: State) -> State:
                 mid = 0.5 * (u + u_new)
                 path.located.append(Located(m.name, mid * S, t_new, len(path.z) - 1, refined=False,
                                             uncertainty=jump / 2))
+        elif (closing is not None and not m.stop and s_end == np.inf and vals_new[i] == 0
+              and _sign_change(vals[i], path.values[1][i])):
+            # A zero exactly at the first point changes sign across it (from this step's start to the second
+            # point): no step of the loop sees it, so the closing step locates it, at the first point.
+            z_first = path.z[0]
+            path.located.append(Located(m.name, z_first.copy(), t_new, len(path.z) - 1,
+                                        uncertainty=_round_off(z_first, lam_idx)))
     if ends:
         s, why, uu, tt, bracket = min(ends, key=lambda e: e[0])
         if s > 0:
@@ -348,11 +366,48 @@ def step(state: State) -> State:
     if reason:
         path.end = reason
         return state
-    if len(path.z) > 10 and float(np.linalg.norm(u_new - state.u_first)) < 0.5 * ds:
+    back = state.u_first - u_new
+    # (the second test catches a loop whose closing step failed: it ends within half a step past its start)
+    passed = len(path.z) > 10 and float(np.linalg.norm(back)) < 0.5 * ds and float(t_new @ back) <= 0
+    if closing is not None or passed:
         path.end = "closed"
         return state
     state.ds = next_step(ds, c.iterations, opt)
     return state
+
+
+def _closing_step(state: State) -> tuple[Correction, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The step that closes a loop: where the first point lies ahead within the next step, the corrector solve on
+    the first point's hyperplane (its distance along the tangent), which is the first point itself when the curve
+    has come round to it. Then (the solve, the first point, its first tangent, the Jacobian there); else None.
+
+    Ending on the first point itself, the loop is traced exactly once round, and the step from the last point
+    to it is searched for special points like every other: a special point between the two (a fold next to where
+    the loop started) is on no other step.
+    """
+    path, u, t, ds = state.path, state.u, state.t, state.ds
+    if len(path.z) < 3:
+        return None
+    d = state.u_first - u
+    s = float(t @ d)
+    if not 0 < s <= ds or float(np.linalg.norm(d - s * t)) > ds:
+        return None
+    c = correct(state.system, state.limits, u + s * t, t, state.J, secant=state.limits.secant)
+    if c.u is None or float(np.linalg.norm(c.u - state.u_first)) > CLOSING * ds:
+        return None  # another part of the curve passes the first point: not round yet
+    J_new = scaled_jacobian(state.system, c.u)
+    t_new = tangent(J_new, t)
+    t_first = path.tangents[0]
+    # the same way through the first point (not a branch crossing it)
+    if t_new is None or float(t_new @ t_first) < np.cos(state.limits.step.max_angle):
+        return None
+    return c, state.u_first.copy(), t_first, J_new
+
+
+def _round_off(z: np.ndarray, lam: np.ndarray) -> float:
+    """A few units in the last place of the parameters: the least a location computed in floating point is known
+    to."""
+    return 4 * float(np.max(np.spacing(np.abs(z[lam]))))
 
 
 def _locate_on_step(

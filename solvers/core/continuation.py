@@ -19,7 +19,7 @@ import numpy as np
 
 from solvers.core import arclength
 from solvers.core.arclength import Box, Monitor
-from solvers.core.corrector import Limits, scaled_jacobian, tangent
+from solvers.core.corrector import Limits, initial_tangent, scaled_jacobian, tangent
 from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.newton import fd_jacobian
@@ -162,7 +162,8 @@ def trace_curve(
     name: str = "branch",
     on_step: OnStep | None = None,
 ) -> Curve:
-    """Follow the solution through (p0, x0) in both directions until it leaves [p_lo, p_hi]."""
+    """Follow the solution through (p0, x0) in both directions until it leaves [p_lo, p_hi]; a closed curve once
+    round, from (p0, x0) back to it."""
     system = ProblemSystem(problem, p_lo, p_hi)
     limits = curve_limits(options)
     n = system.n
@@ -174,6 +175,11 @@ def trace_curve(
     seed_dir[n] = 1.0
     J0 = scaled_jacobian(system, z0 / system.scale)
     tau0 = tangent(J0, seed_dir)
+    if tau0 is not None and float(np.linalg.norm(J0 @ tau0)) > 1e-8 * float(np.linalg.norm(J0)):
+        # A seed at a fold: the tangent is orthogonal to p there, so the bordered system that orients it along p is
+        # singular. The null vector, either way along the curve.
+        tau0 = initial_tangent(J0)
+        tau0 = -tau0 if tau0[n] < 0 else tau0
     if tau0 is None or (abs(tau0[n]) < 1e-12 and np.allclose(tau0, seed_dir)):
         tau0 = seed_dir
     first = curve_point(system, z0, tau0)
@@ -195,6 +201,10 @@ def trace_curve(
         folds = [Mark("fold", f.index, (float(f.z[n]),), f.z[:n], f.tangent, f.refined, f.uncertainty)
                  for f in path.located if f.index < len(pts) - 1]
         halves.append((pts, folds, message, end))
+        if path.end == "closed":
+            # Once round, back on its first point: the other way round is the same curve. Its first point is where
+            # it was started, not an end.
+            return Curve(name, tuple(pts), tuple(folds), (None, end), message)
     (fwd, ffold, fmsg, fend), (bwd, bfold, bmsg, bend) = halves
     # Join: backward half reversed (its tangents flipped to the forward orientation), then forward.
     back = [q.flipped() for q in reversed(bwd[1:])]

@@ -159,7 +159,8 @@ class Curve:
 
     ``ends``: how it ends at its first point and at its last; None where it does not end: a sweep's curve that
     leaves the range there (a sweep reports only what happens inside its range), or the start of a branch traced
-    one way from a given point. A line always has both ends (``domain`` at the box's edge).
+    one way from a given point (a sweep's closed curve too: traced once round, it ends ``closed`` on its first
+    point). A line always has both ends (``domain`` at the box's edge).
     ``name``: a branch's start, or an event line's event. A line also has its ``kind`` (the kind of special point
     it is made of), the ``branches`` it involves, the ``bifurcation`` it was seeded at (a stability-loss or
     branch-point line) and the ``formulation`` that traced it; a solution curve has no ``kind``.

@@ -148,6 +148,8 @@ def _rows(
         if not sp.refined:
             continue  # only bracketed: it has no place on a curve
         tagged = {i for i, here in inserted.items() for e in here if e.claim(problem, sp, k)}
+        if tagged and sp.kind is SpecialKind.FOLD:
+            continue  # the curve's own fold: a regular point of it, which it passes once (a branch point may be twice)
         for i, x in _locations(problem, curve, names, sp, options):
             if i not in tagged:
                 inserted.setdefault(i, []).append(_Inserted(sp.parameter, x, k))

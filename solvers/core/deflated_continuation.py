@@ -64,7 +64,7 @@ def deflate_along(
                                 on_step=on_step)
             # A solution at a fold of a known curve (a double root) may fall just outside its traced points: the new
             # curve is new only if its points a quarter, half and three quarters along are on no known curve either
-            # (a closed curve is traced round from its start in both directions, so its middle is the start again).
+            # (a closed curve is traced once round from its start, so these are spread round it).
             n = len(curve.points)
             along = (curve.points[k * n // 4] for k in (1, 2, 3))
             if any(on_some_curve(problem, curves, q.p, q.x, options) for q in along):

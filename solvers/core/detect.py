@@ -113,12 +113,17 @@ def curve_tracks(problem: Problem, curve: Curve, cuts: list[tuple[int, SpecialKi
         start = idx + 1
     pieces.append((start, curve.points[start:]))
     pieces = [(s, pc) for s, pc in pieces if pc]
-    out = []
-    for k, (s, pc) in enumerate(pieces):
+    names = []
+    for k, (_, pc) in enumerate(pieces):
         mid = pc[len(pc) // 2]
-        default = curve.name if len(pieces) == 1 else f"{curve.name}#{k}"
-        out.append((s, Track(problem.name_of(mid.x, mid.p, default), pc)))
-    return out
+        names.append(problem.name_of(mid.x, mid.p, curve.name if len(pieces) == 1 else f"{curve.name}#{k}"))
+    last = curve.ends[1]
+    if len(pieces) > 1 and last is not None and last.kind == "closed":
+        # A closed curve ends on its first point: its last piece and its first are one branch, named at its middle.
+        joined = (*pieces[-1][1], *pieces[0][1])
+        mid = joined[len(joined) // 2]
+        names[0] = names[-1] = problem.name_of(mid.x, mid.p, f"{curve.name}#0")
+    return [(s, Track(name, pc)) for (s, pc), name in zip(pieces, names, strict=True)]
 
 
 def newton_options(options: SolverOptions) -> SolverOptions:

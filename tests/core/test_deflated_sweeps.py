@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import ellipe
 
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -62,6 +63,20 @@ def test_a_curve_found_by_deflation_says_how_it_ends(isola) -> None:
 def test_the_isola_folds_are_where_the_circle_turns(isola) -> None:
     folds = sorted(sp.parameter for sp in isola.special_points if sp.kind is SpecialKind.FOLD)
     assert folds == pytest.approx([1.0, 3.0], abs=1e-8)
+
+
+def test_the_circle_found_next_to_its_fold_is_served_once_round_with_both_folds(isola) -> None:
+    """Deflation finds the circle at p = 1, next to its fold (a double root): traced from there once round, its
+    table is one round of the scaled circle (an ellipse of semi-axes 1 and 1/4 in (x, p / 4), perimeter
+    4 E(15/16)), ends once, closed, and holds both folds as rows, the one at its start included."""
+    (table,) = [t for t in isola.tables if t.name == "circle"]
+    assert table.rows[-1].arclength == pytest.approx(4 * float(ellipe(15 / 16)), rel=1e-2)
+    assert [e.kind for e in table.ends if e.kind != "fold"] == ["closed"]
+    folds = {k: sp for k, sp in enumerate(isola.special_points) if sp.kind is SpecialKind.FOLD}
+    rows = [r for r in table.rows if r.special in folds]
+    assert sorted({r.p for r in rows}) == pytest.approx([1.0, 3.0], abs=1e-8)
+    assert len(rows) == 4  # each fold once, as the last row of one branch and the first of the next
+    assert table.rows[0].branch == table.rows[-1].branch
 
 
 @pytest.mark.parametrize(("depth", "curves"), [(0, 1), (1, 2), (2, 4), (3, 4)])
