@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from service.result_schemas import JobResult, QuantityEntry
-from solvers.core.lines.options import LineOptions
-from solvers.core.options import SolverOptions
+from solvers.core.options import LineOptions, SolverOptions
 from solvers.theories import registry
 from solvers.theories.quantities import GROUPS
 

@@ -17,8 +17,7 @@ from service.provenance import SOURCE_FINGERPRINT, ensure_source_unchanged
 from service.schemas import Range, SweepRequest
 from service.search_starts import check_starts
 from service.settings import Settings
-from solvers.core.lines.options import LineOptions
-from solvers.core.options import SolverOptions
+from solvers.core.options import LineOptions, SolverOptions
 from solvers.theories import get as get_theory
 from solvers.theories.two_parameter import integers_only
 

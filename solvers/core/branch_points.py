@@ -28,8 +28,7 @@ from solvers.core.lines.branch_switching import (
     singular_defects,
 )
 from solvers.core.lines.derivatives import model_of
-from solvers.core.lines.options import LineOptions
-from solvers.core.options import SolverOptions
+from solvers.core.options import LineOptions, SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import BifurcationPoint, SpecialKind, SpecialPoint
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from solvers.core.search_options import SearchOptions
+from solvers.core.special_points import SpecialKind
 
 
 class ArclengthOptions(BaseModel):
     """Pseudo-arclength step control (BifurcationKit-style ``ContinuationPar``): one set of defaults for every
     continuation, a sweep's curves (:class:`ContinuationOptions`) and the two-parameter lines
-    (:class:`~solvers.core.lines.options.LineOptions`).
+    (:class:`LineOptions`).
 
     Steps are measured in the continuation's scaled coordinates: each parameter divided by the width of its
     range (the sweep's values, the box of a boundary job), so a step of 0.05 moves at most 5 % of the range.
@@ -44,6 +45,44 @@ class ContinuationOptions(ArclengthOptions):
     """The step control of a sweep's curves."""
 
     max_steps: int = Field(4000, ge=1, le=100_000, description="Step cap per branch and direction.")
+
+
+class LineOptions(ArclengthOptions):
+    """How lines are traced (pseudo-arclength continuation of augmented systems).
+
+    Arclength is measured in scaled coordinates: each parameter divided by the width of the
+    parameter box being traced, each state component by the problem's ``scale``. A step of 0.05
+    therefore moves a line by at most 5 % of the box.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+    tolerance: float = Field(
+        1e-10, gt=0, le=1e-3, description="Max-norm residual of an augmented system at which the corrector stops."
+    )
+    max_points: int = Field(2000, ge=2, le=1_000_000, description="Point cap per line and direction.")
+    seeds: int = Field(
+        3, ge=1, le=50, description="Number of interior rows: λ1 values (evenly spaced, ends included; 1: the middle) "
+        "at which trace_boundaries scans λ2 for special points. The box's four edges are scanned whatever this is."
+    )
+    merge_distance: float = Field(
+        1e-2, gt=0, le=1, description="Scaled distance between the two states of a first-order line below which "
+        "they count as merged: the line ends at a critical point."
+    )
+    branch_amplitude: float = Field(
+        1e-2, gt=0, le=1, description="Kernel amplitude (scaled) of the first point on a bifurcating branch."
+    )
+    kinds: tuple[SpecialKind, ...] = Field(
+        tuple(SpecialKind), description="Which kinds of line trace_boundaries traces (names of SpecialKind)."
+    )
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kind_names(cls, v: object) -> object:
+        """Kinds may be given by name (the JSON of a stored job holds names)."""
+        if isinstance(v, (list, tuple)):
+            return tuple(SpecialKind(k) if isinstance(k, str) else k for k in v)
+        return v
 
 
 class SolverOptions(BaseModel):

@@ -28,7 +28,6 @@ from solvers.core.lines.branch_switching import (
 from solvers.core.lines.coexistence import trace_first_order_line
 from solvers.core.lines.curves import trace_branch
 from solvers.core.lines.fold import trace_fold_line
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.resample import resample_line
 from solvers.core.lines.results import (
     BifurcationPoint,
@@ -42,6 +41,7 @@ from solvers.core.lines.results import (
 )
 from solvers.core.lines.scan import Scan, ScanPoint, scan_special_points
 from solvers.core.lines.zero_lines import trace_event_line, trace_stability_line
+from solvers.core.options import LineOptions
 
 __all__ = [
     "BifurcationPoint",

@@ -22,11 +22,11 @@ from solvers.core.lines.box_scan import Crossing, scan_box, unseen_crossings
 from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence
 from solvers.core.lines.fold import trace_fold
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, Unexplained
 from solvers.core.lines.scan import ScanPoint, _same_states
 from solvers.core.lines.tracing import parameter_box, solve_on
 from solvers.core.lines.zero_lines import trace_zero
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 

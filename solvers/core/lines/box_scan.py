@@ -22,9 +22,9 @@ import numpy as np
 
 from solvers.core.arclength import Box
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.results import Line
 from solvers.core.lines.scan import ScanPoint, scan_special_points
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 
 

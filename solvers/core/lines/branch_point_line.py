@@ -25,7 +25,6 @@ import numpy as np
 from solvers.core.arclength import Box
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.results import BifurcationPoint, End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -37,6 +36,7 @@ from solvers.core.lines.tracing import (
     run_two_way,
 )
 from solvers.core.newton import fd_jacobian
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
@@ -129,7 +129,7 @@ def trace_branch_points(
     options: LineOptions,
     branches: Sequence[str] = (),
     *,
-    kind: LineKind = SpecialKind.BIFURCATION,
+    kind: SpecialKind = SpecialKind.BIFURCATION,
     bifurcation: BifurcationPoint | None = None,
 ) -> TracedBranchPoints:
     model = model_of(problem)
@@ -166,7 +166,7 @@ def trace_branch_point_line(
     options: LineOptions | None = None,
     *,
     branches: Sequence[str] = (),
-    kind: LineKind = SpecialKind.BIFURCATION,
+    kind: SpecialKind = SpecialKind.BIFURCATION,
 ) -> Line:
     """The line of simple branch points through the branch point (x, λ)."""
     opts = options or LineOptions()

@@ -32,7 +32,6 @@ from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.branch_switching import jacobian_size
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.fold import solve_cusp
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -43,6 +42,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 

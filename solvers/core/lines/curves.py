@@ -18,9 +18,9 @@ from solvers.core.continuation import ProblemSystem
 from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_margin, safe_scalar
-from solvers.core.lines.options import LineOptions
-from solvers.core.lines.tracing import default_end
+from solvers.core.lines.tracing import default_end, line_limits
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 
 
@@ -80,11 +80,11 @@ def trace_branch(
             t0 = -t0
     t0 = t0 / np.linalg.norm(t0)
     if both_ways:
-        two = trace_two_way(system, z0, t0, opts.limits(), box=box, monitors=monitors)
+        two = trace_two_way(system, z0, t0, line_limits(opts), box=box, monitors=monitors)
         points, tangents, values, located = two.points(), two.tangents(), two.values(), two.located()
         ends = (_end(two.backward), _end(two.forward))
     else:
-        path = run(system, z0, t0, opts.limits(), box=box, monitors=monitors)
+        path = run(system, z0, t0, line_limits(opts), box=box, monitors=monitors)
         points, tangents, values, located = path.z, path.tangents, path.values, path.located
         ends = (None, _end(path))
     names = [m.name for m in monitors]

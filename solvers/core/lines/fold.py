@@ -28,18 +28,19 @@ from solvers.core.corrector import correct, scaled_jacobian
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     assemble,
     default_end,
     describe,
     lam_scale,
+    line_limits,
     parameter_box,
     polish_seed,
     run_two_way,
 )
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
@@ -208,7 +209,7 @@ def trace_fold(
             t = path.tangents[-1]
             u = z_end / system.scale
             system.accept(z_end)
-            nxt = correct(system, options.limits(), u + options.ds * t, t, scaled_jacobian(system, u)).u
+            nxt = correct(system, line_limits(options), u + options.ds * t, t, scaled_jacobian(system, u)).u
             if nxt is not None:
                 beyond.append(nxt * system.scale)
         else:

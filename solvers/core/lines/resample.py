@@ -18,10 +18,10 @@ from solvers.core.lines.branch_point_line import BranchPointSystem
 from solvers.core.lines.coexistence import CoexistenceSystem
 from solvers.core.lines.derivatives import model_of
 from solvers.core.lines.fold import FoldSystem
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.results import Line
 from solvers.core.lines.tracing import lam_scale, parameter_box, solve_on
 from solvers.core.lines.zero_lines import ZeroSystem
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.core.curve import Curve, End, EndKind, Formulation, frozen
-from solvers.core.lines.options import LineKind
 from solvers.core.special_points import BifurcationPoint, BifurcationType, Criticality, NormalForm, SpecialKind
 
 __all__ = [
@@ -78,7 +77,7 @@ class Unexplained:
     scan saw it (e.g. "alpha = 1 (edge)"), ``detail`` why no line explains it.
     """
 
-    kind: LineKind
+    kind: SpecialKind
     point: tuple[float, float]
     branches: tuple[str, ...]
     scan: str
@@ -105,5 +104,5 @@ class BoundaryResult:
     unexplained: tuple[Unexplained, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
-    def of_kind(self, kind: LineKind) -> tuple[Line, ...]:
+    def of_kind(self, kind: SpecialKind) -> tuple[Line, ...]:
         return tuple(line for line in self.lines if line.kind == kind)

@@ -38,8 +38,8 @@ from solvers.core.lines.branch_switching import (
 )
 from solvers.core.lines.curves import branch_z, solve_state, trace_branch
 from solvers.core.lines.derivatives import model_of, safe_scalar
-from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.lines.results import BifurcationPoint
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem, no_starts
 from solvers.core.special_points import SpecialKind
 
@@ -58,7 +58,7 @@ FIRST_ORDER_GRID = 25
 class ScanPoint:
     """A special point found at fixed λ1; ``states`` has one row per state (two for first-order)."""
 
-    kind: LineKind
+    kind: SpecialKind
     lam: tuple[float, float]
     states: np.ndarray
     branches: tuple[str, ...]

@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from solvers.core.arclength import Box, Monitor, TwoWay, trace_two_way
-from solvers.core.corrector import System, initial_tangent
+from solvers.core.corrector import Limits, System, initial_tangent
 from solvers.core.curve import Curve, CurvePoint, End, EndKind, Formulation
-from solvers.core.lines.options import LineKind, LineOptions
 from solvers.core.newton import ROUND_OFF, newton
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
-from solvers.core.special_points import BifurcationPoint
+from solvers.core.special_points import BifurcationPoint, SpecialKind
 
 
 def parameter_box(
@@ -25,6 +25,12 @@ def parameter_box(
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
         raise ValueError("the parameter box must be finite and non-empty")
     return Box(lo, hi)
+
+
+def line_limits(options: LineOptions) -> Limits:
+    """What the arclength iterator reads: the options' steps, their fixed residual tolerance, their point cap."""
+    tolerance = options.tolerance
+    return Limits(options, lambda z: tolerance, options.max_points)
 
 
 def seed_tangent(system: System, z0: np.ndarray) -> np.ndarray:
@@ -69,11 +75,12 @@ def run_two_way(
     system: System, z0: np.ndarray, options: LineOptions, box: Box, monitors: Sequence[Monitor],
     stop: Callable[[np.ndarray], str | None] | None = None,
 ) -> TwoWay:
-    return trace_two_way(system, z0, seed_tangent(system, z0), options.limits(), box=box, monitors=monitors, stop=stop)
+    limits = line_limits(options)
+    return trace_two_way(system, z0, seed_tangent(system, z0), limits, box=box, monitors=monitors, stop=stop)
 
 
 def assemble(
-    kind: LineKind,
+    kind: SpecialKind,
     branches: Sequence[str],
     points: Sequence[np.ndarray],
     params: Callable[[np.ndarray], tuple[float, float]],

@@ -18,7 +18,6 @@ import numpy as np
 from solvers.core.arclength import Box, Monitor
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
-from solvers.core.lines.options import LineOptions
 from solvers.core.lines.results import BifurcationPoint, End, Line
 from solvers.core.lines.tracing import (
     assemble,
@@ -29,6 +28,7 @@ from solvers.core.lines.tracing import (
     polish_seed,
     run_two_way,
 )
+from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
