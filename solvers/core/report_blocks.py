@@ -1,31 +1,45 @@
 """The reports of a sweep's points, a block of points at a time where the theory reports many at once.
 
 A theory whose report of one point is mostly fixed cost (small array operations on data shared by every point)
-may give ``Problem.report_many``. A sweep then solves its points without their reports, reports them in blocks of
-``BLOCK_POINTS``, and hands each point on (``on_point``) in the order of the values as soon as its block is
-reported: progress, stored points and a caller's stop check lag the solving by at most one block. The block is a
-number of points, never a duration, so that the same sweep is reported in the same blocks on every machine. A
-catalogue's notes are taken when it is solved (a theory's notes may read what it remembers of recent solves only).
-Without ``report_many`` every point is reported and handed on as it is solved.
+may give ``Problem.report_many``. A sweep then solves its points without their reports, reports them in blocks,
+and hands each point on (``on_point``) in the order of the values as soon as its block is reported. A block is
+reported when it holds ``BLOCK_POINTS`` points or when ``BLOCK_SECONDS`` have passed since it began (since the
+previous block was handed on), whichever comes first: progress, stored points and a caller's stop check lag the
+solving by at most that time and one point's solve, plus the block's report, however slow the points are. Where a
+block ends thus depends on the machine's speed; what a point's report says does not (``report_many`` reports each
+point as the theory reports it alone, up to the rounding of its batched products). A catalogue's notes are taken
+when it is solved (a theory's notes may read what it remembers of recent solves only). Without ``report_many``
+every point is reported and handed on as it is solved.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 
-#: Points reported together.
+#: Points reported together, at most.
 BLOCK_POINTS = 64
+#: Seconds (wall clock) after which a block is reported, full or not.
+BLOCK_SECONDS = 0.025
+#: The clock the time bound reads (seconds; a test gives :class:`ReportBlocks` its own).
+CLOCK: Callable[[], float] = time.perf_counter
 
 
 class ReportBlocks:
     """Collects a sweep's solved catalogues (:meth:`add`) and reports them, a block at a time or each at once."""
 
-    def __init__(self, problem: Problem, on_point: Callable[[int, Catalogue], None] | None) -> None:
+    def __init__(
+        self, problem: Problem, on_point: Callable[[int, Catalogue], None] | None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.problem = problem
         self.on_point = on_point
+        self.clock = CLOCK if clock is None else clock
+        #: When the waiting block began: the blocks' start, then the end of each block's report.
+        self._began = self.clock()
         #: Whether the sweep solves its catalogues with their reports (the theory reports one point at a time).
         self.each = problem.report_many is None
         self._waiting: list[tuple[int, Catalogue]] = []
@@ -45,7 +59,7 @@ class ReportBlocks:
             noted = cat if self.problem.notes is None else cat.replace(notes=self.problem.notes(cat))
             held = self._noted[id(cat)] = (cat, noted)
         self._waiting.append((index, held[1]))
-        if len(self._waiting) >= BLOCK_POINTS:
+        if len(self._waiting) >= BLOCK_POINTS or self.clock() - self._began >= BLOCK_SECONDS:
             self.flush()
 
     def flush(self) -> None:
@@ -64,6 +78,7 @@ class ReportBlocks:
             self._reported[index] = done[id(cat)]
             if self.on_point is not None:
                 self.on_point(index, done[id(cat)])
+        self._began = self.clock()
 
     def catalogues(self, cats: Sequence[Catalogue]) -> tuple[Catalogue, ...]:
         """``cats`` (one per value) with every catalogue added here reported: the waiting ones first."""
