@@ -24,7 +24,7 @@ from solvers.core.lines.coexistence import trace_coexistence
 from solvers.core.lines.fold import trace_fold
 from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, Unexplained
 from solvers.core.lines.scan import ScanPoint, _same_states
-from solvers.core.lines.tracing import parameter_box, solve_on
+from solvers.core.lines.tracing import Traced, parameter_box, solve_on
 from solvers.core.lines.zero_lines import trace_zero
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
@@ -120,25 +120,20 @@ def _covers_as_is(
     return _same_states(problem.restrict(point.lam[0]), np.atleast_2d(states), point.states)
 
 
-def _trace(problem: Problem, point: ScanPoint, family: str, box: Box, opts: LineOptions):
+def _trace(problem: Problem, point: ScanPoint, family: str, box: Box, opts: LineOptions) -> Traced:
     if family == "fold":
-        tr = trace_fold(problem, point.states[0], point.lam, box, opts, point.branches)
-        return tr.line, tr.system, tr.beyond
+        return trace_fold(problem, point.states[0], point.lam, box, opts, point.branches)
     if family == "first_order":
-        tc = trace_coexistence(problem, point.states[0], point.states[1], point.lam, box, opts, point.branches)
-        return tc.line, tc.system, []
+        return trace_coexistence(problem, point.states[0], point.states[1], point.lam, box, opts, point.branches)
     if family == "branch_point":
-        tb = trace_branch_points(problem, point.states[0], point.lam, box, opts, point.branches, kind=point.kind,
-                                 bifurcation=point.bifurcation)
-        return tb.line, tb.system, []
+        return trace_branch_points(problem, point.states[0], point.lam, box, opts, point.branches, kind=point.kind,
+                                   bifurcation=point.bifurcation)
     if point.kind == "stability_loss":
         assert problem.stability is not None
-        tz = trace_zero(problem, SpecialKind.STABILITY_LOSS, problem.stability, point.states[0], point.lam, box, opts,
-                        point.branches)
-        return tz.line, tz.system, []
-    tz = trace_zero(problem, SpecialKind.EVENT, problem.indicator(point.name), point.states[0], point.lam, box, opts,
-                    point.branches, name=point.name)
-    return tz.line, tz.system, []
+        return trace_zero(problem, SpecialKind.STABILITY_LOSS, problem.stability, point.states[0], point.lam, box,
+                          opts, point.branches)
+    return trace_zero(problem, SpecialKind.EVENT, problem.indicator(point.name), point.states[0], point.lam, box,
+                      opts, point.branches, name=point.name)
 
 
 def _same_end(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
@@ -237,7 +232,7 @@ def trace_boundaries(
         if any(t.family == family and _covers(problem, t, point, box, opts) for t in traced):
             continue
         try:
-            line, system, beyond = _trace(problem, point, family, box, opts)
+            traced_line = _trace(problem, point, family, box, opts)
         except MAYBE_NUMERICAL as exc:
             if not is_numerical(exc):
                 raise
@@ -249,6 +244,7 @@ def trace_boundaries(
             unexplained.append(Unexplained(point.kind, point.lam, point.branches, crossing.scan,
                                            f"could not be traced ({exc})"))
             continue
+        line, system, beyond = traced_line.line, traced_line.system, traced_line.beyond
         if len(line.points) < 2:
             # a seed whose line did not leave it: the crossing stays unexplained (the line keeps its message)
             unexplained.append(Unexplained(point.kind, point.lam, point.branches, crossing.scan,

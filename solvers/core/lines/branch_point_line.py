@@ -18,17 +18,16 @@ is reported in the line's message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from solvers.core.arclength import Box
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.results import BifurcationPoint, End, Line
+from solvers.core.lines.results import BifurcationPoint, Line
 from solvers.core.lines.tracing import (
-    assemble,
-    default_end,
+    Traced,
+    Tracer,
     describe,
     lam_scale,
     parameter_box,
@@ -115,12 +114,6 @@ class BranchPointSystem:
         return z[: self.n].copy()
 
 
-@dataclass
-class TracedBranchPoints:
-    line: Line
-    system: BranchPointSystem
-
-
 def trace_branch_points(
     problem: Problem,
     x: np.ndarray,
@@ -131,30 +124,20 @@ def trace_branch_points(
     *,
     kind: SpecialKind = SpecialKind.BIFURCATION,
     bifurcation: BifurcationPoint | None = None,
-) -> TracedBranchPoints:
+) -> Traced:
     model = model_of(problem)
     x0, lam0 = np.asarray(x, dtype=float), np.asarray(lam, dtype=float)
     system = BranchPointSystem(model, x0, lam0, problem.x_scale(), lam_scale(box))
+    tracer = Tracer(problem, system, kind, branches, "branch_point", bifurcation=bifurcation)
     z_seed = np.concatenate([x0, lam0, [0.0]])
     z0 = polish_seed(system, z_seed, options, fix=system.n)
     if z0 is None:
-        end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
-        line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,
-                        bifurcation=bifurcation, formulation="branch_point", parameters=problem.parameters)
-        return TracedBranchPoints(line, system)
+        return tracer.lost(z_seed, "the seed does not converge")
     both = run_two_way(system, z0, options, box, [])
-    ends = []
-    for path in (both.backward, both.forward):
-        z_end = path.z[-1]
-        ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                            path.end_precision))
-    pair = (ends[0], ends[1])
+    pair = (tracer.end(both.backward), tracer.end(both.forward))
     points = both.points()
     mu = max(abs(float(z[-1])) for z in points)
-    message = f"{describe(pair, len(points))}; largest |μ| on the line {mu:.2e}"
-    line = assemble(kind, branches, points, system.params, system.states, pair, message, bifurcation=bifurcation,
-                    formulation="branch_point", parameters=problem.parameters)
-    return TracedBranchPoints(line, system)
+    return tracer.line(points, pair, f"{describe(pair, len(points))}; largest |μ| on the line {mu:.2e}")
 
 
 def trace_branch_point_line(

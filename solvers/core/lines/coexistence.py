@@ -23,7 +23,6 @@ states ends there). Stopping rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,9 +33,8 @@ from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_
 from solvers.core.lines.fold import solve_cusp
 from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
-    assemble,
-    default_end,
-    describe,
+    Traced,
+    Tracer,
     lam_scale,
     parameter_box,
     polish_seed,
@@ -110,12 +108,6 @@ class CoexistenceSystem:
         return (xa - xb) / self.x_scale
 
 
-@dataclass
-class TracedCoexistence:
-    line: Line
-    system: CoexistenceSystem
-
-
 def _margin_monitor(problem: Problem, model: Model, system: CoexistenceSystem, which: int) -> Monitor:
     def value(z: np.ndarray, tau: np.ndarray) -> float:
         x = system.split(z)[which]
@@ -185,18 +177,16 @@ def trace_coexistence(
     box: Box,
     options: LineOptions,
     branches: Sequence[str] = (),
-) -> TracedCoexistence:
+) -> Traced:
     if problem.free_entropy is None:
         raise ValueError("a first-order line needs the problem's free_entropy")
     model = model_of(problem)
     system = CoexistenceSystem(model, problem.free_entropy, problem.x_scale(), lam_scale(box))
+    tracer = Tracer(problem, system, SpecialKind.FIRST_ORDER, branches, "coexistence")
     z_seed = np.concatenate([np.asarray(xa, dtype=float), np.asarray(xb, dtype=float), np.asarray(lam, dtype=float)])
     z0 = polish_seed(system, z_seed, options, fix=2 * system.n)
     if z0 is None:
-        end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge to coexistence")
-        line = assemble(SpecialKind.FIRST_ORDER, branches, [z_seed], system.params, system.states, (end, end),
-                        end.detail, formulation="coexistence", parameters=problem.parameters)
-        return TracedCoexistence(line, system)
+        return tracer.lost(z_seed, "the seed does not converge to coexistence")
     monitors = [_margin_monitor(problem, model, system, 0), _margin_monitor(problem, model, system, 1)]
     both = run_two_way(system, z0, options, box, monitors,
                       stop=lambda z: "terminated" if system.merged(z, options.merge_distance) else None)
@@ -217,23 +207,18 @@ def trace_coexistence(
             extra.append(z_crit)
         elif path.end.startswith("spinodal_"):
             which = path.end[-1]
-            ends.append(End("spinodal", system.params(z_end), system.states(z_end),
-                            _joined(f"state {which} reaches its stability limit", path.detail),
-                            path.end_precision))
+            detail = _joined(f"state {which} reaches its stability limit", path.detail)
+            ends.append(tracer.end(path, "spinodal", detail))
             extra.append(None)
         else:
-            ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                            path.end_precision))
+            ends.append(tracer.end(path))
             extra.append(None)
     points = both.points()
     if extra[0] is not None:
         points = [extra[0], *points]
     if extra[1] is not None:
         points = [*points, extra[1]]
-    pair = (ends[0], ends[1])
-    line = assemble(SpecialKind.FIRST_ORDER, branches, points, system.params, system.states, pair,
-                    describe(pair, len(points)), formulation="coexistence", parameters=problem.parameters)
-    return TracedCoexistence(line, system)
+    return tracer.line(points, (ends[0], ends[1]))
 
 
 def trace_first_order_line(

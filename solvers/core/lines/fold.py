@@ -19,7 +19,6 @@ the arclength and reported as a ``critical`` end. ``solve_cusp`` solves F = σ =
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,9 +29,8 @@ from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singu
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
-    assemble,
-    default_end,
-    describe,
+    Traced,
+    Tracer,
     lam_scale,
     line_limits,
     parameter_box,
@@ -155,13 +153,6 @@ def meets_branch_points(
     return singular_defects(model, z[:n], z[n:], problem.x_scale(), system.scale[n:], ref)[1] < NEAR_RANGE
 
 
-@dataclass
-class TracedFold:
-    line: Line
-    system: FoldSystem
-    beyond: list[np.ndarray] = field(default_factory=list)  # fold points just past each cusp
-
-
 def trace_fold(
     problem: Problem,
     x: np.ndarray,
@@ -169,18 +160,15 @@ def trace_fold(
     box: Box,
     options: LineOptions,
     branches: Sequence[str] = (),
-) -> TracedFold:
+) -> Traced:
     model = model_of(problem)
     lam0 = np.asarray(lam, dtype=float)
     x0 = np.asarray(x, dtype=float)
     system = FoldSystem(model, x0, lam0, problem.x_scale(), lam_scale(box))
+    tracer = Tracer(problem, system, SpecialKind.FOLD, branches, "fold")
     z0 = polish_seed(system, np.concatenate([x0, lam0]), options, fix=system.n)
     if z0 is None:
-        z_bad = np.concatenate([x0, lam0])
-        end = End("lost", system.params(z_bad), system.states(z_bad), "the seed does not converge to a fold")
-        line = assemble(SpecialKind.FOLD, branches, [z_bad], system.params, system.states, (end, end), end.detail,
-                        formulation="fold", parameters=problem.parameters)
-        return TracedFold(line, system)
+        return tracer.lost(np.concatenate([x0, lam0]), "the seed does not converge to a fold")
     system.accept(z0)
     cusp = Monitor("cusp", lambda z, t: system.coefficient(z), stop=True)
     both = run_two_way(system, z0, options, box, [cusp])
@@ -213,13 +201,8 @@ def trace_fold(
             if nxt is not None:
                 beyond.append(nxt * system.scale)
         else:
-            ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                            path.end_precision))
-    pair = (ends[0], ends[1])
-    points = both.points()
-    line = assemble(SpecialKind.FOLD, branches, points, system.params, system.states, pair, describe(pair, len(points)),
-                    formulation="fold", parameters=problem.parameters)
-    return TracedFold(line, system, beyond)
+            ends.append(tracer.end(path))
+    return tracer.line(both.points(), (ends[0], ends[1]), beyond=beyond)
 
 
 def trace_fold_line(

@@ -1,13 +1,15 @@
-"""Shared pieces of the line tracers: the parameter box, seeds' tangents, and assembly into a ``Line``."""
+"""Shared pieces of the line tracers: the parameter box, seeds' tangents, a line's ends and assembly (``Tracer``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
-from solvers.core.arclength import Box, Monitor, TwoWay, trace_two_way
+from solvers.core.arclength import Box, Monitor, Path, TwoWay, trace_two_way
 from solvers.core.corrector import Limits, System, initial_tangent
 from solvers.core.curve import Curve, CurvePoint, End, EndKind, Formulation
 from solvers.core.newton import ROUND_OFF, newton
@@ -79,23 +81,57 @@ def run_two_way(
     return trace_two_way(system, z0, seed_tangent(system, z0), limits, box=box, monitors=monitors, stop=stop)
 
 
-def assemble(
-    kind: SpecialKind,
-    branches: Sequence[str],
-    points: Sequence[np.ndarray],
-    params: Callable[[np.ndarray], tuple[float, float]],
-    states: Callable[[np.ndarray], np.ndarray],
-    ends: tuple[End, End],
-    message: str,
-    *,
-    parameters: tuple[str, str],
-    formulation: Formulation,
-    name: str = "",
-    bifurcation: BifurcationPoint | None = None,
-) -> Curve:
-    """The line through the augmented system's points ``points`` (``params`` and ``states`` read them)."""
-    return Curve(name, tuple(CurvePoint(params(z), states(z)) for z in points), (), ends, message,
-                 tuple(parameters), kind, tuple(branches), bifurcation, formulation)
+class LineSystem(System, Protocol):
+    """An augmented system of a line: ``params`` and ``states`` read (λ1, λ2) and the state(s) off a point z."""
+
+    def params(self, z: np.ndarray) -> tuple[float, float]: ...
+
+    def states(self, z: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass
+class Traced:
+    """A traced line and the augmented system it was traced in (the box tracer solves on it again to tell whether
+    the line passes a crossing); ``beyond``: seeds of partner lines met on the way (fold points past a cusp)."""
+
+    line: Curve
+    system: LineSystem
+    beyond: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Tracer:
+    """What every line traced from one seed shares (its problem, system, kind, branches and formulation): it makes
+    the ends of the line's two paths and assembles the line, a ``Curve`` through the system's points."""
+
+    problem: Problem
+    system: LineSystem
+    kind: SpecialKind
+    branches: Sequence[str]
+    formulation: Formulation
+    name: str = ""
+    bifurcation: BifurcationPoint | None = None
+
+    def end(self, path: Path, kind: EndKind | None = None, detail: str | None = None) -> End:
+        """The end at a path's last point: ``kind`` (default: the path's own stop reason), ``detail`` (default: the
+        path's)."""
+        z = path.z[-1]
+        return End(kind or default_end(path.end), self.system.params(z), self.system.states(z),
+                   path.detail if detail is None else detail, path.end_precision)
+
+    def line(self, points: Sequence[np.ndarray], ends: tuple[End, End], message: str | None = None,
+             beyond: Sequence[np.ndarray] = ()) -> Traced:
+        """The line through ``points`` (default message: its point count and ends)."""
+        params, states = self.system.params, self.system.states
+        curve = Curve(self.name, tuple(CurvePoint(params(z), states(z)) for z in points), (), ends,
+                      describe(ends, len(points)) if message is None else message, tuple(self.problem.parameters),
+                      self.kind, tuple(self.branches), self.bifurcation, self.formulation)
+        return Traced(curve, self.system, list(beyond))
+
+    def lost(self, z_seed: np.ndarray, detail: str) -> Traced:
+        """The line of a seed that does not converge: that one point, lost both ways."""
+        end = End("lost", self.system.params(z_seed), self.system.states(z_seed), detail)
+        return self.line([z_seed], (end, end), detail)
 
 
 def default_end(path_end: str) -> EndKind:

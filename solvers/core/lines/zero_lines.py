@@ -11,18 +11,16 @@ Margins that vanish *because* F_x is singular are folds (traced by ``fold``) or 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from solvers.core.arclength import Box, Monitor
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
-from solvers.core.lines.results import BifurcationPoint, End, Line
+from solvers.core.lines.results import BifurcationPoint, Line
 from solvers.core.lines.tracing import (
-    assemble,
-    default_end,
-    describe,
+    Traced,
+    Tracer,
     lam_scale,
     parameter_box,
     polish_seed,
@@ -64,12 +62,6 @@ class ZeroSystem:
         return z[: self.n].copy()
 
 
-@dataclass
-class TracedZero:
-    line: Line
-    system: ZeroSystem
-
-
 def trace_zero(
     problem: Problem,
     kind: str,
@@ -82,33 +74,19 @@ def trace_zero(
     *,
     name: str = "",
     bifurcation: BifurcationPoint | None = None,
-) -> TracedZero:
+) -> Traced:
     model = model_of(problem)
     system = ZeroSystem(model, g, problem.x_scale(), lam_scale(box))
+    tracer = Tracer(problem, system, kind, branches, "zero", name, bifurcation)
     z_seed = np.concatenate([np.asarray(x, dtype=float), np.asarray(lam, dtype=float)])
     z0 = polish_seed(system, z_seed, options, fix=system.n)
     if z0 is None:
-        end = End("lost", system.params(z_seed), system.states(z_seed), "the seed does not converge")
-        line = assemble(kind, branches, [z_seed], system.params, system.states, (end, end), end.detail,  # type: ignore[arg-type]
-                        name=name, bifurcation=bifurcation, formulation="zero", parameters=problem.parameters)
-        return TracedZero(line, system)
+        return tracer.lost(z_seed, "the seed does not converge")
     fold = Monitor("fold", lambda z, t: singularity_indicator(model.jac_x(z[: system.n], z[system.n :])), stop=True)
     both = run_two_way(system, z0, options, box, [fold])
-    ends = []
-    for path in (both.backward, both.forward):
-        z_end = path.z[-1]
-        if path.end == "fold":
-            detail = "; ".join(d for d in ("the state reaches a fold", path.detail) if d)
-            ends.append(End("spinodal", system.params(z_end), system.states(z_end), detail, path.end_precision))
-        else:
-            ends.append(End(default_end(path.end), system.params(z_end), system.states(z_end), path.detail,
-                            path.end_precision))
-    pair = (ends[0], ends[1])
-    points = both.points()
-    line = assemble(kind, branches, points, system.params, system.states, pair,  # type: ignore[arg-type]
-                    describe(pair, len(points)), name=name, bifurcation=bifurcation, formulation="zero",
-                    parameters=problem.parameters)
-    return TracedZero(line, system)
+    ends = [tracer.end(path, "spinodal", "; ".join(d for d in ("the state reaches a fold", path.detail) if d))
+            if path.end == "fold" else tracer.end(path) for path in (both.backward, both.forward)]
+    return tracer.line(both.points(), (ends[0], ends[1]))
 
 
 def trace_event_line(
