@@ -49,9 +49,9 @@ from service.result_schemas import (
     TransitionOut,
     UnexplainedOut,
 )
-from solvers.core.curve import End
+from solvers.core.curve import Curve, End
 from solvers.core.curve_results import CurveTable, Sweep
-from solvers.core.lines.results import BoundaryResult, Line, Unexplained
+from solvers.core.lines.results import BoundaryResult, Unexplained
 from solvers.core.results import Attempt, Branch, Catalogue, Notes, Origin, Report, Search, SolveResult
 from solvers.core.special_points import BOUNDARY_OF, BifurcationPoint, SpecialPoint
 from solvers.core.status import Status
@@ -398,7 +398,7 @@ def curves_fields(sweep: Sweep, method: str | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def line_out(line: Line) -> LineOut:
+def line_out(line: Curve) -> LineOut:
     """One traced line: its contract ``kind``, the engine's ``type``, and its points as [p1, p2] pairs; ``event``
     and ``bifurcation`` only where it has them. Its ends (as the critical points) are read by the model from the
     engine's record, whose field names they share."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 from scipy.optimize import brentq
 
-from solvers.core.lines import Line, LineOptions, resample_line, trace_boundaries
+from solvers.core.curve import Curve
+from solvers.core.lines import LineOptions, resample_line, trace_boundaries
 from solvers.core.options import SolverOptions
 from solvers.core.special_points import SpecialKind
 from solvers.theories import get
@@ -120,7 +121,7 @@ def test_mean_field_ard_box_in_two_integer_fields() -> None:
     n, p = order.index("N"), order.index("P")
     assert any(q.point[n] != round(q.point[n]) for q in line.points), "the line passes through real values of N"
 
-    def N_at(line: Line, P: float) -> float:
+    def N_at(line: Curve, P: float) -> float:
         (end,) = [e for e in line.ends if e.point[p] == pytest.approx(P)]
         return end.point[n]
 

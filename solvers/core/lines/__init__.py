@@ -11,11 +11,12 @@ Entry points:
 
 Problems are the engine's one :class:`~solvers.core.problem.Problem`, in two parameters for lines (in one for
 branches; ``Problem.restrict``/``swapped`` relate the two); options ``LineOptions``; results
-``BoundaryResult``, ``CriticalPoint``, ``BifurcationPoint``, ``BranchStart``; a traced line (``Line``) and a
+``BoundaryResult``, ``CriticalPoint``, ``BifurcationPoint``, ``BranchStart``; a traced line and a
 branch (``trace_branch``) are the engine's one record of a curve, ``Curve`` with its ``End`` s.
 See docs/phase_boundaries.md for the augmented systems and stopping rules.
 """
 
+from solvers.core.curve import Curve, End
 from solvers.core.lines.boundaries import trace_boundaries
 from solvers.core.lines.branch_point_line import trace_branch_point_line
 from solvers.core.lines.branch_switching import (
@@ -29,19 +30,11 @@ from solvers.core.lines.coexistence import trace_first_order_line
 from solvers.core.lines.curves import trace_branch
 from solvers.core.lines.fold import trace_fold_line
 from solvers.core.lines.resample import resample_line
-from solvers.core.lines.results import (
-    BifurcationPoint,
-    BoundaryResult,
-    BranchStart,
-    CriticalPoint,
-    Curve,
-    End,
-    Line,
-    NormalForm,
-)
+from solvers.core.lines.results import BoundaryResult, BranchStart, CriticalPoint
 from solvers.core.lines.scan import Scan, ScanPoint, scan_special_points
 from solvers.core.lines.zero_lines import trace_event_line, trace_stability_line
 from solvers.core.options import LineOptions
+from solvers.core.special_points import BifurcationPoint, NormalForm
 
 __all__ = [
     "BifurcationPoint",
@@ -51,7 +44,6 @@ __all__ = [
     "CriticalPoint",
     "Curve",
     "End",
-    "Line",
     "LineOptions",
     "NormalForm",
     "Scan",

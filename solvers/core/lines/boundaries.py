@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.core.arclength import Box
+from solvers.core.curve import Curve
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.lines.box_scan import Crossing, scan_box, unseen_crossings
 from solvers.core.lines.branch_point_line import trace_branch_points
 from solvers.core.lines.coexistence import trace_coexistence
 from solvers.core.lines.fold import trace_fold
-from solvers.core.lines.results import BoundaryResult, CriticalPoint, Line, Unexplained
+from solvers.core.lines.results import BoundaryResult, CriticalPoint, Unexplained
 from solvers.core.lines.scan import ScanPoint, _same_states
 from solvers.core.lines.tracing import Traced, parameter_box, solve_on
 from solvers.core.lines.zero_lines import trace_zero
@@ -34,7 +35,7 @@ from solvers.core.special_points import SpecialKind
 @dataclass
 class _Traced:
     family: str
-    line: Line
+    line: Curve
     system: object
 
 
@@ -140,7 +141,7 @@ def _same_end(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
     return bool(np.all(np.abs((np.asarray(a) - np.asarray(b)) / (box.hi - box.lo)) <= 1e-6))
 
 
-def _critical_points(lines: list[Line], box: Box) -> tuple[CriticalPoint, ...]:
+def _critical_points(lines: list[Curve], box: Box) -> tuple[CriticalPoint, ...]:
     width = box.hi - box.lo
     found: list[CriticalPoint] = []
     for k, line in enumerate(lines):
@@ -166,13 +167,13 @@ def _critical_points(lines: list[Line], box: Box) -> tuple[CriticalPoint, ...]:
 NEAR = 1e-3
 
 
-def _passes_near(line: Line, lam: tuple[float, float], box: Box) -> bool:
+def _passes_near(line: Curve, lam: tuple[float, float], box: Box) -> bool:
     width = box.hi - box.lo
     pts = line.array() / width
     return _closest_on_polyline(pts, np.asarray(lam, dtype=float) / width)[1] <= NEAR
 
 
-def _inside_ends(line: Line, box: Box, names: tuple[str, str]) -> list[str]:
+def _inside_ends(line: Curve, box: Box, names: tuple[str, str]) -> list[str]:
     """Warnings for the ends of a line that stop inside the box for no reason of the problem's (``lost``,
     ``max_points``): beyond them the line was not followed."""
     out = []

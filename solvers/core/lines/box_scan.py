@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.core.arclength import Box
+from solvers.core.curve import Curve
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
-from solvers.core.lines.results import Line
 from solvers.core.lines.scan import ScanPoint, scan_special_points
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
@@ -116,7 +116,7 @@ def _crossings_of(points: np.ndarray, axis: int, value: float, width: float) -> 
     return out
 
 
-def unseen_crossings(lines: Sequence[Line], scans: BoxScan, box: Box, names: tuple[str, str]) -> list[str]:
+def unseen_crossings(lines: Sequence[Curve], scans: BoxScan, box: Box, names: tuple[str, str]) -> list[str]:
     """Where a traced line crosses a scanned segment and that scan saw no special point near it: the scan's starts
     did not reach the line's branches there (the line was found elsewhere). One sentence per such place."""
     width = box.hi - box.lo

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from solvers.core.arclength import Box
+from solvers.core.curve import Curve
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.results import BifurcationPoint, Line
 from solvers.core.lines.tracing import (
     Traced,
     Tracer,
@@ -37,7 +37,7 @@ from solvers.core.lines.tracing import (
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
-from solvers.core.special_points import SpecialKind
+from solvers.core.special_points import BifurcationPoint, SpecialKind
 
 
 class BranchPointSystem:
@@ -150,7 +150,7 @@ def trace_branch_point_line(
     *,
     branches: Sequence[str] = (),
     kind: SpecialKind = SpecialKind.BIFURCATION,
-) -> Line:
+) -> Curve:
     """The line of simple branch points through the branch point (x, λ)."""
     opts = options or LineOptions()
     return trace_branch_points(problem, x, lam, parameter_box(problem, lam1_range, lam2_range), opts, branches,

@@ -34,10 +34,11 @@ import numpy as np
 from solvers.core.lines.bordered import bordered_solve, fold_function, null_vectors
 from solvers.core.lines.curves import branch_z, trace_branch
 from solvers.core.lines.derivatives import Model, model_of, safe_margin
-from solvers.core.lines.results import BifurcationPoint, BranchStart, Criticality, NormalForm
+from solvers.core.lines.results import BranchStart
 from solvers.core.newton import ROUND_OFF, newton
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
+from solvers.core.special_points import BifurcationPoint, Criticality, NormalForm
 
 #: |a| below this fraction of max(|b11|, |c|) (in scaled units) counts as zero: a pitchfork.
 SYMMETRIC_A = 1e-6

@@ -27,11 +27,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from solvers.core.arclength import Box, Monitor, Path
+from solvers.core.curve import Curve, End
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.branch_switching import jacobian_size
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.fold import solve_cusp
-from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     Traced,
     Tracer,
@@ -231,7 +231,7 @@ def trace_first_order_line(
     options: LineOptions | None = None,
     *,
     branches: Sequence[str] = (),
-) -> Line:
+) -> Curve:
     """The first-order line through coexisting states (x_A, x_B) at λ, within the parameter box."""
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_range)

@@ -24,10 +24,10 @@ import numpy as np
 
 from solvers.core.arclength import Box, Monitor
 from solvers.core.corrector import correct, scaled_jacobian
+from solvers.core.curve import Curve, End
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
-from solvers.core.lines.results import End, Line
 from solvers.core.lines.tracing import (
     Traced,
     Tracer,
@@ -214,7 +214,7 @@ def trace_fold_line(
     options: LineOptions | None = None,
     *,
     branches: Sequence[str] = (),
-) -> Line:
+) -> Curve:
     """The fold line through the fold (x, λ) (refined at fixed λ1), within the parameter box."""
     opts = options or LineOptions()
     return trace_fold(problem, x, lam, parameter_box(problem, lam1_range, lam2_range), opts, branches).line

@@ -13,19 +13,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.core.curve import CurvePoint
+from solvers.core.curve import Curve, CurvePoint
 from solvers.core.lines.branch_point_line import BranchPointSystem
 from solvers.core.lines.coexistence import CoexistenceSystem
 from solvers.core.lines.derivatives import model_of
 from solvers.core.lines.fold import FoldSystem
-from solvers.core.lines.results import Line
 from solvers.core.lines.tracing import lam_scale, parameter_box, solve_on
 from solvers.core.lines.zero_lines import ZeroSystem
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
 
 
-def _system(problem: Problem, line: Line, lam_sc: np.ndarray):
+def _system(problem: Problem, line: Curve, lam_sc: np.ndarray):
     model = model_of(problem)
     xs = problem.x_scale()
     x0, lam0 = np.asarray(line.states[0][0]), np.asarray(line.points[0].point, dtype=float)
@@ -42,7 +41,7 @@ def _system(problem: Problem, line: Line, lam_sc: np.ndarray):
     return ZeroSystem(model, g, xs, lam_sc)
 
 
-def _z(line: Line, i: int) -> np.ndarray:
+def _z(line: Curve, i: int) -> np.ndarray:
     lam = np.asarray(line.points[i].point, dtype=float)
     states = line.states[i]
     if line.formulation == "coexistence":
@@ -54,14 +53,14 @@ def _z(line: Line, i: int) -> np.ndarray:
 
 def resample_line(
     problem: Problem,
-    line: Line,
+    line: Curve,
     values: Sequence[float],
     lam1_range: tuple[float, float],
     lam2_range: tuple[float, float],
     options: LineOptions | None = None,
     *,
     axis: int = 0,
-) -> Line:
+) -> Curve:
     """The line's points at λ_axis = each value (every crossing, in the line's order).
 
     The box (lam1_range × lam2_range) must be the one the line was traced in: it sets the scaled

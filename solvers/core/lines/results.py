@@ -11,29 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.core.curve import Curve, End, EndKind, Formulation, frozen
-from solvers.core.special_points import BifurcationPoint, BifurcationType, Criticality, NormalForm, SpecialKind
-
-__all__ = [
-    "BifurcationPoint",
-    "BifurcationType",
-    "BoundaryResult",
-    "BranchStart",
-    "CriticalPoint",
-    "Criticality",
-    "Curve",
-    "End",
-    "EndKind",
-    "Formulation",
-    "Line",
-    "NormalForm",
-    "Unexplained",
-]
-
-#: A traced line is the engine's one record of a curve, over the two parameters (λ1, λ2): ``points[i].point`` is
-#: (λ1, λ2) and ``states[i]`` the state(s) there (one row for fold, stability-loss, bifurcation and event lines, two
-#: for the coexisting states A and B of a first-order line); its ``name`` is the event's for an event line.
-Line = Curve
+from solvers.core.curve import Curve, frozen
+from solvers.core.special_points import SpecialKind
 
 
 @dataclass(frozen=True)
@@ -91,12 +70,16 @@ class Unexplained:
 class BoundaryResult:
     """Every line found by ``trace_boundaries``; ``reason`` says why ``lines`` is empty when it is.
 
+    A traced line is the engine's one record of a curve, over the two parameters (λ1, λ2): ``points[i].point`` is
+    (λ1, λ2) and ``states[i]`` the state(s) there (one row for fold, stability-loss, bifurcation and event lines, two
+    for the coexisting states A and B of a first-order line); its ``name`` is the event's for an event line.
+
     ``scans`` are the λ1 values scanned along λ2 (the λ1 edges included), ``edges`` the λ2 values
     scanned along λ1 (the λ2 edges). ``unexplained`` lists the crossings no line explains and
     ``warnings`` says in words what may be missing (those crossings, lines that stop inside the box).
     """
 
-    lines: tuple[Line, ...]
+    lines: tuple[Curve, ...]
     critical_points: tuple[CriticalPoint, ...]
     reason: str = ""
     scans: tuple[float, ...] = field(default_factory=tuple)
@@ -104,5 +87,5 @@ class BoundaryResult:
     unexplained: tuple[Unexplained, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
-    def of_kind(self, kind: SpecialKind) -> tuple[Line, ...]:
+    def of_kind(self, kind: SpecialKind) -> tuple[Curve, ...]:
         return tuple(line for line in self.lines if line.kind == kind)

@@ -38,10 +38,9 @@ from solvers.core.lines.branch_switching import (
 )
 from solvers.core.lines.curves import branch_z, solve_state, trace_branch
 from solvers.core.lines.derivatives import model_of, safe_scalar
-from solvers.core.lines.results import BifurcationPoint
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem, no_starts
-from solvers.core.special_points import SpecialKind
+from solvers.core.special_points import BifurcationPoint, SpecialKind
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from solvers.core.arclength import Box, Monitor
+from solvers.core.curve import Curve
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
-from solvers.core.lines.results import BifurcationPoint, Line
 from solvers.core.lines.tracing import (
     Traced,
     Tracer,
@@ -28,7 +28,7 @@ from solvers.core.lines.tracing import (
 )
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
-from solvers.core.special_points import SpecialKind
+from solvers.core.special_points import BifurcationPoint, SpecialKind
 
 Indicator = Callable[[np.ndarray, np.ndarray], float]
 
@@ -99,7 +99,7 @@ def trace_event_line(
     options: LineOptions | None = None,
     *,
     branches: Sequence[str] = (),
-) -> Line:
+) -> Curve:
     """The line where the named event indicator vanishes, through the zero (x, λ)."""
     opts = options or LineOptions()
     box = parameter_box(problem, lam1_range, lam2_range)
@@ -116,7 +116,7 @@ def trace_stability_line(
     options: LineOptions | None = None,
     *,
     branches: Sequence[str] = (),
-) -> Line:
+) -> Curve:
     """The line where the stability margin of a regular state vanishes (F_x regular there)."""
     if problem.stability is None:
         raise ValueError("a stability-loss line needs the problem's stability margin")
