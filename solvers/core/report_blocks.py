@@ -3,11 +3,13 @@
 A theory whose report of one point is mostly fixed cost (small array operations on data shared by every point)
 may give ``Problem.report_many``. A sweep then solves its points without their reports, reports them in blocks,
 and hands each point on (``on_point``) in the order of the values as soon as its block is reported. A block is
-reported when it holds ``BLOCK_POINTS`` points or when ``BLOCK_SECONDS`` have passed since it began (since the
-previous block was handed on), whichever comes first: progress, stored points and a caller's stop check lag the
-solving by at most that time and one point's solve, plus the block's report, however slow the points are. Where a
-block ends thus depends on the machine's speed; what a point's report says does not (``report_many`` reports each
-point as the theory reports it alone, up to the rounding of its batched products). A catalogue's notes are taken
+reported when it holds ``BLOCK_POINTS`` points, or when the time since it began (since the previous block was
+handed on) and the time its report will take (at the previous block's rate per point) come to ``BLOCK_SECONDS``,
+whichever comes first. So progress, stored points and a caller's stop check lag the solving by about
+``BLOCK_SECONDS`` and one point's solve, however slow the points or their reports are (the first block, before a
+rate is known, by its report's time more). Where a block ends thus depends on the machine's speed; what a point's
+report says does not (``report_many`` reports each point as the theory reports it alone, up to the rounding of
+its batched products). A catalogue's notes are taken
 when it is solved (a theory's notes may read what it remembers of recent solves only). Without ``report_many``
 every point is reported and handed on as it is solved.
 """
@@ -22,7 +24,7 @@ from solvers.core.results import Catalogue
 
 #: Points reported together, at most.
 BLOCK_POINTS = 64
-#: Seconds (wall clock) after which a block is reported, full or not.
+#: Seconds (wall clock) from a block's start to its points handed on, reported included, when it is not full first.
 BLOCK_SECONDS = 0.025
 #: The clock the time bound reads (seconds; a test gives :class:`ReportBlocks` its own).
 CLOCK: Callable[[], float] = time.perf_counter
@@ -38,8 +40,10 @@ class ReportBlocks:
         self.problem = problem
         self.on_point = on_point
         self.clock = CLOCK if clock is None else clock
-        #: When the waiting block began: the blocks' start, then the end of each block's report.
+        #: When the waiting block began: the blocks' start, then when the previous block was handed on.
         self._began = self.clock()
+        #: Seconds the previous block's report took per point (0 before the first).
+        self._rate = 0.0
         #: Whether the sweep solves its catalogues with their reports (the theory reports one point at a time).
         self.each = problem.report_many is None
         self._waiting: list[tuple[int, Catalogue]] = []
@@ -59,7 +63,8 @@ class ReportBlocks:
             noted = cat if self.problem.notes is None else cat.replace(notes=self.problem.notes(cat))
             held = self._noted[id(cat)] = (cat, noted)
         self._waiting.append((index, held[1]))
-        if len(self._waiting) >= BLOCK_POINTS or self.clock() - self._began >= BLOCK_SECONDS:
+        n = len(self._waiting)
+        if n >= BLOCK_POINTS or self.clock() - self._began + n * self._rate >= BLOCK_SECONDS:
             self.flush()
 
     def flush(self) -> None:
@@ -69,7 +74,9 @@ class ReportBlocks:
         assert self.problem.report_many is not None
         unique = {id(cat): cat for _, cat in self._waiting}
         points = [(b.x, cat.parameter) for cat in unique.values() for b in cat.branches]
+        start = self.clock()
         reports = iter(self.problem.report_many(points))
+        self._rate = (self.clock() - start) / len(self._waiting)
         done = {key: cat.replace(branches=tuple(b.replace(report=next(reports)) for b in cat.branches))
                 for key, cat in unique.items()}
         waiting, self._waiting = self._waiting, []

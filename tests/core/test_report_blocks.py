@@ -136,3 +136,35 @@ def test_a_point_slower_than_the_time_bound_is_handed_on_alone() -> None:
         blocks.add(i, cat)
         assert handed == list(range(i + 1))
     assert calls["many"] == branches  # each point's branches reported as it is solved
+
+
+def test_a_blocks_report_time_counts_towards_its_bound() -> None:
+    """Solves and reports each taking a tenth of the bound per point: the first block (no rate known yet) waits
+    for ten points' solves, then reports them in as long again; from then on a block holds five points, so that
+    its solves and its report together take the bound, and no point is handed on later than that after it was
+    solved."""
+    problem, calls = _reported(tilted_double_well())
+    clock = Clock()
+    tenth = BLOCK_SECONDS / 10
+    many = problem.report_many
+    assert many is not None
+
+    def slow_many(points: Sequence[tuple[np.ndarray, float]]) -> list[Report]:
+        clock.now += tenth * len(points)
+        return many(points)
+
+    problem = dataclasses.replace(problem, report_many=slow_many)
+    solved: list[float] = []
+    handed: list[float] = []
+    blocks = ReportBlocks(problem, lambda i, c: handed.append(clock.now), clock=clock)
+    values = np.linspace(0.5, 0.6, 30)  # one branch at each (past the fold at 2 / 3^(3/2))
+    for i, v in enumerate(values):
+        clock.now += tenth * (1 + 1e-9)
+        cat = solve_catalogue(problem, float(v), SolverOptions(), report=blocks.each)
+        assert len(cat.branches) == 1
+        solved.append(clock.now)
+        blocks.add(i, cat)
+    assert calls["many"] == [10, 5, 5, 5, 5]
+    lags = np.array(handed) - np.array(solved)
+    assert np.max(lags[:10]) == pytest.approx(2 * BLOCK_SECONDS - tenth, rel=1e-6)  # the first block's report
+    assert np.max(lags[10:]) <= (BLOCK_SECONDS - tenth) * (1 + 1e-6)
