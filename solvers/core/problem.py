@@ -127,28 +127,28 @@ class Problem:
 
     residual: Residual | None
     dim: int
-    starts: Callable[[float], Mapping[str, Vector]] = no_starts
+    starts: Callable[[Param], Mapping[str, Vector]] = no_starts
     fixed_point: Residual | None = None
-    jacobian: Callable[[Vector, float], np.ndarray] | None = None
+    jacobian: Callable[[Vector, Param], np.ndarray] | None = None
     free_entropy: Scalar | None = None
     stability: Scalar | None = None
     kind: Literal["gradient", "fixed_point", "saddle"] = "fixed_point"
-    label: Callable[[Vector, float, str], str] | None = None
-    enumerate: Callable[[float], Sequence[tuple[str, Vector]]] | None = None
+    label: Callable[[Vector, Param, str], str] | None = None
+    enumerate: Callable[[Param], Sequence[tuple[str, Vector]]] | None = None
     exhaustive: bool = False
     project: Callable[[Vector], Vector] | None = None
     canonical: Callable[[Vector], Vector] | None = None
     scale: Vector | None = None
     names: Sequence[str] = field(default_factory=tuple)
-    report: Callable[[Vector, float], Report] | None = None
-    report_many: Callable[[Sequence[tuple[Vector, float]]], Sequence[Report]] | None = None
+    report: Callable[[Vector, Param], Report] | None = None
+    report_many: Callable[[Sequence[tuple[Vector, Param]]], Sequence[Report]] | None = None
     events: tuple[Event, ...] = ()
     detect: frozenset[SpecialKind] = ALL_KINDS
     notes: Callable[[Catalogue], Notes] | None = None
     sweep_notes: Callable[[Sweep], Notes] | None = None
-    point_state: Callable[[Vector, float], Mapping[str, object]] | None = None
-    edge: Callable[[Vector, float], bool] | None = None
-    domain: Callable[[Vector, float], str | None] | None = None
+    point_state: Callable[[Vector, Param], Mapping[str, object]] | None = None
+    edge: Callable[[Vector, Param], bool] | None = None
+    domain: Callable[[Vector, Param], str | None] | None = None
     parameters: tuple[str, ...] = ("p",)
     bounds: Bounds | None = None
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from solvers.core.lines import LineOptions, trace_boundaries, trace_fold_line
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
-from tests.core.line_problems import cusp
+from tests.core.line_problems import cusp, event_toy
 
 
 def test_options_reject_unknown_keys_and_disordered_steps() -> None:
@@ -84,3 +84,29 @@ def test_a_line_that_cannot_be_seeded_is_reported_and_the_job_goes_on() -> None:
     assert sum("lies on no traced line" in w for w in res.warnings) == len(res.unexplained)
     # the edges λ = ±1 could not be scanned at all (the residual is NaN along them): the result says so too
     assert any("the scan at lambda = -1 (edge) failed" in w for w in res.warnings)
+
+
+def test_restrict_and_swapped_evaluate_the_problem_at_the_right_point() -> None:
+    """Every hook of ``swapped().restrict(λ2)`` at p is the problem's own at λ = (p, λ2); of ``restrict(λ1)`` at p,
+    at λ = (λ1, p)."""
+    base = dataclasses.replace(event_toy(), free_entropy=lambda x, lam: float(x[0] * lam[0] - lam[1]),
+                               bounds=((-1.0, 2.0), (0.0, 5.0)), parameters=("a", "b"))
+    x = np.array([0.7])
+    along_a = base.swapped().restrict(3.0)
+    along_b = base.restrict(0.25)
+    assert along_a.parameters == ("a",) and along_a.bounds == ((-1.0, 2.0),)
+    assert along_b.parameters == ("b",) and along_b.bounds == ((0.0, 5.0),)
+    for one, lam in ((along_a, np.array([0.5, 3.0])), (along_b, np.array([0.25, 0.5]))):
+        assert one.F(x, 0.5) == pytest.approx(x**3 + x - lam[1])
+        assert one.free_entropy(x, 0.5) == pytest.approx(0.7 * lam[0] - lam[1])  # type: ignore[misc]
+        assert one.indicator("x_equals_lambda1")(x, 0.5) == pytest.approx(0.7 - lam[0])
+        assert set(one.starts(0.5)) == {"root"}
+
+
+def test_a_problem_has_one_or_two_parameters_each_with_ordered_bounds() -> None:
+    with pytest.raises(ValueError, match="one or two"):
+        Problem(residual=lambda x, p: x, dim=1, parameters=("a", "b", "c"))
+    with pytest.raises(ValueError, match="one bound"):
+        Problem(residual=lambda x, p: x, dim=1, parameters=("a", "b"), bounds=((0.0, 1.0),))
+    with pytest.raises(ValueError, match="one bound"):
+        Problem(residual=lambda x, p: x, dim=1, bounds=((1.0, 0.0),))

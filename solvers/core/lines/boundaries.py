@@ -203,7 +203,7 @@ def trace_boundaries(
     Parameters
     ----------
     problem : Problem
-        Needs ``starts``; first-order lines need ``free_entropy`` and ``stability``.
+        In two parameters (λ1, λ2). Needs ``starts``; first-order lines need ``free_entropy`` and ``stability``.
     lam1_range, lam2_bracket : (lo, hi)
         The parameter box. Special points are looked for along λ2 at ``options.seeds`` values of
         λ1 and the two λ1 edges, and along λ1 on the two λ2 edges (``box_scan``); lines are traced

@@ -1,4 +1,4 @@
-"""Solution curves of the engine's one-parameter problem F(x, p) = 0, traced with their special points.
+"""Solution curves of a problem in one parameter, F(x, p) = 0, traced with their special points.
 
 A curve is followed by pseudo-arclength continuation in z = (x, p) (``arclength``), with
 monitors whose sign changes are located along the arclength:

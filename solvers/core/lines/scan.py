@@ -92,7 +92,7 @@ class _Piece:
         return min(ps), max(ps)
 
 
-def same_state(problem: Problem | Problem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+def same_state(problem: Problem, a: np.ndarray, b: np.ndarray, tol: float) -> bool:
     if problem.canonical is not None:
         a, b = np.asarray(problem.canonical(a)), np.asarray(problem.canonical(b))
     return bool(np.all(np.abs(a - b) <= tol * problem.x_scale()))
