@@ -58,8 +58,11 @@ def remembering(problem: Problem) -> Problem:
 
 
 def line_options(options: SolverOptions) -> LineOptions:
-    """Line options whose corrector tolerance is the sweep's residual tolerance."""
-    return LineOptions(tolerance=float(min(max(options.tol_abs, 1e-14), 1e-3)))
+    """The sweep's own step settings (``options.continuation``) as line options, with the sweep's residual
+    tolerance for the corrector: branch switching works in the steps of the curves it starts."""
+    steps = options.continuation.model_dump(exclude={"max_steps"})
+    return LineOptions(**steps, max_points=options.continuation.max_steps + 1,
+                       tolerance=float(min(max(options.tol_abs, 1e-14), 1e-3)))
 
 
 def classify_loss(
@@ -110,17 +113,22 @@ def classify_loss(
     )
 
 
-def bifurcating_starts(problem: Problem, sp: SpecialPoint, options: SolverOptions) -> list[tuple[float, np.ndarray]]:
+def bifurcating_starts(
+    problem: Problem, sp: SpecialPoint, options: SolverOptions, width: float
+) -> list[tuple[float, np.ndarray]]:
     """(p, x) of a first point on every branch that splits off at the bifurcation ``sp`` (both sides).
 
-    A point that the problem's ``project`` moves lies outside the theory's domain (e.g. a negative
-    overlap on the mirror side of a pitchfork) and is dropped.
+    Each lies within the sweep's largest step (``options.continuation.ds_max``, in the curves' coordinates
+    (x, p / width), ``width`` the sweep's range) of the branch point. A point that the problem's ``project``
+    moves lies outside the theory's domain (e.g. a negative overlap on the mirror side of a pitchfork) and is
+    dropped.
     """
     bp = sp.bifurcation
     if bp is None:
         return []
     out: list[tuple[float, np.ndarray]] = []
-    for start in branch_off(problem, bp, line_options(options), bifurcating_only=True):
+    step_scale = np.concatenate([np.ones(bp.x.size), [width]])
+    for start in branch_off(problem, bp, line_options(options), bifurcating_only=True, step_scale=step_scale):
         if not start.bifurcating:
             continue
         x = np.array(start.x, dtype=float)

@@ -303,7 +303,7 @@ def _switch_branches(
             done.append(sp)
             if _leaves_along_curves(problem, curves, sp, detector.width, options):
                 continue  # every branch that splits off here is traced already
-            for p, x in bifurcating_starts(problem, sp, options):
+            for p, x in bifurcating_starts(problem, sp, options, detector.width):
                 if len(curves) >= MAX_CURVES or not detector.inside(p):
                     continue
                 if on_some_curve(problem, curves, p, x, options):

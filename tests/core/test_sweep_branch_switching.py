@@ -3,7 +3,8 @@
 Known answers: Curie–Weiss m = tanh(βm) has a supercritical pitchfork at β = 1 (b11 = −1, c = 2 with
 F = m − tanh(βm)) whose branches ±m solve m = tanh(βm) (brentq); x(x − p) = 0 has a transcritical point
 at p = 0 where the branch x = p crosses x = 0; x ↦ −p x (1 − x²) loses contractivity at p = 1 with
-F_x = −(1 + p) regular there (a flip, not a branch point).
+F_x = −(1 + p) regular there (a flip, not a branch point); x³ − p x = 0 has the branches x = 0 and x = ±√p
+(p > 0), which meet in a pitchfork at p = 0.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pytest
 from scipy.optimize import brentq
 
 from service.serialize import special_point_json
-from solvers.core.options import SolverOptions
+from solvers.core.branch_points import bifurcating_starts
+from solvers.core.options import ContinuationOptions, SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 from solvers.core.sweep import run_sweep
@@ -115,3 +117,56 @@ def test_a_loss_at_a_regular_jacobian_stays_a_stability_loss() -> None:
     (sp,) = res.special_points
     assert sp.kind is SpecialKind.STABILITY_LOSS and sp.bifurcation is None
     assert sp.parameter == pytest.approx(1.0, abs=1e-8)
+
+
+def cubic_pitchfork() -> Problem:
+    """x³ − p x = 0: the branch x = 0 and, for p > 0, x = ±√p, which meet in a pitchfork at p = 0."""
+    return Problem(
+        residual=lambda x, p: x**3 - p * x,
+        dim=1,
+        starts=lambda p: {"zero": np.array([0.0])},
+        jacobian=lambda x, p: np.array([[3 * x[0] ** 2 - p]]),
+        kind="gradient",
+        canonical=np.abs,
+        label=lambda x, p, s: "zero" if abs(x[0]) < 1e-9 else "split",
+    )
+
+
+@pytest.mark.parametrize("ds_max", [0.05, 0.003])
+def test_a_switch_is_no_longer_than_the_sweeps_largest_step(ds_max: float) -> None:
+    steps = ContinuationOptions(ds=min(0.01, ds_max), ds_max=ds_max)
+    options = SolverOptions(continuation=steps)
+    res = run_sweep(cubic_pitchfork(), np.linspace(-1.0, 1.0, 21), options)
+    (sp,) = res.special_points
+    starts = bifurcating_starts(cubic_pitchfork(), sp, options, 2.0)
+    assert sorted(np.sign(x[0]) for _, x in starts) == [-1.0, 1.0]
+    for p, x in starts:
+        assert x[0] ** 2 == pytest.approx(p, rel=1e-6)  # on x = ±√p
+        assert np.hypot(x[0], p / 2.0) <= ds_max * (1 + 1e-9)  # within one step of (0, 0) in (x, p / width)
+    (switched,) = [c for c in res.curves if c.message.startswith("started by branch switching")]
+    z = np.array([[q.x[0], q.p / 2.0] for q in switched.points])
+    # A step is ds_max along the tangent at most; its chord, on this parabola, by a few parts in 10⁴ more.
+    assert np.max(np.linalg.norm(np.diff(z, axis=0), axis=1)) <= ds_max * 1.001
+    x, p = z[:, 0], 2.0 * z[:, 1]
+    # On x² = p, to the corrector's residual tolerance (≈ 2e-10) over |F_x| = 2x² there.
+    assert np.all(np.abs(x**2 - p) * np.abs(x) <= 3e-10) and min(x) < -0.99 and max(x) > 0.99
+
+
+def test_a_sweep_zoomed_onto_a_pitchfork_finds_the_branches_that_split_off() -> None:
+    """Over |p| ≤ 5e-5 the branch x = √p is 7e-3 at most: a switch of fixed amplitude 1e-2 would start it
+    at p = 1e-4, outside the range, and miss it."""
+    res = run_sweep(cubic_pitchfork(), np.linspace(-5e-5, 5e-5, 11), SolverOptions())
+    (sp,) = res.special_points
+    assert sp.kind is SpecialKind.BIFURCATION and sp.parameter == pytest.approx(0.0, abs=1e-12)
+    assert sum(c.message.startswith("started by branch switching") for c in res.curves) == 1
+    for p, cat in zip(res.values, res.catalogues, strict=True):
+        if abs(p) < 1e-12:
+            continue  # x = 0 is a triple root there
+        assert cat.get("zero") is not None and cat.get("zero").x[0] == 0.0  # type: ignore[union-attr]
+        split = cat.get("split")
+        if p < 0:
+            assert split is None
+            continue
+        # Newton's residual tolerance 1e-10 over F_x = 2p ≥ 2e-5 leaves x within 5e-6 of √p.
+        assert split is not None and split.x[0] == pytest.approx(np.sqrt(p), abs=1e-5)
+        assert split.stable and cat.get("zero").stable is False  # type: ignore[union-attr]

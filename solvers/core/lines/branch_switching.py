@@ -221,12 +221,18 @@ def branch_off(
     options: LineOptions | None = None,
     *,
     bifurcating_only: bool = False,
+    step_scale: np.ndarray | None = None,
 ) -> tuple[BranchStart, ...]:
     """First points on every branch through ``point``, both sides of it.
 
     Starts on the branch the point was found on (``point.found_on``) are marked
     ``bifurcating=False``; for a pitchfork the symmetry-breaking branch (v, 0) is the bifurcating
     one in any case. ``bifurcating_only``: start only the bifurcating branch(es).
+
+    A start's predictor lies ``options.branch_amplitude`` (scaled) from the point; with ``step_scale``, the
+    scale of (x, p) in which a continuation measures its steps, it lies at most ``options.ds_max`` from the
+    point in those units as well: the switch is then no longer than one step of the curve it starts, so a
+    start never falls outside a narrow parameter range that contains the branch point.
     """
     opts = options or LineOptions()
     model = model_of(problem)
@@ -236,6 +242,7 @@ def branch_off(
     v = np.asarray(point.kernel[0])
     S = np.concatenate([problem.x_scale(), [p_scale(point.parameter)]])
     nf = point.coefficients
+    vnorm = float(np.linalg.norm(problem.x_scale() * v))
     starts: list[BranchStart] = []
     symmetric_index = None
     if point.type == "pitchfork":
@@ -245,19 +252,18 @@ def branch_off(
         if bifurcating_only and not bifurcating:
             continue
         others = [t for j, t in enumerate(point.tangents) if j != i]
+        pitchfork = i == symmetric_index
         for side in (1, -1):
             amp = opts.branch_amplitude
+            if step_scale is not None:
+                # The offset's length grows convexly from 0 with amp (linearly, or as ‖(a·amp, b·amp²)‖), so
+                # shrinking amp by reach/length brings it within reach.
+                offset = _predictor(z0, v, nf, tan, S, vnorm, pitchfork, side * amp)[0] - z0
+                length = float(np.linalg.norm(offset / step_scale))
+                if length > opts.ds_max:
+                    amp *= opts.ds_max / length
             for _ in range(6):
-                if i == symmetric_index:
-                    xi = side * amp * float(np.linalg.norm(problem.x_scale() * v))
-                    mu = -nf.c * xi * xi / (6 * nf.b11) if nf.b11 != 0 else 0.0
-                    z_pred = z0 + np.concatenate([xi * v, [mu]])
-                    tau = np.concatenate([v, [0.0]])
-                else:
-                    d = tan / S
-                    d = d / np.linalg.norm(d)
-                    z_pred = z0 + side * amp * d * S
-                    tau = tan / np.linalg.norm(tan)
+                z_pred, tau = _predictor(z0, v, nf, tan, S, vnorm, pitchfork, side * amp)
                 z = _correct(model, z_pred, tau, opts.tolerance)
                 if z is not None and _on_branch(z - z0, tan, others, S):
                     J = model.jac_z(z)
@@ -269,6 +275,22 @@ def branch_off(
                     break
                 amp /= 2
     return tuple(starts)
+
+
+def _predictor(
+    z0: np.ndarray, v: np.ndarray, nf: NormalForm, tangent: np.ndarray, S: np.ndarray, vnorm: float,
+    pitchfork: bool, step: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(z_pred, τ): the normal form's point ``step`` (a signed scaled amplitude) along a branch from z0, and the
+    direction the corrector holds. The bifurcating branch of a pitchfork is the parabola μ = −c ξ²/(6 b11) in
+    the kernel coordinate ξ (``vnorm``: the scaled length of v); any other branch is its tangent line."""
+    if pitchfork:
+        xi = step * vnorm
+        mu = -nf.c * xi * xi / (6 * nf.b11) if nf.b11 != 0 else 0.0
+        return z0 + np.concatenate([xi * v, [mu]]), np.concatenate([v, [0.0]])
+    d = tangent / S
+    d = d / np.linalg.norm(d)
+    return z0 + step * d * S, tangent / np.linalg.norm(tangent)
 
 
 def _on_branch(dz: np.ndarray, tangent: np.ndarray, others: list[np.ndarray], S: np.ndarray) -> bool:
