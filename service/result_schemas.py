@@ -333,10 +333,12 @@ class LineOut(BaseModel):
     kind: LineKindOut
     type: SpecialType
     branches: list[str]
-    points: list[PlanePoint] = Field(description="[p1, p2] pairs, from ends[0] to ends[1].")
+    points: list[PlanePoint] = Field(description="[p1, p2] pairs in order along the line, from ends[0] to ends[1] "
+                                     "(a closed line: round once, its last point back on its first).")
     states: list[Any] = Field(default_factory=list, description="The state(s) at each point: one row, two for the "
                               "coexisting states of a first-order line.")
-    ends: list[LineEndOut]
+    ends: list[LineEndOut] = Field(description="How it ends at its first point and at its last; a closed line has "
+                                   "one end, `closed`, at its last point (its first is where it was seeded).")
     formulation: str | None = Field(None, description="The augmented system that traced it: fold, coexistence, "
                                     "branch_point or zero.")
     message: str = ""

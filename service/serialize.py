@@ -405,7 +405,7 @@ def line_out(line: Curve) -> LineOut:
     optional = {"event": line.name or None, "bifurcation": line.bifurcation and bifurcation_out(line.bifurcation)}
     return LineOut(kind=BOUNDARY_OF[line.kind], type=line.kind.value, branches=list(line.branches),
                    points=[list(p) for p in line.coordinates], states=list(line.states),
-                   ends=[LineEndOut.model_validate(e, from_attributes=True) for e in line.ends],
+                   ends=[LineEndOut.model_validate(e, from_attributes=True) for e in line.traced_ends],
                    formulation=line.formulation, message=line.message,
                    **{k: v for k, v in optional.items() if v is not None})
 

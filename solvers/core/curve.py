@@ -158,9 +158,10 @@ class Curve:
     """A traced curve over one or two named parameters, in order along it, with its special points and ends.
 
     ``ends``: how it ends at its first point and at its last; None where it does not end: a sweep's curve that
-    leaves the range there (a sweep reports only what happens inside its range), or the start of a branch traced
-    one way from a given point (a sweep's closed curve too: traced once round, it ends ``closed`` on its first
-    point). A line always has both ends (``domain`` at the box's edge).
+    leaves the range there (a sweep reports only what happens inside its range), the start of a branch traced
+    one way from a given point, and the first point of every closed curve (a sweep's, a branch's or a line's:
+    traced once round, it ends ``closed`` on its last point, which is its first; ``traced_ends``). Any other line
+    has both ends (``domain`` at the box's edge).
     ``name``: a branch's start, or an event line's event. A line also has its ``kind`` (the kind of special point
     it is made of), the ``branches`` it involves, the ``bifurcation`` it was seeded at (a stability-loss or
     branch-point line) and the ``formulation`` that traced it; a solution curve has no ``kind``.
@@ -180,6 +181,11 @@ class Curve:
     def __post_init__(self) -> None:
         if self.kind is not None:
             object.__setattr__(self, "kind", SpecialKind(self.kind))
+
+    @property
+    def traced_ends(self) -> tuple[End, ...]:
+        """The ends it has, first to last (one for a closed curve)."""
+        return tuple(e for e in self.ends if e is not None)
 
     @property
     def folds(self) -> tuple[Mark, ...]:

@@ -18,6 +18,7 @@ from scipy.special import ellipe
 from solvers.core import arclength
 from solvers.core.continuation import trace_curve
 from solvers.core.detect import curve_cuts, curve_tracks
+from solvers.core.lines import trace_branch
 from solvers.core.options import SolverOptions
 from tests.core.deflation_problems import isola_problem
 from tests.core.test_arclength import FOLD, WIDE, Circle, _limits
@@ -88,3 +89,15 @@ def test_a_path_round_a_circle_ends_on_its_first_point_with_each_fold_once(angle
     assert abs(turned) == pytest.approx(2 * np.pi, rel=1e-12)  # once round
     folds = sorted(float(f.z[1]) for f in path.located if f.name == "fold")
     assert folds == pytest.approx([-2.0, 2.0], abs=1e-9)
+
+
+def test_a_closed_branch_traced_for_branch_switching_ends_as_a_sweeps_closed_curve() -> None:
+    """``lines.trace_branch`` (the branch record of branch switching) and a sweep's curve: once round, one end."""
+    branch = trace_branch(isola_problem(), np.array([1.0]), 2.0, (P_LO, P_HI))
+    first, last = branch.ends
+    assert first is None and last is not None and last.kind == "closed"
+    assert last.point == branch.points[-1].point == branch.points[0].point == (2.0,)
+    assert [e.kind for e in branch.traced_ends] == ["closed"]
+    for q in branch.points:
+        assert q.x[0] ** 2 + (q.p - 2) ** 2 == pytest.approx(1.0, abs=1e-8)
+    assert _length([(q.p, q.x) for q in branch.points]) == pytest.approx(ROUND, rel=5e-3)

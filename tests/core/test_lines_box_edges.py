@@ -12,6 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from service.serialize import line_out
 from solvers.core.lines import LineOptions, scan_special_points, trace_boundaries
 from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
@@ -57,7 +58,14 @@ def test_a_closed_line_is_found_by_an_interior_row() -> None:
                                parameters=("l1", "l2"))
     res = trace_boundaries(ring, (-1.5, 1.5), (-1.5, 1.5), LineOptions(seeds=3))
     (fold,) = res.of_kind(SpecialKind.FOLD)
-    assert "closed" in {e.kind for e in fold.ends}
+    # It ends once, on its last point, which is its first (where it was seeded), as a sweep's closed curve does;
+    # and it is served with that one end.
+    first, last = fold.ends
+    assert first is None and last is not None and last.kind == "closed"
+    assert last.point == fold.points[-1].point == fold.points[0].point
+    served = line_out(fold)
+    assert [e.kind for e in served.ends] == ["closed"] and served.ends[0].point == list(fold.points[-1].point)
+    assert fold.message.endswith(f"ends: closed at ({last.point[0]:.10g}, {last.point[1]:.10g})")
     r = np.hypot(*fold.array().T)
     assert np.max(np.abs(r - r_fold)) < 1e-8
     # the whole circle, not an arc: its points go round the origin

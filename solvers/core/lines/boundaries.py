@@ -145,7 +145,7 @@ def _critical_points(lines: list[Curve], box: Box) -> tuple[CriticalPoint, ...]:
     width = box.hi - box.lo
     found: list[CriticalPoint] = []
     for k, line in enumerate(lines):
-        for end in line.ends:
+        for end in line.traced_ends:
             if end.kind != "critical":
                 continue
             q = np.asarray(end.point)
@@ -177,7 +177,7 @@ def _inside_ends(line: Curve, box: Box, names: tuple[str, str]) -> list[str]:
     """Warnings for the ends of a line that stop inside the box for no reason of the problem's (``lost``,
     ``max_points``): beyond them the line was not followed."""
     out = []
-    for end in line.ends:
+    for end in line.traced_ends:
         if end.kind not in ("lost", "max_points"):
             continue
         inside = np.all((np.asarray(end.point) > box.lo) & (np.asarray(end.point) < box.hi))
@@ -253,10 +253,10 @@ def trace_boundaries(
         earlier = [t.line for t in traced if t.family == "fold"]
         traced.append(_Traced(family, line, system))
         n = problem.dim
-        cusps = [e for e in line.ends if e.kind == "critical"]
+        cusps = [e for e in line.traced_ends if e.kind == "critical"]
         for z, cusp in zip(beyond, cusps, strict=False):
             # The partner fold is already traced when another fold line ends at the same cusp.
-            ends = [e for other in earlier for e in other.ends if e.kind == "critical"]
+            ends = [e for other in earlier for e in other.traced_ends if e.kind == "critical"]
             if any(_same_end(cusp.point, e.point, box) for e in ends):
                 continue
             beyond_point = ScanPoint(SpecialKind.FOLD, (float(z[n]), float(z[n + 1])), z[:n], line.branches)

@@ -28,6 +28,7 @@ from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.tracing import (
     Traced,
     Tracer,
+    both_ends,
     describe,
     lam_scale,
     parameter_box,
@@ -134,7 +135,7 @@ def trace_branch_points(
     if z0 is None:
         return tracer.lost(z_seed, "the seed does not converge")
     both = run_two_way(system, z0, options, box, [])
-    pair = (tracer.end(both.backward), tracer.end(both.forward))
+    pair = both_ends(tracer.end(both.backward), tracer.end(both.forward))
     points = both.points()
     mu = max(abs(float(z[-1])) for z in points)
     return tracer.line(points, pair, f"{describe(pair, len(points))}; largest |μ| on the line {mu:.2e}")

@@ -18,7 +18,7 @@ from solvers.core.continuation import ProblemSystem
 from solvers.core.curve import Curve, CurvePoint, End, Mark
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_margin, safe_scalar
-from solvers.core.lines.tracing import default_end, line_limits
+from solvers.core.lines.tracing import both_ends, default_end, line_limits
 from solvers.core.newton import ROUND_OFF, newton
 from solvers.core.options import LineOptions
 from solvers.core.problem import Problem
@@ -60,8 +60,8 @@ def trace_branch(
     """The solution curve through (x, p), both ways (or along ``tangent`` only) until it leaves p_range.
 
     Its marks are the located sign changes of :func:`curve_monitors`; each direction ends where it leaves p_range
-    (``domain``), where the corrector fails at the smallest step (``lost``), where it closes, or at the step cap
-    (a one-way curve has no end at its start: None).
+    (``domain``), where the corrector fails at the smallest step (``lost``), where it closes (once, at its last
+    point), or at the step cap (a one-way curve has no end at its start: None).
     """
     opts = options or LineOptions()
     model = model_of(problem)
@@ -82,7 +82,7 @@ def trace_branch(
     if both_ways:
         two = trace_two_way(system, z0, t0, line_limits(opts), box=box, monitors=monitors)
         points, tangents, values, located = two.points(), two.tangents(), two.values(), two.located()
-        ends = (_end(two.backward), _end(two.forward))
+        ends = both_ends(_end(two.backward), _end(two.forward))
     else:
         path = run(system, z0, t0, line_limits(opts), box=box, monitors=monitors)
         points, tangents, values, located = path.z, path.tangents, path.values, path.located

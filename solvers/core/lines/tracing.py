@@ -119,10 +119,12 @@ class Tracer:
         return End(kind or default_end(path.end), self.system.params(z), self.system.states(z),
                    path.detail if detail is None else detail, path.end_precision)
 
-    def line(self, points: Sequence[np.ndarray], ends: tuple[End, End], message: str | None = None,
+    def line(self, points: Sequence[np.ndarray], ends: tuple[End | None, End], message: str | None = None,
              beyond: Sequence[np.ndarray] = ()) -> Traced:
-        """The line through ``points`` (default message: its point count and ends)."""
+        """The line through ``points`` with the ends of its two paths (one, at its last point, when it is closed;
+        default message: its point count and ends)."""
         params, states = self.system.params, self.system.states
+        ends = both_ends(*ends)
         curve = Curve(self.name, tuple(CurvePoint(params(z), states(z)) for z in points), (), ends,
                       describe(ends, len(points)) if message is None else message, tuple(self.problem.parameters),
                       self.kind, tuple(self.branches), self.bifurcation, self.formulation)
@@ -132,6 +134,12 @@ class Tracer:
         """The line of a seed that does not converge: that one point, lost both ways."""
         end = End("lost", self.system.params(z_seed), self.system.states(z_seed), detail)
         return self.line([z_seed], (end, end), detail)
+
+
+def both_ends(first: End | None, last: End) -> tuple[End | None, End]:
+    """The ends of a curve traced both ways from a seed: a closed curve ends once, ``closed`` at its last point (its
+    first is where it was seeded, not an end), as a sweep's closed curve does."""
+    return (None, last) if last.kind == "closed" else (first, last)
 
 
 def default_end(path_end: str) -> EndKind:
@@ -145,8 +153,8 @@ def lam_scale(box: Box) -> np.ndarray:
     return np.asarray(box.hi - box.lo, dtype=float)
 
 
-def describe(ends: tuple[End, End], npoints: int) -> str:
-    return f"{npoints} points; ends: {ends[0].kind} at {_fmt(ends[0].point)}, {ends[1].kind} at {_fmt(ends[1].point)}"
+def describe(ends: tuple[End | None, End | None], npoints: int) -> str:
+    return f"{npoints} points; ends: " + ", ".join(f"{e.kind} at {_fmt(e.point)}" for e in ends if e is not None)
 
 
 def _fmt(p: tuple[float, float]) -> str:
