@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         ranges = {"mf": (0.6 * scale, 1.6 * scale), "mf_ard": (0.010, 0.045),
                   # per unit: at d = 16 just above plain MF's onset; a weaker d-dependence would leave plain MF's
                   # bracket upwards, so the range reaches to the d = 16 value at every d
-                  "mf_ard_per_unit": (0.8 * scale, 0.026)}
+                  "mf_ard_per_unit": (0.6 * scale, 0.026)}
         for model in args.models:
             lo, hi = ranges[model]
             points = args.points if model != "mf_ard_per_unit" else max(args.points, round((hi - lo) / 0.0015) + 1)

@@ -60,13 +60,15 @@ def test_ard_kappa_sweep_finds_spinodals_and_the_first_order_point() -> None:
 @pytest.mark.slow
 def test_plain_mf_sweep_has_one_branch_and_an_alignment_onset() -> None:
     th = theory()
-    out = sweep_json(th, spec(model="mf", kappa=0.03), "kappa", list(np.linspace(0.03, 0.06, 5)), "continuation",
+    # the onset at k = 2, d = 35 is κ_c ≈ 0.00585 (tests/theories/test_mean_field_ard_onset.py)
+    out = sweep_json(th, spec(model="mf", kappa=0.004), "kappa", list(np.linspace(0.004, 0.008, 5)), "continuation",
                    SolverOptions())
     for p in out["points"]:
         assert len(p["branches"]) == 1 and p["branches"][0]["stable"]
     kinds = [(t["kind"], t["detail"]) for t in out["transitions"]]
     assert len(kinds) == 1 and "alignment onset" in kinds[0][1]
     kc = out["transitions"][0]["parameter"]
+    assert kc == pytest.approx(0.00585, rel=0.01)
     # Either side of the onset, on the unaligned state, a general-purpose minimiser of Ũ (no use of the
     # well search) started near the diagonal finds an aligned minimum deeper than the central one below
     # κ_c, and none above it.
@@ -87,6 +89,31 @@ def test_plain_mf_sweep_has_one_branch_and_an_alignment_onset() -> None:
         return min(off) - center if off else math.inf
 
     assert deepest_aligned_minus_center(kc * (1 - 2e-3)) < 0 < deepest_aligned_minus_center(kc * (1 + 2e-3))
+
+
+def test_the_unaligned_state_solves_its_own_equation_where_the_plain_map_cycles() -> None:
+    """t (1 + λ_S(t)/c₀) = 1 on the law restricted to the central basin, at κ = 0.0313 (k = 2, d = 35), where the
+    map t ← 1/(1 + λ_S(t)/c₀) is no contraction: iterated from t = 1 it settles on the two-cycle 0.2040 ↔ 0.9344,
+    and an onset gap evaluated on either member of the cycle depends on where the iteration stopped."""
+    from solvers.theories.mean_field_ard.theory import reduced_model
+
+    pop = reduced_model(spec(model="mf", kappa=0.0313), None).pop(None)
+
+    def mapped(t: float) -> float:
+        return 1.0 / (1.0 + pop.state(np.array([t]), central_basin=True).mean("g") / pop.net.ridge)
+
+    t = pop.central_basin_solution()
+    assert mapped(t) == pytest.approx(t, abs=1e-10)
+    # one root: t − mapped(t) increases across [0, 1]
+    grid = np.linspace(0.0, 1.0, 21)
+    h = np.array([s - mapped(s) for s in grid])
+    assert np.all(np.diff(h) > 0) and h[0] < 0 < h[-1]
+    # the plain iteration moves away from it (slope of the map below −1) and ends on a two-cycle
+    assert abs(mapped(mapped(t + 1e-3)) - t) > 2e-3
+    s = 1.0
+    for _ in range(60):
+        s = mapped(s)
+    assert min(abs(s - t), abs(mapped(s) - t)) > 0.05 and mapped(mapped(s)) == pytest.approx(s, abs=1e-6)
 
 
 def test_sizes_and_sweepable_fields() -> None:

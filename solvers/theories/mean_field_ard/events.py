@@ -6,9 +6,15 @@ mass grows smoothly with the reward. The onset κ_c is located on the unaligned 
 law restricted to the central basin, which a sampler started at the prior stays in: it is where an
 aligned well of that state's single-neuron potential becomes as deep as the central well. As
 d → ∞ (κ√d fixed) the law concentrates on the deepest well and this is the transition of plain MF
-(the equal-depth criterion of the cavity theory). The indicator is the aligned minus the central
-depth; the engine brackets its sign change between sweep values and refines it by Brent's method,
-each evaluation a solve of the unaligned state.
+(the equal-depth criterion of the cavity theory). The indicator has the sign of the aligned minus the
+central depth at the unaligned state's residual t_c, read at the residual t* where the two depths are equal
+(``PopulationParity.onset_indicator``); the engine brackets its sign change between sweep values and refines it
+by Brent's method.
+
+At finite d the unaligned state itself learns part of the target before any aligned well is as deep as its
+central one (its residual t_c < 1 at the onset: at k = 2, d ≤ 64 most of it), which delays the onset; the
+equal-depth point at the unlearned residual t = 1 is the d → ∞ form Theorem 4.1 scales
+(docs/theories/mean_field_ard.md, §4).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ NO_ALIGNED_WELL = 1.0e3
 
 
 def onset_event(gap: Callable[[float], float]) -> Event:
-    """``gap(p)``: deepest aligned minus central depth on the unaligned state at p (+inf without an aligned well)."""
+    """``gap(p)``: > 0 while the unaligned state's central well is its deepest at p, < 0 once an aligned well is
+    deeper (+inf without an aligned well)."""
 
     def indicator(x: np.ndarray, p: float) -> float:
         g = gap(p)

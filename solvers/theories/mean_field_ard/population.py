@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.core.blas import one_blas_thread
+from solvers.core.roots import bracketed_root
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.bulk_grid import bulk_grid
 from solvers.theories.mean_field_ard.memo import Memo
@@ -52,6 +53,10 @@ JAX_MIN_NODES = 5_000
 MEMO = 64
 #: Relative step of the forward-difference Jacobian (about the square root of the rule's rounding error).
 FORWARD_STEP = 1e-7
+#: Residuals t = 1/ONSET_SCAN, 2/ONSET_SCAN, … scanned upwards for the first aligned well deeper than the central one.
+ONSET_SCAN = 20
+#: The equal-depth search's stand-in for "no aligned well" (the central well is then the deepest: positive).
+NO_WELL_GAP = 1.0e3
 
 
 @dataclass(frozen=True)
@@ -264,32 +269,89 @@ class PopulationParity:
         return float(-np.max(np.linalg.eigvalsh(schur / np.outer(scale, scale))))
 
     # ---- the unaligned (central-basin) state of plain MF ---------------------------------------------
+    def central_basin_map(self, t: float) -> float:
+        """c₀/(λ_S + κ_eff) of the law at residual t restricted to the central basin: t ↦ 1/(1 + λ_S/c₀) in the
+        population limit (κ_eff = c₀), the equivalent-kernel ridge of the restricted law at finite P."""
+        L = self.state(np.array([t]), central_basin=True)
+        return 1.0 / (L.mean("g") / self.net.ridge + self.ridge_ratio(L))
+
     def central_basin_solution(self, tol: float = 1e-12) -> float:
-        """t of the law restricted to the central basin: t (1 + λ_S/c₀) = 1 with λ_S from that law alone.
+        """t of the law restricted to the central basin: t = :meth:`central_basin_map` (t), the equation of the
+        full solution with λ_S (and, at finite P, the equivalent-kernel ridge) from that law alone.
 
         Plain MF has a single solution; this restricted one is the unaligned metastable state (what a
         sampler started at the prior finds before any unit crosses into an aligned well).
-        """
-        t = 1.0
-        for _ in range(60):
-            lam = self.state(np.array([t]), central_basin=True).mean("g") / self.net.ridge
-            t_new = 1.0 / (1.0 + lam)  # λ depends on t only through the tiny central reward: a contraction
-            if abs(t_new - t) < tol:
-                return t_new
-            t = t_new
-        return t
 
-    def onset_gap(self) -> float:
-        """Depth of the deepest aligned well minus the central one on the unaligned state (+inf: no aligned well).
-
-        Its zero is the alignment onset κ_c: beyond it the unaligned state is no longer the deepest well of
-        its own single-neuron potential; as d → ∞ (κ√d fixed) it is the transition of plain MF.
+        On a fixed region λ_S grows with t (dλ_S/dτ = Var(J_S²/Λ), τ ∝ t²), so h(t) = t − map(t) increases,
+        negative at t = 0 and non-negative at t = 1: one root, bracketed. The map is no contraction near the
+        onset (its slope falls below −1 as the aligned wells form, and its iterates settle on a two-cycle), so
+        the root is found by Brent's method. The central basin is a partition of unity around moving wells, not
+        a fixed region: where an aligned well is many units deeper than the central one its mass outweighs the
+        partition's tails and h need not be monotone (per-unit priors at k = 2); :meth:`onset_indicator` reads
+        the restricted law only where it is meaningful.
         """
-        x = np.array([self.central_basin_solution()])
-        wells = self.state(x, central_basin=True).wells
+
+        def h(t: float) -> float:
+            return t - self.central_basin_map(t)
+
+        if h(1.0) <= 0.0:
+            return 1.0
+        return bracketed_root(h, 0.0, 1.0, xtol=tol, rtol=4 * np.finfo(float).eps, probe=False).x
+
+    def depth_gap_at(self, t: float) -> float:
+        """Deepest aligned minus central depth of Ũ at residual t (+inf without an aligned well).
+
+        Only the well search (no law). The central well sits at w_S = 0, where J_S = 0: its depth does not
+        depend on t. An aligned minimum's depth falls with t (dŨ*/dτ = −J_S²/Λ < 0 at the minimum, τ ∝ t²),
+        so the gap decreases with t.
+        """
+        wells = find_wells(self.potential(np.array([t])), math.sqrt(self.sigma_w2), lone_center=False)
         center = [w.U for w in wells if w.kind == "center"]
         aligned = [w.U for w in wells if w.kind == "aligned"]
         return float(min(aligned) - center[0]) if (center and aligned) else math.inf
+
+    def equal_depth_residual(self, tol: float = 1e-12) -> float | None:
+        """t* in (0, 1] at which the deepest aligned well of Ũ is exactly as deep as the central one (None: the
+        central well is the deepest up to t = 1).
+
+        The gap falls with t (:meth:`depth_gap_at`), so t* is unique. It is located from below — a scan of
+        ONSET_SCAN residuals upwards to the first negative gap, then Brent's method — because deep aligned
+        wells far beyond the equal-depth point can leave the well search's grid (per-unit priors: at t near 1
+        the aligned minimum of a Student-t prior lies beyond |w_S| = 30 σ_w) and would read as "no well".
+        """
+
+        def gap(t: float) -> float:
+            g = self.depth_gap_at(t)
+            return g if math.isfinite(g) else NO_WELL_GAP
+
+        lo = 0.0
+        for t in np.linspace(0.0, 1.0, ONSET_SCAN + 1)[1:]:
+            if gap(float(t)) <= 0.0:
+                return bracketed_root(gap, lo, float(t), xtol=tol, rtol=4 * np.finfo(float).eps, probe=False).x
+            lo = float(t)
+        return None
+
+    def onset_indicator(self) -> float:
+        """> 0 while the unaligned state's central well is its deepest, < 0 once an aligned well is deeper.
+
+        The onset condition — the deepest aligned well of the unaligned state as deep as its central well — is
+        gap(t_c) = 0 with t_c the unaligned state's residual (:meth:`central_basin_solution`). As gap(t) falls
+        with t and h(t) = t − map(t) of the central-basin law rises (:meth:`central_basin_solution`), gap(t_c)
+        and h(t*) have the same sign: t_c < t* exactly when h(t*) > 0. h(t*) is what is returned (+inf when there
+        is no t*: the central well is deepest at any residual). It evaluates the central-basin law only where no
+        aligned well is deeper than the central one, where the restriction to the central basin is meaningful:
+        an aligned well many units deeper outweighs the partition's tails and leaks into the "central" share,
+        which can make h non-monotone above t* (per-unit priors at k = 2) and its roots spurious.
+        """
+        ts = self.equal_depth_residual()
+        if ts is None:
+            return math.inf
+        return float(ts - self.central_basin_map(ts))
+
+    def onset_gap(self) -> float:
+        """Deepest aligned minus central depth on the unaligned state (+inf: no aligned well): the onset condition
+        read directly (:meth:`onset_indicator` has its sign and is what the onset event uses)."""
+        return self.depth_gap_at(self.central_basin_solution())
 
     # ---- starts ---------------------------------------------------------------------------------
     def symmetric_start(self) -> np.ndarray:

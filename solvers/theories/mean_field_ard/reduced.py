@@ -136,7 +136,7 @@ class ReducedModel:
 
     def onset_indicator(self, p: float | None) -> float:
         """Plain MF: > 0 while the unaligned state's central well is its deepest, < 0 once an aligned well is deeper."""
-        return self.pop(p).onset_gap()
+        return self.pop(p).onset_indicator()
 
     # ---- reporting --------------------------------------------------------------------------------------
     def order_parameters(self, x: np.ndarray, p: float | None) -> dict[str, Any]:
