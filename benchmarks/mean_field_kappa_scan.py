@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.mean_field_network_runs import converge
+from clients.result import branch_of
 from service.serialize import sweep_json
 from solvers.core.options import SolverOptions
 from solvers.experiments import SamplerOptions
@@ -79,9 +80,11 @@ def theory_curve(label: str, P: int, args: argparse.Namespace) -> dict[str, Any]
     points = []
     for p in out["points"]:
         branches = {}
-        for b in p["branches"]:
-            if not b["converged"]:
+        for compact in p["branches"]:
+            if not compact["converged"]:
                 continue
+            b = branch_of(p, compact["name"])  # a sweep point's branches list only what differs from its tables
+            assert b is not None
             op, ob = b["order_parameters"], b["observables"]
             branches[b["name"]] = {
                 "m_S": op["m_S"], "rho_relevant": op["rho_relevant"], "rho_irrelevant": op["rho_irrelevant"],
@@ -262,8 +265,12 @@ def figure(res: dict[str, Any], path: str) -> None:
     for r in range(1, len(Ps)):
         h, lab = axes[r, 0].get_legend_handles_labels()
         seen.update({k: v for k, v in zip(lab, h, strict=True) if k not in seen})
-    fig.legend(list(seen.values()), list(seen.keys()), loc="lower center", ncol=3, fontsize=8,
-               title="▼ on a curve: its alignment onset (one solution) or first-order point", title_fontsize=8)
+    marked = any(t["kind"] == "first_order" for curves in res["theory"].values() for c in curves
+                 for t in c["transitions"])
+    title = ("▼ on a curve: its alignment onset (one solution) or first-order point" if marked else
+             f"no curve has an alignment onset or first-order point in κ ∈ [{KAPPA_GRID[0]:g}, {KAPPA_GRID[-1]:g}]")
+    fig.legend(list(seen.values()), list(seen.keys()), loc="lower center", ncol=3, fontsize=8, title=title,
+               title_fontsize=8)
     from clients.plot import panel_letters
 
     panel_letters(axes)

@@ -13,6 +13,11 @@ measures κ_c with SaddleLab's reduced solver (k-sparse parity, ReLU, population
   precisions are integrated out, the problem is convex), so κ_c is again the alignment onset; its bulk rule
   uses 20 nodes per coordinate at k = 4 (``--per-unit-bulk``; 40, the default, would be 3.7·10⁶ nodes).
 
+For the two onset rows the study also reports κ_c at the unlearned residual t = 1 (the equal-depth point if the
+unaligned state had learned nothing of the target; well searches only): the unaligned state's own residual t_c
+is below 1 where it learns part of the target before the onset, which lowers κ_c at small d, and Theorem 4.1's
+d → ∞ scaling is the one of the t = 1 point.
+
 Slopes carry the standard error of the least-squares fit (4 points, 2 parameters). Run:
 
     python -m benchmarks.mean_field_scaling [--d 16 32 64 128] [--k 4] [--points 8]
@@ -32,7 +37,9 @@ import numpy as np
 
 from service.serialize import special_point_json
 from solvers.core.options import SolverOptions
+from solvers.core.roots import bracketed_root
 from solvers.theories import get
+from solvers.theories.mean_field_ard.theory import reduced_model
 
 THEORY = get("mean_field_ard")
 
@@ -65,6 +72,24 @@ def kappa_c(model: str, d: int, k: int, N: int, lo: float, hi: float, points: in
         spinodals = sorted(t["parameter"] for t in tr if t["kind"] == "spinodal")
     return {"model": model, "d": d, "kappa_c": kc, "spinodals": spinodals, "range": [lo, hi],
             "seconds": time.perf_counter() - t0, "transitions": tr}
+
+
+def unlearned_onset(model: str, d: int, k: int, N: int, lo: float, hi: float,
+                    per_unit_bulk: int = PER_UNIT_BULK) -> float | None:
+    """κ at which the deepest aligned well of the potential at the unlearned residual t = 1 is as deep as the
+    central one (None: no sign change in [lo/2, 2 hi]): the onset if the unaligned state learned nothing.
+    Only well searches, no law."""
+
+    def gap(kappa: float) -> float:
+        g = reduced_model(spec(model, d, k, kappa, N, per_unit_bulk), None).pop(None).depth_gap_at(1.0)
+        return g if math.isfinite(g) else 1.0e3
+
+    grid = np.geomspace(0.5 * lo, 2.0 * hi, 24)
+    values = [gap(float(x)) for x in grid]
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        if fa <= 0.0 < fb:
+            return bracketed_root(gap, float(a), float(b), xtol=1e-8, rtol=1e-10, probe=False).x
+    return None
 
 
 def fit(ds: list[int], kcs: list[float]) -> tuple[float, float]:
@@ -102,16 +127,19 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = ranges[model]
             points = args.points if model != "mf_ard_per_unit" else max(args.points, round((hi - lo) / 0.0015) + 1)
             rows.append(kappa_c(model, d, args.k, args.N, lo, hi, points, args.per_unit_bulk))
+            rows[-1]["kappa_c_unlearned"] = (unlearned_onset(model, d, args.k, args.N, lo, hi, args.per_unit_bulk)
+                                             if model != "mf_ard" else None)
             print(f"{model} d={d:4d} κ_c={rows[-1]['kappa_c']} spinodals={rows[-1]['spinodals']} "
                   f"({rows[-1]['seconds']:.0f} s)", file=sys.stderr, flush=True)
-    print("| model | d | κ_c | κ_c √d | spinodals | seconds |")
-    print("|---|---|---|---|---|---|")
+    print("| model | d | κ_c | κ_c √d | κ_c at t = 1 | spinodals | seconds |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         kc, d = r["kappa_c"], r["d"]
         kc_s = "—" if kc is None else f"{kc:.5f}"
         scaled = "—" if kc is None else f"{kc * math.sqrt(d):.4f}"
         spin = ", ".join(f"{s:.5f}" for s in r["spinodals"]) or "—"
-        print(f"| {r['model']} | {d} | {kc_s} | {scaled} | {spin} | {r['seconds']:.0f} |")
+        bare = "—" if r["kappa_c_unlearned"] is None else f"{r['kappa_c_unlearned']:.5f}"
+        print(f"| {r['model']} | {d} | {kc_s} | {scaled} | {bare} | {spin} | {r['seconds']:.0f} |")
     summary = {}
     for model, theorem in (("mf", -0.5), ("mf_ard", 0.0), ("mf_ard_per_unit", 0.0)):
         if model not in args.models:
@@ -121,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
             slope, se = fit([p[0] for p in pts], [p[1] for p in pts])
             summary[model] = {"slope": slope, "stderr": se, "theorem": theorem}
             print(f"\n{model}: d log κ_c / d log d = {slope:.3f} ± {se:.3f}   (Theorem 4.1: {theorem:+.1f})")
+            bare = [(r["d"], r["kappa_c_unlearned"]) for r in rows if r["model"] == model and r["kappa_c_unlearned"]]
+            if len(bare) >= 3:
+                b_slope, b_se = fit([p[0] for p in bare], [p[1] for p in bare])
+                summary[model] |= {"slope_unlearned": b_slope, "stderr_unlearned": b_se}
+                print(f"{model}, at the unlearned residual t = 1: {b_slope:.3f} ± {b_se:.3f}")
         else:
             summary[model] = {"slope": None, "note": "fewer than three located transitions"}
             print(f"\n{model}: fewer than three located transitions; no slope")
