@@ -26,6 +26,7 @@ from solvers.core.curve import Curve
 from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.tracing import (
+    LineCoordinates,
     Traced,
     Tracer,
     both_ends,
@@ -41,7 +42,7 @@ from solvers.core.problem import Problem
 from solvers.core.special_points import BifurcationPoint, SpecialKind
 
 
-class BranchPointSystem:
+class BranchPointSystem(LineCoordinates):
     """G = [F + μψ; σ; ⟨w, F_λ e⟩] in z = (x, λ1, λ2, μ)."""
 
     def __init__(self, model: Model, x0: np.ndarray, lam0: np.ndarray, x_scale: np.ndarray, lam_sc: np.ndarray):
@@ -107,12 +108,6 @@ class BranchPointSystem:
         n = self.n
         v, w, _, _ = null_vectors(self.model.jac_x(z[:n], z[n : n + 2]))
         self.c, self.b, self.psi = v, w, w.copy()
-
-    def params(self, z: np.ndarray) -> tuple[float, float]:
-        return float(z[self.n]), float(z[self.n + 1])
-
-    def states(self, z: np.ndarray) -> np.ndarray:
-        return z[: self.n].copy()
 
 
 def trace_branch_points(

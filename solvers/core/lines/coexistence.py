@@ -33,6 +33,7 @@ from solvers.core.lines.branch_switching import jacobian_size
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.fold import solve_cusp
 from solvers.core.lines.tracing import (
+    LineCoordinates,
     Traced,
     Tracer,
     lam_scale,
@@ -49,7 +50,7 @@ def _joined(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-class CoexistenceSystem:
+class CoexistenceSystem(LineCoordinates):
     """G = [F(x_A, λ); F(x_B, λ); Φ(x_A, λ) − Φ(x_B, λ)] in z = (x_A, x_B, λ1, λ2)."""
 
     def __init__(self, model: Model, phi: Callable[[np.ndarray, np.ndarray], float], x_scale: np.ndarray,
@@ -95,9 +96,6 @@ class CoexistenceSystem:
     def merged(self, z: np.ndarray, distance: float) -> bool:
         """The states' difference reversed over the last step, or fell below ``distance``."""
         return float(self.current @ self.previous) < 0 or float(np.max(np.abs(self.current))) < distance
-
-    def params(self, z: np.ndarray) -> tuple[float, float]:
-        return float(z[2 * self.n]), float(z[2 * self.n + 1])
 
     def states(self, z: np.ndarray) -> np.ndarray:
         xa, xb, _ = self.split(z)

@@ -29,6 +29,7 @@ from solvers.core.lines.bordered import fold_function, null_vectors
 from solvers.core.lines.branch_switching import NEAR_RANGE, jacobian_size, singular_defects
 from solvers.core.lines.derivatives import Model, model_of
 from solvers.core.lines.tracing import (
+    LineCoordinates,
     Traced,
     Tracer,
     lam_scale,
@@ -43,7 +44,7 @@ from solvers.core.problem import Problem
 from solvers.core.special_points import SpecialKind
 
 
-class FoldSystem:
+class FoldSystem(LineCoordinates):
     """G(x, λ) = [F(x, λ); σ(x, λ)] in z = (x, λ1, λ2)."""
 
     def __init__(self, model: Model, x0: np.ndarray, lam0: np.ndarray, x_scale: np.ndarray, lam_sc: np.ndarray):
@@ -100,12 +101,6 @@ class FoldSystem:
             return float("nan")
         v = bd.unit_v()
         return float(bd.unit_w() @ self.model.second(z, np.concatenate([v, np.zeros(2)])))
-
-    def params(self, z: np.ndarray) -> tuple[float, float]:
-        return float(z[self.n]), float(z[self.n + 1])
-
-    def states(self, z: np.ndarray) -> np.ndarray:
-        return z[: self.n].copy()
 
 
 def solve_cusp(

@@ -89,6 +89,21 @@ class LineSystem(System, Protocol):
     def states(self, z: np.ndarray) -> np.ndarray: ...
 
 
+class LineCoordinates:
+    """Where an augmented system keeps the parameters (at ``lam_index``) and the state (the first ``n`` entries) in
+    its points z: the ``params`` and ``states`` of a :class:`LineSystem` (a system of two states reads its own)."""
+
+    n: int
+    lam_index: tuple[int, int]
+
+    def params(self, z: np.ndarray) -> tuple[float, float]:
+        i, j = self.lam_index
+        return float(z[i]), float(z[j])
+
+    def states(self, z: np.ndarray) -> np.ndarray:
+        return z[: self.n].copy()
+
+
 @dataclass
 class Traced:
     """A traced line and the augmented system it was traced in (the box tracer solves on it again to tell whether

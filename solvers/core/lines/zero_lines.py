@@ -19,6 +19,7 @@ from solvers.core.curve import Curve
 from solvers.core.lines.bordered import singularity_indicator
 from solvers.core.lines.derivatives import Model, model_of, safe_scalar, scalar_gradient
 from solvers.core.lines.tracing import (
+    LineCoordinates,
     Traced,
     Tracer,
     lam_scale,
@@ -33,7 +34,7 @@ from solvers.core.special_points import BifurcationPoint, SpecialKind
 Indicator = Callable[[np.ndarray, np.ndarray], float]
 
 
-class ZeroSystem:
+class ZeroSystem(LineCoordinates):
     """G = [F(x, λ); g(x, λ)] in z = (x, λ1, λ2)."""
 
     def __init__(self, model: Model, g: Indicator, x_scale: np.ndarray, lam_sc: np.ndarray):
@@ -54,12 +55,6 @@ class ZeroSystem:
 
     def accept(self, z: np.ndarray) -> None:
         pass
-
-    def params(self, z: np.ndarray) -> tuple[float, float]:
-        return float(z[self.n]), float(z[self.n + 1])
-
-    def states(self, z: np.ndarray) -> np.ndarray:
-        return z[: self.n].copy()
 
 
 def trace_zero(
