@@ -338,17 +338,24 @@ def _leaves_along_curves(
     """Every bifurcating direction at ``sp`` (both ways, within the domain) is followed by a traced curve.
 
     A curve follows a direction when it has a point within two of its largest steps of the branch
-    point, in that direction (cosine above 0.9, in the curves' own coordinates (x, p / width)).
+    point, in that direction (cosine above 0.9, in the curves' own coordinates (x, p / width)) and
+    closer to it than to any other branch through the point: in a narrow range the branches of a
+    transcritical point are nearly parallel in those coordinates (x = p and x = 0 over |p| ≤ 0.05 meet at 6°).
     """
     bp = sp.bifurcation
     assert bp is not None
     n = bp.x.size
+
+    def scaled(v: np.ndarray) -> np.ndarray:
+        u = np.concatenate([v[:n], [v[n] / width]])
+        return u / np.linalg.norm(u)
+
     zb = np.concatenate([bp.x, [bp.parameter / width]])
     reach = 2 * options.continuation.ds_max
     offsets = [np.array([np.concatenate([q.x, [q.p / width]]) for q in c.points]) - zb for c in curves if c.points]
     for tangent in bifurcating_tangents(bp):
-        t = np.concatenate([tangent[:n], [tangent[n] / width]])
-        t = t / np.linalg.norm(t)
+        t = scaled(tangent)
+        others = [u for u in map(scaled, bp.tangents) if abs(float(u @ t)) < 1 - 1e-12]
         for d in (t, -t):
             if not inside_domain(problem, bp.x + 1e-6 * d[:n]):
                 continue
@@ -356,7 +363,9 @@ def _leaves_along_curves(
             for off in offsets:
                 dist = np.linalg.norm(off, axis=1)
                 near = (dist > 0) & (dist <= reach)
-                if np.any(off[near] @ d > 0.9 * dist[near]):
+                along = off[near] @ d
+                closest = np.all([along > np.abs(off[near] @ u) for u in others], axis=0) if others else True
+                if np.any((along > 0.9 * dist[near]) & closest):
                     followed = True
                     break
             if not followed:
