@@ -10,15 +10,17 @@
    Two ratios: of wall time, submission to the last page received, which is what a user waits for (the
    client holds each status request open with ``?wait=``, so the job's end is seen without a polling delay);
    and of the CPU time the server's processes spend (the API, its fork server, the solve and line processes,
-   read from /proc), which a loaded machine changes much less. Goal: at most 1.5 single solves by either
-   method, in both.
+   read from /proc), which a loaded machine changes much less. Each repetition runs when the rest of the machine
+   is quiet and is run again (on new data) when another process used the CPU meanwhile (``benchmarks/idle.py``):
+   on a shared machine a best of three can otherwise be three disturbed runs. Goal: at most 1.5 single solves by
+   either method, in both.
 2. The curves' share of a continuation sweep, in process: the same sweep with and without the curve tables
    (their resampling, special points and the theory's report at every kept row), JSON included, CPU time,
    best of interleaved runs on one BLAS thread, for the kernel sweep (from new data each time, as a job line
    computes it: data, kernel and spectrum included) and the README's rubin_cavity potential sweep. Goal: at
    most 5 %.
 
-    python -m benchmarks.bench_sweep_cost [--repeats 3] [--quick] [--one-blas-thread] [--http-only]
+    python -m benchmarks.bench_sweep_cost [--repeats 5] [--quick] [--one-blas-thread] [--http-only]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from unittest import mock
 import numpy as np
 
 from benchmarks.common import Ratio, print_table
+from benchmarks.idle import timed_when_quiet
 from benchmarks.load import free_port, start_server
 from clients import Client
 
@@ -131,39 +134,49 @@ def bench_http(repeats: int, P: int, points: int, one_thread: bool = False) -> l
     proc = start_server(port, cache_size=64, extra_env=threads)
     url = f"http://127.0.0.1:{port}"
     values = temperatures(points)
-    singles: list[float] = []
-    sweeps: dict[str, list[float]] = {"grid": [], "continuation": []}
+    walls: dict[str, list[float]] = {"single": [], "grid": [], "continuation": []}
     cpu: dict[str, list[float]] = {"single": [], "grid": [], "continuation": []}
-    curves = 0
+    disturbed, discarded, curves = 0, 0, 0
+    seed = [1]
     try:
         with Client(url, timeout=600) as c:
             _solve(c, kernel_spec(1000, P))  # starts the server's solve processes
             resident = sum(1 for e in os.listdir("/proc") if e.isdigit() and _descends(int(e), proc.pid))
-            seed = 1
+
+            def once(what: str) -> tuple[float, float, dict | None]:
+                """(wall, server CPU, sweep result) of one repetition on new data (a repeated one as well)."""
+                seed[0] += 1
+                before = settled_cpu(proc.pid, resident)
+                if what == "single":
+                    seconds, result = _solve(c, kernel_spec(seed[0], P)), None
+                else:
+                    seconds, result = _sweep(c, kernel_spec(seed[0], P), what, values)
+                return seconds, settled_cpu(proc.pid, resident) - before, result
+
             for _ in range(repeats):
                 for what in ("single", "grid", "continuation"):
-                    seed += 1
-                    before = settled_cpu(proc.pid, resident)
-                    if what == "single":
-                        singles.append(_solve(c, kernel_spec(seed, P)))
-                    else:
-                        seconds, result = _sweep(c, kernel_spec(seed, P), what, values)
-                        sweeps[what].append(seconds)
-                        if what == "continuation":
-                            curves = sum(len(cv["parameter"]) for cv in result.get("curves") or [])
-                    cpu[what].append(settled_cpu(proc.pid, resident) - before)
-                print(f"[http] single {singles[-1]:.2f} s; grid {sweeps['grid'][-1] if sweeps['grid'] else 0:.2f} s; "
-                      f"continuation {sweeps['continuation'][-1] if sweeps['continuation'] else 0:.2f} s")
+                    timed = timed_when_quiet(lambda w=what: once(w), measured=lambda: tree_cpu(proc.pid))
+                    seconds, used, result = timed.value
+                    walls[what].append(seconds)
+                    cpu[what].append(used)
+                    disturbed += not timed.quiet
+                    discarded += timed.discarded
+                    if result is not None and what == "continuation":
+                        curves = sum(len(cv["parameter"]) for cv in result.get("curves") or [])
+                print(f"[http] single {walls['single'][-1]:.2f} s; grid {walls['grid'][-1]:.2f} s; "
+                      f"continuation {walls['continuation'][-1]:.2f} s")
     finally:
         proc.terminate()
         proc.wait(10)
-    single, single_cpu = min(singles), min(cpu["single"])
-    load = os.getloadavg()[0]
+    single, single_cpu = min(walls["single"]), min(cpu["single"])
+    quiet = (f"every repetition on a quiet machine ({discarded} run again because other processes used the CPU)"
+             if not disturbed else f"{disturbed} of {3 * repeats} repetitions disturbed by other processes")
     out = []
-    for method, times in sweeps.items():
+    for method in ("grid", "continuation"):
+        times = walls[method]
         note = (f"P = {P}, {points} values over HTTP: wall {min(times):.2f} s against a warm single solve's "
                 f"{single:.2f} s ({min(times) / single:.2f} ×); CPU of the server's processes {min(cpu[method]):.2f} s "
-                f"against {single_cpu:.2f} s; best of {repeats}, interleaved; load average {load:.1f}"
+                f"against {single_cpu:.2f} s; best of {repeats}, interleaved; {quiet}"
                 f"{'; server on one BLAS thread' if one_thread else ''}")
         if method == "continuation":
             note += f"; {curves} curve points served"
@@ -227,7 +240,7 @@ def bench_curves(repeats: int, P: int, points: int) -> list[Ratio]:
             curve_share("rubin_cavity potential, 41 values of u", rubin_sweep, 5 * repeats)]
 
 
-def measure(repeats: int = 3, quick: bool = False, one_thread: bool = False, http_only: bool = False) -> list[Ratio]:
+def measure(repeats: int = 5, quick: bool = False, one_thread: bool = False, http_only: bool = False) -> list[Ratio]:
     P, points = (400, 50) if quick else (1500, 200)
     http = bench_http(repeats, P, points, one_thread)
     return http if http_only else [*http, *bench_curves(max(repeats, 3), P, points)]
@@ -235,7 +248,7 @@ def measure(repeats: int = 3, quick: bool = False, one_thread: bool = False, htt
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check the script")
     parser.add_argument("--one-blas-thread", action="store_true",
                         help="the server on one BLAS thread (its eigendecompositions too): steadier under load")
