@@ -34,7 +34,7 @@ from solvers.core.curve import Curve, CurvePoint, interpolations
 from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem
-from solvers.core.results import SolveResult
+from solvers.core.results import MARGINAL, SolveResult
 from solvers.core.roots import bracketed_root
 from solvers.core.solve import solve_at
 from solvers.core.special_points import SpecialKind, SpecialPoint
@@ -132,6 +132,20 @@ def newton_options(options: SolverOptions) -> SolverOptions:
 
 def polish(problem: Problem, p: float, guess: np.ndarray, options: SolverOptions) -> SolveResult:
     return solve_at(problem, p, guess, newton_options(options))
+
+
+def _marginal_end(a: CurvePoint, b: CurvePoint) -> tuple[float, np.ndarray, float] | None:
+    """(p, x, uncertainty) of a stability change whose bracket ends on a marginal point (|margin| ≤ ``MARGINAL``,
+    which counts as stable whatever its sign, so the margin need not change sign between the two): the change is
+    at that point, to within its margin over the margin's slope between the two. A curve's step that lands on a
+    branch point to round-off gives one, and no corrector converges onto the branch point itself."""
+    for q, other in ((a, b), (b, a)):
+        if q.margin is None or other.margin is None or abs(q.margin) > MARGINAL or other.p == q.p:
+            continue
+        slope = abs(other.margin - q.margin) / abs(other.p - q.p)
+        if slope > 0:
+            return q.p, np.array(q.x, dtype=float), abs(q.margin) / slope
+    return None
 
 
 def _sign_change(a: float | None, b: float | None) -> bool:
@@ -236,6 +250,7 @@ class Detector:
             found = self.refiner.margin_root(a, b)
         else:
             found = self.refiner.root(a, b, lambda x, p: float(self.problem.margin(x, p) or 0.0))
+        found = found or _marginal_end(a, b)
         p_star = found[0] if found else 0.5 * (a.p + b.p)
         if not self.inside(p_star):
             return None

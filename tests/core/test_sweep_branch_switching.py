@@ -174,3 +174,21 @@ def test_a_sweep_zoomed_onto_a_pitchfork_finds_the_branches_that_split_off() -> 
         # Newton's residual tolerance 1e-10 over F_x = 2p ≥ 2e-5 leaves x within 5e-6 of √p.
         assert split is not None and split.x[0] == pytest.approx(np.sqrt(p), abs=1e-5)
         assert split.stable and cat.get("zero").stable is False  # type: ignore[union-attr]
+
+
+def test_a_curve_step_that_lands_on_the_branch_point_still_types_and_switches_it() -> None:
+    """Steps of 0.004 in (x, p / 2) from p = −1 land on p = 0 to round-off: that point's margin (−p, ≈ 1e-15) counts
+    as stable, so the margin does not change sign between it and the next, unstable point, and no corrector
+    converges onto the branch point itself. The loss is that point, typed and switched as any other."""
+    options = SolverOptions(continuation=ContinuationOptions(ds=0.004, ds_max=0.004))
+    res = run_sweep(cubic_pitchfork(), np.linspace(-1.0, 1.0, 21), options)
+    assert min(abs(q.p) for q in res.curves[0].points) < 1e-12  # the case in question
+    (sp,) = res.special_points
+    assert sp.kind is SpecialKind.BIFURCATION and sp.bifurcation is not None
+    assert sp.bifurcation.describe() == "supercritical pitchfork"
+    assert sp.parameter == pytest.approx(0.0, abs=1e-12) and sp.uncertainty < 1e-12
+    for p, cat in zip(res.values, res.catalogues, strict=True):
+        split = cat.get("split")
+        assert (split is not None) is (p > 1e-12)
+        if split is not None:
+            assert split.x[0] == pytest.approx(np.sqrt(p), abs=1e-9)
