@@ -150,3 +150,16 @@ def test_per_unit_onset_reads_the_central_basin_only_where_it_is_one() -> None:
     assert np.all(np.diff(below) > 0)
     assert pop.onset_indicator() == pytest.approx(below[-1]) and below[-1] > 0.02
     assert [per_unit(k).onset_indicator() > 0 for k in (0.005, 0.02, 0.05)] == [False, True, True]
+
+
+def test_first_crossing_is_found_from_below() -> None:
+    """The equal-depth search scans t upwards: a gap that has no well at small t, crosses zero at t = 0.437, and
+    reads "no well" again near t = 1 (a deep well beyond the search grid) gives the crossing, not a bracket of
+    the spurious jump at the top; a gap positive everywhere gives None."""
+    from solvers.theories.mean_field_ard.population import first_crossing
+
+    def gap(t: float) -> float:
+        return math.inf if t < 0.2 or t > 0.9 else 3.0 * (0.437 - t)
+
+    assert first_crossing(gap) == pytest.approx(0.437, abs=1e-12)
+    assert first_crossing(lambda t: 1.0 + t) is None

@@ -27,6 +27,7 @@ maximum in ρ of min_t Φ.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,26 @@ FORWARD_STEP = 1e-7
 ONSET_SCAN = 20
 #: The equal-depth search's stand-in for "no aligned well" (the central well is then the deepest: positive).
 NO_WELL_GAP = 1.0e3
+
+
+def first_crossing(gap: Callable[[float], float], tol: float = 1e-12) -> float | None:
+    """The residual t in (0, 1] at which ``gap`` — falling with t, +inf where there is no aligned well — reaches
+    zero, or None where it stays positive up to t = 1.
+
+    Located from below: a scan of ONSET_SCAN residuals upwards to the first non-positive value, then Brent's
+    method in that step. A gap that reads +inf again at larger t (a well beyond the search grid) cannot fool it.
+    """
+
+    def finite(t: float) -> float:
+        g = gap(t)
+        return g if math.isfinite(g) else NO_WELL_GAP
+
+    lo = 0.0
+    for t in np.linspace(0.0, 1.0, ONSET_SCAN + 1)[1:]:
+        if finite(float(t)) <= 0.0:
+            return bracketed_root(finite, lo, float(t), xtol=tol, rtol=4 * np.finfo(float).eps, probe=False).x
+        lo = float(t)
+    return None
 
 
 @dataclass(frozen=True)
@@ -314,24 +335,14 @@ class PopulationParity:
         """t* in (0, 1] at which the deepest aligned well of Ũ is exactly as deep as the central one (None: the
         central well is the deepest up to t = 1).
 
-        The gap falls with t (:meth:`depth_gap_at`), so t* is unique. It is located from below — a scan of
-        ONSET_SCAN residuals upwards to the first negative gap, then Brent's method — because deep aligned
-        wells far beyond the equal-depth point can leave the well search's grid (per-unit priors: at t near 1
-        the aligned minimum of a Student-t prior lies beyond |w_S| = 30 σ_w) and would read as "no well".
+        The gap falls with t (:meth:`depth_gap_at`), so t* is unique. It is located from below
+        (:func:`first_crossing`) because deep aligned wells far beyond the equal-depth point can leave the well
+        search's grid (per-unit priors: at t near 1 the aligned minimum of a Student-t prior lies beyond
+        |w_S| = 30 σ_w) and would read as "no well".
         """
+        return first_crossing(self.depth_gap_at, tol)
 
-        def gap(t: float) -> float:
-            g = self.depth_gap_at(t)
-            return g if math.isfinite(g) else NO_WELL_GAP
-
-        lo = 0.0
-        for t in np.linspace(0.0, 1.0, ONSET_SCAN + 1)[1:]:
-            if gap(float(t)) <= 0.0:
-                return bracketed_root(gap, lo, float(t), xtol=tol, rtol=4 * np.finfo(float).eps, probe=False).x
-            lo = float(t)
-        return None
-
-    def onset_indicator(self) -> float:
+    def onset_indicator(self, gap: Callable[[float], float] | None = None) -> float:
         """> 0 while the unaligned state's central well is its deepest, < 0 once an aligned well is deeper.
 
         The onset condition — the deepest aligned well of the unaligned state as deep as its central well — is
@@ -342,8 +353,11 @@ class PopulationParity:
         aligned well is deeper than the central one, where the restriction to the central basin is meaningful:
         an aligned well many units deeper outweighs the partition's tails and leaks into the "central" share,
         which can make h non-monotone above t* (per-unit priors at k = 2) and its roots spurious.
+
+        ``gap`` replaces the depth gap by another criterion of the same kind (a function of t that falls with
+        it, +inf while there is no aligned well), e.g. a comparison of well masses.
         """
-        ts = self.equal_depth_residual()
+        ts = first_crossing(gap, 1e-12) if gap is not None else self.equal_depth_residual()
         if ts is None:
             return math.inf
         return float(ts - self.central_basin_map(ts))
