@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from clients.result import branch_of
 from service.serialize import sweep_json
 from solvers.core.options import SolverOptions
 from solvers.experiments import SamplerOptions, sample
@@ -75,9 +76,10 @@ def theory_curve(model: str, Ps: list[int], args: argparse.Namespace) -> dict[st
                                                      "continuation", SolverOptions()))
     points = []
     for p in out["points"]:
+        full = [branch_of(p, b["name"]) or b for b in p["branches"]]  # a sweep point's branches are compact
         branches = {b["name"]: {"m_S": b["order_parameters"]["m_S"], "test_mse": b["observables"]["test_mse"],
                                 "test_error01": b["observables"]["test_error01"], "free_entropy": b["free_entropy"],
-                                "stable": b["stable"]} for b in p["branches"] if b["converged"]}
+                                "stable": b["stable"]} for b in full if b["converged"]}
         points.append({"P": p["parameter"], "equilibrium": p["equilibrium"], "branches": branches})
     return {"points": points, "transitions": out["transitions"], "seconds": time.perf_counter() - t0}
 

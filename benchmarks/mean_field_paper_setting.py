@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.mean_field_network_runs import converge
+from clients.result import branch_of
 from service.serialize import sweep_json
 from solvers.core.options import SolverOptions
 from solvers.experiments import SamplerOptions, sample
@@ -91,7 +92,8 @@ def theory_curve(label: str, args: argparse.Namespace) -> dict[str, Any]:
                                         "second_moment_ratio": b["observables"]["second_moment_relevant"]
                                         / b["observables"]["second_moment_irrelevant"],
                                         "test_mse": b["observables"]["test_mse"], "stable": b["stable"]}
-                            for b in p["branches"] if b["converged"]}} for p in out["points"]]
+                            for b in (branch_of(p, c["name"]) or c for c in p["branches"]) if b["converged"]}}
+              for p in out["points"]]
     return {"points": points, "transitions": out["transitions"], "seconds": time.perf_counter() - t0}
 
 
