@@ -3,17 +3,23 @@
 A line runs in a child process (:mod:`service.isolation`: killable, memory-capped) whose points come back as they
 are computed, gathered for at most ``SEND_EVERY`` = 50 ms, so the status shows progress (and, on request, the
 points so far) and a stopped line resumes from them. With ``solve_processes = 0`` a line runs in a thread of the
-API process and the job timeout is checked between points. Each stored point's text is counted against the
-job's byte limit (:mod:`service.kernel.stored_bytes`); past it, the computation fails and its points are dropped.
+API process and the job timeout is checked between points. Each point's text is checked against the contract
+(``PointOut``) as it is stored, here, while the line computes the next ones, so that a response splices the stored
+points in without validating them again; a point that fails the check is a bug and fails its job. Each stored
+point's text is counted against the job's byte limit (:mod:`service.kernel.stored_bytes`); past it, the
+computation fails and its points are dropped.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from service.isolation import run_child
 from service.jobs.lines import (
@@ -28,9 +34,14 @@ from service.jobs.lines import (
 from service.jobs.shape import LineUnits, job_kind, line_count, line_total
 from service.kernel import stored_bytes
 from service.kernel.kind import LocalRun, Pages
-from service.kernel.pages import RawJSON, with_points
+from service.kernel.pages import checked_items, with_points
+from service.result_schemas import CurveOut, PointOut
 from service.serialize import dumps, point_text
 from service.settings import Settings
+
+log = logging.getLogger("saddlelab.jobs")
+_POINT = TypeAdapter(PointOut)
+_CURVE = TypeAdapter(CurveOut)
 
 #: Seconds a line's process gathers its points before sending them on together: one message (one wake-up of the
 #: receiving thread) per batch instead of per point; a line stopped meanwhile recomputes at most these points.
@@ -126,24 +137,28 @@ class LocalLines(LineUnits):
 
     @staticmethod
     def _take(run: LocalRun, points: list[tuple[int, str]]) -> None:
-        """Store a line's points (once each), counted against the job's byte limit."""
+        """Store a line's points (once each), each checked against the contract here, while the line computes the
+        next ones (a response then splices them in unchecked), and counted against the job's byte limit."""
         state, failure = run.state, None
         limit, total = float(run.payload.get("stored_bytes_limit") or 0), line_total(run.payload)
+        for index, text in points:
+            failure = failure or _unlike_contract(_POINT, f"point {index}", text)
         with state.lock:
             if run.cancelled():
                 return  # computed after the computation was stopped: not part of it
             line = state.points[int(run.unit)]
             try:
                 for index, text in points:
-                    if int(index) in line:
+                    if failure is not None or int(index) in line:
                         continue
                     line[int(index)] = text
                     state.count += 1
                     state.bytes += len(text)
                     stored_bytes.check(limit, state.bytes, len(text) if state.bytes == len(text) else None, total)
             except stored_bytes.StoredBytesExceeded as exc:
-                state.drop_points()
                 failure = str(exc)
+            if failure is not None:
+                state.drop_points()
         if failure is not None:
             run.fail(failure)  # outside the state's lock: a status read takes the executor's lock, then this one
 
@@ -165,6 +180,10 @@ class LocalLines(LineUnits):
             state.summary = dumps(job_summary(payload, outcomes))
             state.result_points = [pts[i] for pts in state.points for i in range(expected)]
             state.result_curves = None if curves is None else [dumps(c) for c in curves]
+            for k, c in enumerate(state.result_curves or []):
+                failure = _unlike_contract(_CURVE, f"curve {k}", c)
+                if failure is not None:
+                    return failure
             for outcome in outcomes:
                 outcome.pop("curves", None)  # the result holds them now
             state.drop_points()  # the result holds them now
@@ -188,7 +207,7 @@ class LocalLines(LineUnits):
                 if state.result_curves is not None:
                     curves = curve_page.take(state.result_curves)
                     out["curve_page"] = curve_page.describe(len(state.result_curves), len(curves), "result.curves")
-                out["result"] = with_points(state.summary, points, curves)
+                out["result"] = with_points(state.summary, points, curves, checked=True)
                 out["page"] = page.describe(len(state.result_points), len(points), "result.points")
                 out["progress"] = {"done": total, "total": total}
                 return out
@@ -196,7 +215,7 @@ class LocalLines(LineUnits):
             if detail:
                 texts = [pts[i] for pts in state.points for i in sorted(pts)]
                 chosen = page.take(texts)
-                out["partial"] = RawJSON('{"points":[' + ",".join(chosen) + "]}")
+                out["partial"] = checked_items("points", chosen)
                 out["page"] = page.describe(len(texts), len(chosen), "partial.points")
         return out
 
@@ -209,3 +228,13 @@ class LocalLines(LineUnits):
     def executions(state: Lines) -> list[dict[str, Any]]:
         with state.lock:
             return [dict(e) for e in state.log]
+
+
+def _unlike_contract(adapter: TypeAdapter[Any], what: str, text: str) -> str | None:
+    """Why a stored text is not the contract's model (a bug, which fails its job), or None."""
+    try:
+        adapter.validate_json(text)
+    except ValidationError as exc:
+        log.error("%s does not match the contract: %s", what, exc)
+        return f"{what} of the result does not match the contract (a bug in SaddleLab): {exc}"
+    return None

@@ -68,7 +68,24 @@ def read_points(client: Any, name: str, indices: list[int], max_bytes: int = 0, 
 
 
 class RawJSON(str):
-    """JSON text passed through to the response as it is (a stored result page)."""
+    """JSON text passed through to the response as it is (a stored result page).
+
+    ``checked``: the same text without the items that were checked against the contract when they were stored (their
+    lists left empty), which is all that a response still has to validate of it; None: validate the whole text.
+    """
+
+    checked: str | None = None
+
+    @property
+    def to_validate(self) -> str:
+        return self if self.checked is None else self.checked
+
+
+def checked_items(key: str, items: list[str]) -> RawJSON:
+    """``{key: [items]}`` of stored texts each checked when it was stored."""
+    out = RawJSON(f'{{"{key}":[' + ",".join(items) + "]}")
+    out.checked = f'{{"{key}":[]}}'
+    return out
 
 
 
@@ -104,11 +121,15 @@ class Page:
                 "next": end if end < total and self.limit > 0 else None}
 
 
-def with_points(summary: str, points: list[str], curves: list[str] | None = None) -> RawJSON:
+def with_points(summary: str, points: list[str], curves: list[str] | None = None, checked: bool = False) -> RawJSON:
     """A stored result summary (JSON text of an object) with a page of stored point texts spliced in, and a page of
-    stored curve texts where the result keeps its curves apart (None: it has none, its summary says why)."""
+    stored curve texts where the result keeps its curves apart (None: it has none, its summary says why).
+    ``checked``: each point and curve was checked against the contract when it was stored."""
     head = summary[:-1] + ("," if summary != "{}" else "")
     tail = '"points":[' + ",".join(points) + "]"
     if curves is not None:
         tail += ',"curves":[' + ",".join(curves) + "]"
-    return RawJSON(head + tail + "}")
+    out = RawJSON(head + tail + "}")
+    if checked:
+        out.checked = with_points(summary, [], None if curves is None else [])
+    return out

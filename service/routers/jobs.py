@@ -94,16 +94,15 @@ def _body(state: AppState, job_id: str, owner: str | None, detail: bool, page: P
     """The job's status as the response's bytes, read and built in the thread pool (a page of a large result is
     megabytes: never on the event loop); None when the owner has no such job. A result page is stored as the JSON
     this route returns: spliced in, never parsed into objects, and validated from the text all the same (a
-    response that is not a JobStatus is a bug, answered 500). At most two are built at once
-    (``AppState.status_builds``)."""
+    response that is not a JobStatus is a bug, answered 500), less the points and curves that were checked when
+    they were stored (:attr:`RawJSON.checked`). At most two are built at once (``AppState.status_builds``)."""
     status = state.jobs.status(job_id, owner, detail=detail, page=page, curve_page=curve_page)
     if status is None:
         return None
     raw = {k: v for k, v in status.items() if isinstance(v, RawJSON)}
-    head = dumps({k: v for k, v in status.items() if k not in raw})
-    body = head[:-1] + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}"
-    JobStatus.model_validate_json(body)
-    return body.encode()
+    head = dumps({k: v for k, v in status.items() if k not in raw})[:-1]
+    JobStatus.model_validate_json(head + "".join(f',"{k}":{v.to_validate}' for k, v in raw.items()) + "}")
+    return (head + "".join(f',"{k}":{v}' for k, v in raw.items()) + "}").encode()
 
 
 async def _until_ended(state: AppState, job_id: str, owner: str | None, wait: float) -> None:

@@ -1,8 +1,9 @@
 """Every result is one of the contract's result models, checked on the way out, and /openapi.json shows them.
 
 The jobs route splices stored result pages into its answer as text; it validates that text against ``JobStatus``
-all the same, so a stored result of the wrong shape is a 500 (a bug), never a silently malformed answer. The
-results are computed by the embedded service."""
+all the same (less the points and curves the embedded backend checked as it stored them), so a stored result of
+the wrong shape is a 500 (a bug), never a silently malformed answer. The results are computed by the embedded
+service."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
 from service.app import create_app
-from service.kernel.pages import RawJSON
+from service.kernel.pages import RawJSON, with_points
 from service.result_schemas import BoundaryJobResult, JobResult, PhaseDiagramResult, SolveResponse, SweepResult
 from service.settings import Settings
 from tests.contract.declared_fields import undeclared
@@ -74,6 +75,14 @@ def test_a_job_response_that_is_not_a_job_status_is_a_500(api: TestClient, monke
     status["result"] = RawJSON('{"theory": "rubin_cavity", "parameter": "u", "method": "grid", "points": [], '
                                '"transitions": []}')
     assert api.get("/v1/jobs/x").status_code == 200
+    # Points and curves checked when they were stored are spliced in as they are; the rest is still validated.
+    summary = '{"theory": "rubin_cavity", "parameter": "u", "method": "grid", "transitions": []}'
+    status["result"] = with_points(summary, ['{"parameter": 1.0}'], checked=True)
+    assert api.get("/v1/jobs/x").status_code == 200
+    status["result"] = with_points(summary, ['{"parameter": 1.0}'])
+    assert api.get("/v1/jobs/x").status_code == 500
+    status["result"] = with_points(summary.replace('"grid"', '"sideways"'), [], checked=True)
+    assert api.get("/v1/jobs/x").status_code == 500
 
 
 def test_openapi_shows_every_result_schema() -> None:
