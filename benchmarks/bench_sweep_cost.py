@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from typing import Any
 from unittest import mock
@@ -34,11 +35,9 @@ from unittest import mock
 import numpy as np
 
 from benchmarks.common import Ratio, print_table
-from benchmarks.idle import timed_when_quiet
+from benchmarks.idle import TICK, timed_when_quiet
 from benchmarks.load import free_port, start_server
 from clients import Client
-
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu(root: int) -> float:
@@ -61,7 +60,7 @@ def tree_cpu(root: int) -> float:
             pid = parent.get(pid, 0)
         return False
 
-    return sum(sum(int(v) for v in fields[11:15]) for pid, fields in stats.items() if under(pid)) / _TICK
+    return sum(sum(int(v) for v in fields[11:15]) for pid, fields in stats.items() if under(pid)) / TICK
 
 
 def _settled(root: int, children: int) -> None:
@@ -174,9 +173,13 @@ def bench_http(repeats: int, P: int, points: int, one_thread: bool = False) -> l
     out = []
     for method in ("grid", "continuation"):
         times = walls[method]
+        # each repetition's sweep over its own single solve, timed next to each other: a slow stretch of a shared
+        # machine moves both, which the ratio of the bests does not see
+        paired = statistics.median(t / s for t, s in zip(times, walls["single"], strict=True))
         note = (f"P = {P}, {points} values over HTTP: wall {min(times):.2f} s against a warm single solve's "
                 f"{single:.2f} s ({min(times) / single:.2f} ×); CPU of the server's processes {min(cpu[method]):.2f} s "
-                f"against {single_cpu:.2f} s; best of {repeats}, interleaved; {quiet}"
+                f"against {single_cpu:.2f} s; best of {repeats}, interleaved (median of the repetitions' own wall "
+                f"ratios {paired:.2f} ×); {quiet}"
                 f"{'; server on one BLAS thread' if one_thread else ''}")
         if method == "continuation":
             note += f"; {curves} curve points served"

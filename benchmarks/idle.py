@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-_TICK = os.sysconf("SC_CLK_TCK")
+#: Clock ticks per second of the times /proc counts in.
+TICK = os.sysconf("SC_CLK_TCK")
 #: Share of one core the rest of the machine may use while a repetition runs.
 QUIET_SHARE = 0.05
 QUIET_WINDOW = 0.4
@@ -39,7 +40,7 @@ def machine_busy() -> float:
     """CPU seconds every process of the machine has used since boot (idle and I/O wait left out)."""
     with open("/proc/stat") as f:
         fields = [int(v) for v in f.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / _TICK
+    return (sum(fields) - fields[3] - fields[4]) / TICK
 
 
 def own_cpu() -> float:
