@@ -177,13 +177,14 @@ class LocalLines(LineUnits):
                     return f"line {line} completed with {len(pts)} of {expected} points stored"
             outcomes = [state.outcomes[c] for c in range(len(state.points))]
             curves = job_curves(payload, outcomes)
-            state.summary = dumps(job_summary(payload, outcomes))
-            state.result_points = [pts[i] for pts in state.points for i in range(expected)]
-            state.result_curves = None if curves is None else [dumps(c) for c in curves]
-            for k, c in enumerate(state.result_curves or []):
+            curve_texts = None if curves is None else [dumps(c) for c in curves]
+            for k, c in enumerate(curve_texts or []):  # checked before anything is kept: a failed result has none
                 failure = _unlike_contract(_CURVE, f"curve {k}", c)
                 if failure is not None:
                     return failure
+            state.summary = dumps(job_summary(payload, outcomes))
+            state.result_points = [pts[i] for pts in state.points for i in range(expected)]
+            state.result_curves = curve_texts
             for outcome in outcomes:
                 outcome.pop("curves", None)  # the result holds them now
             state.drop_points()  # the result holds them now

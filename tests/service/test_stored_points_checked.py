@@ -1,6 +1,7 @@
 """On the embedded backend each point a line stores is checked against the contract (``PointOut``) as it is stored,
 while the line computes the next ones; a response then splices the stored points in without validating them again.
-A point that fails the check is a bug: its job fails, naming the point, and keeps none of its points."""
+A point that fails the check is a bug: its job fails, naming the point, and keeps none of its points; so does a
+curve, checked when the result is assembled."""
 
 from __future__ import annotations
 
@@ -52,3 +53,16 @@ def test_a_point_unlike_the_contract_fails_its_job_when_it_is_stored(monkeypatch
     assert status["error"].startswith("point 1 of the result does not match the contract (a bug in SaddleLab)")
     assert "converged" in status["error"] and "branches" in status["error"]
     assert status["progress"]["done"] == 0 and not (status.get("partial") or {}).get("points")
+
+
+def test_a_curve_unlike_the_contract_fails_its_job_when_the_result_is_assembled(monkeypatch: pytest.MonkeyPatch
+                                                                              ) -> None:
+    monkeypatch.setattr(local_kind, "job_curves", lambda payload, outcomes: [{"name": 1}])
+    settings = Settings(redis_url=None, rate_limit_per_minute=0, solve_processes=0)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as api:
+        body = {"model": POTENTIAL, "parameter": "u", "values": [20, 30, 40], "method": "continuation"}
+        job_id = api.post("/v1/sweeps", json=body).json()["job_id"]
+        status = _ended(api, job_id)
+        assert status["status"] == "failed", status
+        assert status["error"].startswith("curve 0 of the result does not match the contract (a bug in SaddleLab)")
+        assert status.get("result") is None
