@@ -34,7 +34,7 @@ from service.jobs.lines import (
 from service.jobs.shape import LineUnits, job_kind, line_count, line_total
 from service.kernel import stored_bytes
 from service.kernel.kind import LocalRun, Pages
-from service.kernel.pages import checked_items, with_points
+from service.kernel.pages import partial_points, with_points
 from service.result_schemas import CurveOut, PointOut
 from service.serialize import dumps, point_text
 from service.settings import Settings
@@ -216,7 +216,7 @@ class LocalLines(LineUnits):
             if detail:
                 texts = [pts[i] for pts in state.points for i in sorted(pts)]
                 chosen = page.take(texts)
-                out["partial"] = checked_items("points", chosen)
+                out["partial"] = partial_points(chosen, checked=True)
                 out["page"] = page.describe(len(texts), len(chosen), "partial.points")
         return out
 

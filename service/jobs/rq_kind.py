@@ -23,7 +23,7 @@ from service.jobs.lines import expected_points, fixed_for_row, line_outcome, run
 from service.jobs.shape import LineUnits, job_kind, line_count, line_total
 from service.jobs.store import JobKeys, JobStore
 from service.kernel.kind import Pages
-from service.kernel.pages import RawJSON, with_points
+from service.kernel.pages import partial_points, with_points
 from service.kernel.stored_bytes import StoredBytesExceeded
 from service.kernel.unit_task import run_task
 from service.redis_link import UNREACHABLE, RedisUnavailable
@@ -101,7 +101,7 @@ class SweepLines(LineUnits):
         if detail:
             counts = store.line_counts(key, n)
             points = store.partial_page(key, counts, page.offset, page.limit, page.max_bytes)
-            out["partial"] = RawJSON('{"points":[' + ",".join(points) + "]}")
+            out["partial"] = partial_points(points)
             out["page"] = page.describe(sum(counts), len(points), "partial.points")
         return out
 

@@ -81,10 +81,12 @@ class RawJSON(str):
         return self if self.checked is None else self.checked
 
 
-def checked_items(key: str, items: list[str]) -> RawJSON:
-    """``{key: [items]}`` of stored texts each checked when it was stored."""
-    out = RawJSON(f'{{"{key}":[' + ",".join(items) + "]}")
-    out.checked = f'{{"{key}":[]}}'
+def partial_points(points: list[str], checked: bool = False) -> RawJSON:
+    """``{"points": [...]}`` of stored point texts (a job's points so far); ``checked``: each was checked against
+    the contract when it was stored."""
+    out = RawJSON('{"points":[' + ",".join(points) + "]}")
+    if checked:
+        out.checked = '{"points":[]}'
     return out
 
 
