@@ -41,7 +41,18 @@ def _convert(obj: Any, path: str, bad: list[str]) -> Any:
     if kind is str or obj is None:
         return obj
     if isinstance(obj, dict):
-        return {str(k): _convert(v, f"{path}.{k}" if path else str(k), bad) for k, v in obj.items()}
+        out = {}
+        for k, v in obj.items():
+            key = str(k)
+            leaf = type(v)
+            # a table's finite floats and plain values in place: no path built, no call, for the commonest entries
+            if leaf is float and math.isfinite(v):
+                out[key] = v + 0.0
+            elif leaf is str or leaf is int or leaf is bool or v is None:
+                out[key] = v
+            else:
+                out[key] = _convert(v, f"{path}.{key}" if path else key, bad)
+        return out
     if isinstance(obj, (list, tuple)):
         # Plain finite floats: check them, don't rebuild their paths.
         if obj and all(type(v) is float for v in obj) and all(math.isfinite(v) for v in obj):

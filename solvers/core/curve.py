@@ -17,7 +17,6 @@ events, each between two consecutive points), and its two ends say how it ended 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -206,11 +205,14 @@ class Curve:
         return np.array(self.coordinates, dtype=float).reshape(-1, len(self.parameters))
 
 
-def interpolations(points: Sequence[CurvePoint], p: float) -> Iterator[np.ndarray]:
+def interpolations(points: Sequence[CurvePoint], p: float, parameters: np.ndarray | None = None
+                   ) -> Iterator[np.ndarray]:
     """The state at ``p`` interpolated linearly on every segment of a one-parameter curve whose ends bracket ``p``
-    (a guess for a solve at ``p`` on each of the curve's branches there)."""
-    for a, b in itertools.pairwise(points):
-        pa, pb = a.p, b.p
-        if pa <= p <= pb or pb <= p <= pa:  # a sweep asks at every value: no sorting of each pair
-            w = 0.0 if pa == pb else (p - pa) / (pb - pa)
-            yield (1 - w) * a.x + w * b.x
+    (a guess for a solve at ``p`` on each of the curve's branches there). ``parameters``: the points' p, where the
+    caller holds them (a sweep asks along one curve at every value)."""
+    ps = np.fromiter((q.p for q in points), float, len(points)) if parameters is None else parameters
+    pa, pb = ps[:-1], ps[1:]
+    for k in np.flatnonzero(((pa <= p) & (p <= pb)) | ((pb <= p) & (p <= pa))):
+        a, b = points[k], points[k + 1]
+        w = 0.0 if pa[k] == pb[k] else (p - float(pa[k])) / (float(pb[k]) - float(pa[k]))
+        yield (1 - w) * a.x + w * b.x

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -84,9 +84,18 @@ class Track:
         """The track's own point at exactly ``p``, if it has one."""
         return self._by_p.get(p)
 
+    @cached_property
+    def parameters(self) -> np.ndarray:
+        """Each point's p."""
+        return np.fromiter((q.p for q in self.points), float, len(self.points))
+
+    def interpolations(self, p: float) -> Iterator[np.ndarray]:
+        """:func:`~solvers.core.curve.interpolations` along the track."""
+        return interpolations(self.points, p, self.parameters)
+
     def guess(self, p: float) -> np.ndarray | None:
         """Linear interpolation of the state at ``p`` along the track (None outside it)."""
-        first = next(interpolations(self.points, p), None)
+        first = next(self.interpolations(p), None)
         if first is None and len(self.points) == 1 and self.points[0].p == p:
             return self.points[0].x.copy()
         return first

@@ -40,7 +40,6 @@ from solvers.core.detect import (
     Track,
     curve_cuts,
     curve_tracks,
-    interpolations,
     merge_branch_points,
     polish,
     refinement_precision,
@@ -486,7 +485,7 @@ def _assemble(problem: Problem, v: float, tracks: list[Track], options: SolverOp
     cands: list[tuple[str, SolveResult]] = []
     origins: list[Origin] = []
     for tr in tracks:
-        for g in interpolations(tr.points, v):
+        for g in tr.interpolations(v):
             cands.append((tr.name, polish(problem, v, _root_near(problem, roots, g), options)))
             origins.append(Origin("continuation"))
     if problem.edge is not None:

@@ -10,7 +10,7 @@ of nested kernels at its solutions), so it never depends on what the shared cach
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -56,7 +56,9 @@ class Settings:
             return self
         if parameter not in SWEEPABLE:
             raise ValueError(f"{parameter!r} is not sweepable; choose one of {SWEEPABLE}")
-        return replace(self, **{parameter: float(value)})
+        # built directly: dataclasses.replace costs several times as much, and a sweep asks at every corrector step
+        values = {"T": self.T, "N1": self.N1, "lambda0": self.lambda0, "lambda1": self.lambda1, parameter: float(value)}
+        return Settings(**values)
 
     @property
     def valid(self) -> bool:
