@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from solvers.core.curve import CurvePoint, interpolations
@@ -17,7 +19,7 @@ def _zigzag() -> tuple[CurvePoint, ...]:
 
 def _by_hand(points: tuple[CurvePoint, ...], p: float) -> list[np.ndarray]:
     out = []
-    for a, b in zip(points[:-1], points[1:], strict=True):
+    for a, b in itertools.pairwise(points):
         lo, hi = sorted((a.p, b.p))
         if lo <= p <= hi:
             w = 0.0 if a.p == b.p else (p - a.p) / (b.p - a.p)
