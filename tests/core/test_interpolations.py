@@ -37,7 +37,8 @@ def test_every_bracketing_segment_gives_its_interpolation() -> None:
             for g, w in zip(got, want, strict=True):
                 assert np.array_equal(g, w)
     assert len(list(track.interpolations(1.2))) == 3  # once on each of the three sheets over p = 1.2
-    assert track.guess(3.5) is None and np.array_equal(track.guess(0.5), points[0].x + 0.5 * (points[1].x - points[0].x))
+    assert track.guess(3.5) is None
+    assert np.array_equal(track.guess(0.5), points[0].x + 0.5 * (points[1].x - points[0].x))
 
 
 def test_a_single_point_track_guesses_only_at_its_own_value() -> None:
