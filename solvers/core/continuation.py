@@ -231,19 +231,31 @@ def _end(system: ProblemSystem, state: arclength.State, pts: list[CurvePoint]) -
         return "reached a singular edge of the domain", End(
             "domain", pts[-1].point, quantity=_quantity(system.problem, z[: system.n], float(z[system.n])),
             detail="the equations degenerate at the edge of the theory's domain")
-    return "step below ds_min", _failure_end(system, state, pts[-1])
+    end = _failure_end(system, state, pts[-1])
+    if end.kind == "domain":
+        return f"left the domain of its equations{f' ({end.quantity})' if end.quantity else ''}", end
+    return "step below ds_min", end
 
 
 def _quantity(problem: Problem, x: np.ndarray, p: float) -> str | None:
-    """The theory's name for the quantity outside its domain at (x, p), if it gives one."""
-    if problem.domain is None:
-        return None
-    try:
-        return problem.domain(x, p)
-    except MAYBE_NUMERICAL as exc:
-        if not is_numerical(exc):
-            raise
-        return None
+    """The theory's name for the quantity outside its domain at (x, p), if it gives one; else the parameter itself
+    where p lies outside the problem's bounds (``Problem.bounds``: the values the theory admits)."""
+    if problem.domain is not None:
+        try:
+            named = problem.domain(x, p)
+        except MAYBE_NUMERICAL as exc:
+            if not is_numerical(exc):
+                raise
+            named = None
+        if named is not None:
+            return named
+    lo, hi = problem.bounds[0]  # type: ignore[index]
+    name = problem.parameters[0]
+    if p < lo:
+        return f"{name} < {lo:g}"
+    if p > hi:
+        return f"{name} > {hi:g}"
+    return None
 
 
 def _failure_end(system: ProblemSystem, state: arclength.State, last: CurvePoint) -> End:

@@ -27,9 +27,10 @@ inputs and safe under threads.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -42,6 +43,7 @@ from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep, run_sweep
 from solvers.theories.quantities import QuantityTable
+from solvers.theories.two_parameter import field_bounds
 
 if TYPE_CHECKING:
     from solvers.experiments.target import Target
@@ -265,5 +267,19 @@ class Theory(ABC):
         stored: Mapping[int, Catalogue] | None = None,
     ) -> Sweep:
         """Trace every branch over ``values``; locate spinodals, first-order points and events."""
-        problem = self.problem(spec, parameter, options)
+        problem = swept(self.problem(spec, parameter, options), spec, parameter)
         return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)
+
+
+def swept(problem: Problem, spec: BaseModel, parameter: str) -> Problem:
+    """The problem of a sweep in the spec's field ``parameter``: named after it and bounded by the values the field
+    admits (its gt/ge/lt/le constraints), so that a curve that runs out of them says which quantity left its domain
+    (the engine's ``Problem.domain`` names it where the theory does not). A problem that names its own parameter
+    or bounds, or a parameter that is not a field of the spec, is left as it is."""
+    unbounded = all(lo == -math.inf and hi == math.inf for lo, hi in problem.bounds)  # type: ignore[union-attr]
+    if parameter not in type(spec).model_fields or problem.parameters != ("p",) or not unbounded:
+        return problem
+    lo, hi = field_bounds(spec, parameter)
+    if not lo < hi:
+        return problem
+    return replace(problem, parameters=(parameter,), bounds=((lo, hi),))

@@ -111,3 +111,30 @@ def test_a_closed_curve_and_the_step_cap_keep_their_contract_names() -> None:
     assert "loop" in {e["kind"] for e in circle["ends"]}
     capped = branch_end_json(End("max_points", (0.5,), branch="b", detail="100 steps in this direction"))
     assert capped == {"branch": "b", "kind": "step_cap", "parameter": 0.5, "detail": "100 steps in this direction"}
+
+
+def positive_parameter(bounded: bool) -> Problem:
+    """x = 1 + p on p ≥ 0, the residual undefined (NaN) below: the branch leaves the problem's bounds at p = 0. With
+    ``bounded`` the problem declares p's domain [0, ∞) (as a theory's sweep does from its spec), else nothing."""
+
+    def residual(x: np.ndarray, p: float) -> np.ndarray:
+        return np.array([x[0] - 1.0 - p]) if p >= 0 else np.array([np.nan])
+
+    return Problem(residual=residual, dim=1, starts=lambda p: {"only": np.array([1.0])},
+                   jacobian=lambda x, p: np.array([[1.0]]), parameters=("q",) if bounded else ("p",),
+                   bounds=((0.0, math.inf),) if bounded else None)
+
+
+def test_a_branch_that_leaves_its_parameters_bounds_names_the_parameter() -> None:
+    """The theory names no quantity, but the parameter's own domain does: the branch ends at its edge, the curve says
+    which bound it crossed; a problem that declares no bounds says nothing it does not know."""
+    for bounded, quantity in ((True, "q < 0"), (False, None)):
+        sweep = run_sweep(positive_parameter(bounded), np.linspace(1e-4, 1.0, 11), SolverOptions(),
+                          method="continuation")
+        (curve,) = sweep.curves
+        backward, forward = curve.ends
+        assert forward is None and backward is not None and backward.kind == "domain"
+        assert backward.quantity == quantity
+        assert 0.0 <= backward.point[0] < 1e-5  # the last solution before the edge
+        if quantity is not None:
+            assert curve.message.startswith(f"backward: left the domain of its equations ({quantity})")

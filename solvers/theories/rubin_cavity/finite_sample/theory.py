@@ -13,7 +13,7 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep, run_sweep
-from solvers.theories.base import Example, Sizes, Theory
+from solvers.theories.base import Example, Sizes, Theory, swept
 from solvers.theories.rubin_cavity.common.network import network_of
 from solvers.theories.rubin_cavity.common.solving import auto_means_newton
 from solvers.theories.rubin_cavity.finite_sample.evaluator import LAW_NODES
@@ -175,5 +175,5 @@ class FiniteSampleTheory(ErfNetworkExperiment, Theory):
             lo, hi = min(values), max(values)
             middle = lo if parameter == "T" else (math.sqrt(lo * hi) if lo > 0 else 0.5 * (lo + hi))
             pilot = (middle, network_of(spec, parameter, middle).T)
-        problem = finite_sample_problem(spec, parameter, options, pilot)  # type: ignore[arg-type]
+        problem = swept(finite_sample_problem(spec, parameter, options, pilot), spec, parameter)  # type: ignore[arg-type]
         return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)

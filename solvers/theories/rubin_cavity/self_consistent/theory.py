@@ -17,7 +17,7 @@ from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue
 from solvers.core.sweep import OnPoint, Sweep, run_sweep
-from solvers.theories.base import Example, Theory
+from solvers.theories.base import Example, Theory, swept
 from solvers.theories.rubin_cavity.common.network import network_of
 from solvers.theories.rubin_cavity.common.solving import auto_means_newton
 from solvers.theories.rubin_cavity.network_experiment import ErfNetworkExperiment
@@ -74,5 +74,5 @@ class SelfConsistentTheory(ErfNetworkExperiment, Theory):
     ) -> Sweep:
         """The engine's sweep with Newton for ``auto``, on a problem whose finite-D rule fits every value."""
         options = auto_means_newton(options)
-        problem = _problem(spec, parameter, options, values)  # type: ignore[arg-type]
+        problem = swept(_problem(spec, parameter, options, values), spec, parameter)  # type: ignore[arg-type]
         return run_sweep(problem, values, options, method=method, on_point=on_point, on_step=on_step, stored=stored)
