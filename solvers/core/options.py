@@ -33,6 +33,10 @@ class ArclengthOptions(BaseModel):
     max_angle: float = Field(
         0.3, gt=0, le=1.5, description="Largest angle (radians) between successive tangents before a step is halved."
     )
+    branch_amplitude: float = Field(
+        1e-2, gt=0, le=1, description="Kernel amplitude (scaled) of the first point on a bifurcating branch; a "
+        "sweep's switch is no longer than ds_max either."
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> ArclengthOptions:
@@ -68,9 +72,6 @@ class LineOptions(ArclengthOptions):
     merge_distance: float = Field(
         1e-2, gt=0, le=1, description="Scaled distance between the two states of a first-order line below which "
         "they count as merged: the line ends at a critical point."
-    )
-    branch_amplitude: float = Field(
-        1e-2, gt=0, le=1, description="Kernel amplitude (scaled) of the first point on a bifurcating branch."
     )
     kinds: tuple[SpecialKind, ...] = Field(
         tuple(SpecialKind), description="Which kinds of line trace_boundaries traces (names of SpecialKind)."

@@ -192,3 +192,17 @@ def test_a_curve_step_that_lands_on_the_branch_point_still_types_and_switches_it
         assert (split is not None) is (p > 1e-12)
         if split is not None:
             assert split.x[0] == pytest.approx(np.sqrt(p), abs=1e-9)
+
+
+@pytest.mark.parametrize("amplitude", [1e-2, 1e-3])
+def test_a_sweeps_switch_starts_at_its_own_branch_amplitude(amplitude: float) -> None:
+    """``solver.continuation.branch_amplitude`` is the sweep's, as ``ds_max`` is: with steps long enough not to bound
+    it, the first points on x = ±√p lie that far (kernel coordinate x) from the pitchfork at the origin."""
+    options = SolverOptions(continuation=ContinuationOptions(ds_max=0.2, branch_amplitude=amplitude))
+    res = run_sweep(cubic_pitchfork(), np.linspace(-1.0, 1.0, 21), options)
+    (sp,) = res.special_points
+    starts = bifurcating_starts(cubic_pitchfork(), sp, options, 2.0)
+    assert sorted(np.sign(x[0]) for _, x in starts) == [-1.0, 1.0]
+    for p, x in starts:
+        assert abs(x[0]) == pytest.approx(amplitude, rel=1e-3)  # corrected onto x² = p at that amplitude
+        assert x[0] ** 2 == pytest.approx(p, rel=1e-6)
