@@ -21,7 +21,7 @@ from solvers.core import arclength
 from solvers.core.arclength import Box, Monitor
 from solvers.core.corrector import Limits, initial_tangent, scaled_jacobian, tangent
 from solvers.core.curve import Curve, CurvePoint, End, Mark
-from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
+from solvers.core.errors import MAYBE_NUMERICAL, is_numerical, or_none
 from solvers.core.newton import fd_jacobian
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
@@ -120,13 +120,7 @@ def curve_point(system: ProblemSystem, z: np.ndarray, tau: np.ndarray) -> CurveP
     x, p = np.array(z[:n], dtype=float), float(z[n])
     problem = system.problem
     fe = float(problem.free_entropy(x, p)) if problem.free_entropy is not None else None
-    try:
-        margin = problem.margin(x, p)
-    except MAYBE_NUMERICAL as exc:
-        if not is_numerical(exc):
-            raise
-        margin = None
-    return CurvePoint((p,), x, np.array(tau, dtype=float), margin, fe)
+    return CurvePoint((p,), x, np.array(tau, dtype=float), or_none(problem.margin, x, p), fe)
 
 
 def refine_between(
@@ -240,15 +234,9 @@ def _end(system: ProblemSystem, state: arclength.State, pts: list[CurvePoint]) -
 def _quantity(problem: Problem, x: np.ndarray, p: float) -> str | None:
     """The theory's name for the quantity outside its domain at (x, p), if it gives one; else the parameter itself
     where p lies outside the problem's bounds (``Problem.bounds``: the values the theory admits)."""
-    if problem.domain is not None:
-        try:
-            named = problem.domain(x, p)
-        except MAYBE_NUMERICAL as exc:
-            if not is_numerical(exc):
-                raise
-            named = None
-        if named is not None:
-            return named
+    named = None if problem.domain is None else or_none(problem.domain, x, p)
+    if named is not None:
+        return named
     lo, hi = problem.bounds[0]  # type: ignore[index]
     name = problem.parameters[0]
     if p < lo:

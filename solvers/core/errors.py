@@ -7,7 +7,12 @@ programming error and propagates, so that tests and fuzzing see it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
+
+T = TypeVar("T")
 
 
 class DomainError(ArithmeticError):
@@ -27,3 +32,13 @@ def is_numerical(exc: BaseException) -> bool:
     if isinstance(exc, NUMERICAL):
         return True
     return type(exc) is ValueError and "math domain error" in str(exc)
+
+
+def or_none(fn: Callable[..., T], *args: object) -> T | None:
+    """``fn(*args)``, or None where it fails numerically (anything else is a bug, and is raised)."""
+    try:
+        return fn(*args)
+    except MAYBE_NUMERICAL as exc:
+        if not is_numerical(exc):
+            raise
+        return None
