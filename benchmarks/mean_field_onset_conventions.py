@@ -31,6 +31,7 @@ import numpy as np
 
 from solvers.core.roots import bracketed_root
 from solvers.theories import get
+from solvers.theories.mean_field_ard.events import bracketable
 from solvers.theories.mean_field_ard.population import PopulationParity
 from solvers.theories.mean_field_ard.reduced_law import find_wells
 from solvers.theories.mean_field_ard.theory import reduced_model
@@ -77,8 +78,7 @@ def gap(pop: PopulationParity, convention: str) -> Callable[[float], float] | No
 def onset(d: int, k: int, N: int, convention: str) -> float | None:
     def indicator(kappa: float) -> float:
         pop = population(d, k, kappa, N)
-        v = pop.onset_indicator(gap(pop, convention))
-        return v if math.isfinite(v) else 1.0e3
+        return bracketable(pop.onset_indicator(gap(pop, convention)))
 
     values = [indicator(float(x)) for x in KAPPA_SCAN]
     for a, b, fa, fb in zip(KAPPA_SCAN[:-1], KAPPA_SCAN[1:], values[:-1], values[1:], strict=True):

@@ -35,12 +35,16 @@ DETAIL = ("alignment onset: an aligned well of the unaligned state's single-neur
 NO_ALIGNED_WELL = 1.0e3
 
 
+def bracketable(gap: float) -> float:
+    """A gap that reads +inf where there is no aligned well, as a root search can bracket it (``NO_ALIGNED_WELL``)."""
+    return gap if math.isfinite(gap) else NO_ALIGNED_WELL
+
+
 def onset_event(gap: Callable[[float], float]) -> Event:
     """``gap(p)``: > 0 while the unaligned state's central well is its deepest at p, < 0 once an aligned well is
     deeper (+inf without an aligned well)."""
 
     def indicator(x: np.ndarray, p: float) -> float:
-        g = gap(p)
-        return g if math.isfinite(g) else NO_ALIGNED_WELL
+        return bracketable(gap(p))
 
     return Event(NAME, indicator, transition="first_order", branches=("aligned", "symmetric"), detail=DETAIL)

@@ -36,6 +36,7 @@ from solvers.core.blas import one_blas_thread
 from solvers.core.roots import bracketed_root
 from solvers.theories.mean_field_ard.ard import ARD
 from solvers.theories.mean_field_ard.bulk_grid import bulk_grid
+from solvers.theories.mean_field_ard.events import bracketable
 from solvers.theories.mean_field_ard.memo import Memo
 from solvers.theories.mean_field_ard.reduced_law import Law, find_wells, law, prior_bulk
 from solvers.theories.mean_field_ard.reduced_potential import Network, ParityPotential
@@ -56,8 +57,6 @@ MEMO = 64
 FORWARD_STEP = 1e-7
 #: Residuals t = 1/ONSET_SCAN, 2/ONSET_SCAN, … scanned upwards for the first aligned well deeper than the central one.
 ONSET_SCAN = 20
-#: The equal-depth search's stand-in for "no aligned well" (the central well is then the deepest: positive).
-NO_WELL_GAP = 1.0e3
 
 
 def first_crossing(gap: Callable[[float], float], tol: float = 1e-12) -> float | None:
@@ -69,8 +68,7 @@ def first_crossing(gap: Callable[[float], float], tol: float = 1e-12) -> float |
     """
 
     def finite(t: float) -> float:
-        g = gap(t)
-        return g if math.isfinite(g) else NO_WELL_GAP
+        return bracketable(gap(t))
 
     lo = 0.0
     for t in np.linspace(0.0, 1.0, ONSET_SCAN + 1)[1:]:
