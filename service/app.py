@@ -13,6 +13,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.errors import render_errors
+from service.heap import keep_heap
 from service.middleware import ApiKeys, BodyLimit
 from service.openapi import unique_operation_ids
 from service.provenance import SourceChanged
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        keep_heap()  # the API process builds megabyte responses again and again (service/heap.py)
         yield
         app.state.saddlelab.close()
 
