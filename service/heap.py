@@ -8,6 +8,11 @@ allocations below ``MMAP_BYTES`` taken from the heap and up to ``TRIM_BYTES`` of
 second response of that size reuses the first one's pages: a 2.2 MB page of a finished sweep was answered in 6–10 ms
 instead of 15–19 ms (the time to its first byte, 3–4 ms instead of 10–15 ms). Only the API process is set this
 way: a solve or a job line runs in a process of its own, which starts with an empty heap and ends after one task.
+
+What it may cost: up to ``TRIM_BYTES`` of free memory at the top of each arena's heap stays with the process. glibc
+moves to the same bounds by itself once a block of ``MMAP_BYTES`` has been freed (its dynamic threshold rises to
+the freed block's size and the trim threshold to twice that); here they hold from the start, whatever the sizes
+seen so far.
 """
 
 from __future__ import annotations
