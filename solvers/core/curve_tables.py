@@ -36,7 +36,7 @@ from solvers.core.catalogue import same_solution
 from solvers.core.curve import Curve, CurvePoint, End
 from solvers.core.curve_results import CurveRow, CurveTable
 from solvers.core.detect import BRANCH_POINT_REL, curve_cuts, curve_tracks, polish
-from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
+from solvers.core.errors import or_none
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Problem
 from solvers.core.results import Catalogue, Report, is_stable
@@ -281,21 +281,12 @@ def _locations(
 def _free_entropy(problem: Problem, x: np.ndarray, p: float) -> float | None:
     if problem.free_entropy is None:
         return None
-    try:
-        return float(problem.free_entropy(x, p))
-    except MAYBE_NUMERICAL as exc:
-        if not is_numerical(exc):
-            raise
-        return None
+    fe = or_none(problem.free_entropy, x, p)
+    return None if fe is None else float(fe)
 
 
 def _stable(problem: Problem, x: np.ndarray, p: float) -> bool | None:
-    try:
-        return is_stable(problem.margin(x, p))
-    except MAYBE_NUMERICAL as exc:
-        if not is_numerical(exc):
-            raise
-        return None
+    return is_stable(or_none(problem.margin, x, p))
 
 
 def _clipped(
@@ -385,9 +376,5 @@ def _resampled(rows: list[_Row], max_points: int) -> list[_Row]:
 def _reported(problem: Problem, r: _Row) -> CurveRow:
     report = r.report
     if report is None and problem.report is not None:
-        try:
-            report = problem.report(r.x, r.p)
-        except MAYBE_NUMERICAL as exc:
-            if not is_numerical(exc):
-                raise
+        report = or_none(problem.report, r.x, r.p)
     return CurveRow(r.p, r.x, r.s, r.branch, r.stable, r.free_entropy, report, r.special)

@@ -31,7 +31,7 @@ from solvers.core.branch_points import classify_loss
 from solvers.core.catalogue import same_solution
 from solvers.core.continuation import ProblemSystem, refine_between
 from solvers.core.curve import Curve, CurvePoint, interpolations
-from solvers.core.errors import MAYBE_NUMERICAL, is_numerical
+from solvers.core.errors import or_none
 from solvers.core.options import SolverOptions
 from solvers.core.problem import Event, Problem
 from solvers.core.results import MARGINAL, SolveResult
@@ -321,12 +321,10 @@ class Detector:
 
     @staticmethod
     def _indicator(ev: Event, x: np.ndarray, p: float) -> float | None:
-        try:
-            v = float(ev.indicator(x, p))
-        except MAYBE_NUMERICAL as exc:
-            if not is_numerical(exc):
-                raise
+        v = or_none(ev.indicator, x, p)
+        if v is None:
             return None
+        v = float(v)
         return v if np.isfinite(v) else None
 
     # ---- first-order points ----------------------------------------------------------------------
